@@ -1,0 +1,31 @@
+# Two entry points on a fresh machine: `make demo` (the main job) and `make test` (the tests).
+# Both create or reuse .venv and install what they need; constraints.txt pins the CPU torch wheel.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+PIP    := $(BIN)/python -m pip install --disable-pip-version-check -q -c constraints.txt
+
+.PHONY: install test demo bench clean
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(PIP) torch==2.13.0
+	$(PIP) -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -n 2 --durations=15 tests metrics losses ltr
+
+demo: $(STAMP)
+	$(BIN)/ltr ablate --quick --out runs/demo
+
+bench: $(STAMP)
+	$(PIP) -e '.[bench]'
+	$(BIN)/python benchmarks/bench_metrics.py
+	$(BIN)/python benchmarks/bench_losses.py
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

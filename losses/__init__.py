@@ -1,0 +1,1 @@
+"""losses: torch ranking losses with one interface, loss(scores, labels, mask) -> scalar."""

@@ -1,0 +1,5 @@
+import sys
+
+from ltr.cli import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""Sub-commands of the ``ltr`` command line (see :mod:`ltr.cli`)."""

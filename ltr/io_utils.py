@@ -1,0 +1,67 @@
+"""Atomic file writes: every file the toolkit writes appears whole or not at all.
+
+A temporary file is written in the destination folder, flushed, fsynced and then renamed over the
+destination with :func:`os.replace`, which is atomic on POSIX file systems. A crash mid-write leaves
+the previous version (or nothing) in place, never a truncated file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+__all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text", "atomic_write_json"]
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; on success rename it onto ``path``.
+
+    Use it with writers that want a file name (``torch.save``, ``np.savez``, matplotlib)::
+
+        with atomic_path("model.pt") as tmp:
+            torch.save(state, tmp)
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix + ".tmp", dir=path.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        with open(tmp_path, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp_path, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp_path.unlink()
+        raise
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+
+
+def atomic_write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> None:
+    """Write ``text`` to ``path`` atomically."""
+    atomic_write_bytes(path, text.encode(encoding))
+
+
+def _json_default(obj: Any) -> Any:
+    # numpy scalars and arrays appear in summaries; write them as plain JSON numbers and lists.
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+
+
+def atomic_write_json(path: str | os.PathLike, obj: Any, indent: int = 2) -> None:
+    """Write ``obj`` as JSON to ``path`` atomically (numpy values become plain numbers)."""
+    atomic_write_text(path, json.dumps(obj, indent=indent, default=_json_default, allow_nan=True) + "\n")

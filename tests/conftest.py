@@ -1,0 +1,27 @@
+"""Shared fixtures: where the third-party data sets live, and a skip when they are absent."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# ../shared beside the checkout (CI lays a copy there); LTR_SHARED_DIR overrides.
+SHARED = Path(os.environ.get("LTR_SHARED_DIR", ROOT.parent / "shared"))
+SHARED_DATA = SHARED / "data"
+REFERENCE = SHARED / "reference"
+
+
+def shared_path(*parts: str) -> Path:
+    """Path under ../shared/data, or skip the test cleanly when it is not there."""
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"shared data not present: {path}")
+    return path
+
+
+@pytest.fixture
+def shared_data():
+    return shared_path
