@@ -8,6 +8,7 @@ recall at a latency budget. numpy only; torch is imported lazily by the torch si
 
 from metrics.gains import *  # noqa: F401,F403
 from metrics.discounts import *  # noqa: F401,F403
+from metrics.dcg import *  # noqa: F401,F403
 from metrics.conventions import *  # noqa: F401,F403
 from metrics.ranking import *  # noqa: F401,F403
 from metrics.evaluate import *  # noqa: F401,F403

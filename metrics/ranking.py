@@ -1,3 +1,579 @@
-"""(placeholder: being written)."""
+"""Ranking metrics for many queries at once, vectorized over the flat layout (no loop over queries).
 
-__all__: list[str] = []
+Flat layout: ``scores[N]``, ``labels[N]`` and ``query_offsets[Q+1]``; query q owns the rows
+``offsets[q]:offsets[q+1]``. The padded form ``[Q, L]`` + ``mask`` is accepted by every public
+function and converted to the flat one (the flat layout is the fast path).
+
+Per query, with items ranked by score (rank r = 1, 2, ...), rel_r = [label_r >= threshold],
+g_r = gain(label_r), d(r) = 1/log2(r+1) (or the discount given), R = number of relevant items
+(in the list, or in the qrels when they are passed) and n the list length:
+
+    DCG@K       = sum_{r<=K} g_r d(r)                 NDCG@K = DCG@K / IDCG@K
+    IDCG@K      = DCG@K of the judged positive gains sorted descending (top min(|R|, K) of them)
+    AP@K        = sum_{r<=K} rel_r * P@r / (R or min(R, K))
+    RR@K        = 1 / (rank of the first relevant item) if that rank <= K else 0
+    P@K         = sum_{r<=K} rel_r / K                Recall@K = sum_{r<=K} rel_r / R
+    HitRate@K   = [sum_{r<=K} rel_r > 0]              R-precision = P@R * R / R = hits in top R / R
+
+Without ``k`` the cutoff is the whole list (P then divides by n). A query without relevant items
+(R = 0; for NDCG: IDCG = 0) scores according to ``empty`` (NaN for "skip"). DCG is never "empty".
+
+How it is fast: one ordering of all queries is computed once and shared by every metric. For the
+default tie rule (input order) the ordering is a single ``np.sort`` of unique 64-bit keys
+``query | score bits | position`` from which the permutation is decoded (no argsort); the few
+queries whose distinct scores collide in the truncated score bits are re-sorted exactly. The
+metrics then need only the positions of the relevant items (``np.flatnonzero``) and
+``np.searchsorted`` / ``np.bincount`` per query, plus a dense ``[Q, K]`` gather for DCG@K.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from metrics.conventions import Conventions, get_conventions
+from metrics.discounts import discount_values
+from metrics.gains import gain_values, is_torch
+
+__all__ = [
+    "KINDS",
+    "RankedLists",
+    "rank_order",
+    "flat_from_padded",
+    "ndcg",
+    "dcg",
+    "average_precision",
+    "reciprocal_rank",
+    "precision",
+    "recall",
+    "hit_rate",
+    "r_precision",
+]
+
+KINDS = ("ndcg", "dcg", "ap", "rr", "p", "recall", "hit", "rprec")
+
+_SIGN = np.uint64(1 << 63)
+
+
+def _numpy(x: Any, dtype: Any = None) -> np.ndarray:
+    if is_torch(x):
+        x = x.detach().cpu().numpy()
+    return np.asarray(x, dtype=dtype)
+
+
+def _check_offsets(query_offsets: Any, n_items: int, what: str = "query_offsets") -> np.ndarray:
+    offsets = _numpy(query_offsets)
+    if offsets.ndim != 1 or offsets.size == 0:
+        raise ValueError(f"{what} must be a 1-D array [Q+1] starting at 0")
+    if not np.issubdtype(offsets.dtype, np.integer):
+        if not np.all(offsets == np.floor(offsets)):
+            raise ValueError(f"{what} must hold integers")
+    offsets = offsets.astype(np.int64)
+    if offsets[0] != 0 or offsets[-1] != n_items:
+        raise ValueError(f"{what} must start at 0 and end at the number of items ({n_items}), got {offsets[0]}..{offsets[-1]}")
+    if np.any(np.diff(offsets) < 0):
+        raise ValueError(f"{what} must be non-decreasing")
+    return offsets
+
+
+def flat_from_padded(scores: Any, labels: Any, mask: Any = None, *extra: Any):
+    """Padded ``[Q, L]`` arrays (+ ``mask``, true = real item) to the flat layout.
+
+    Returns ``(scores[N], labels[N], query_offsets[Q+1], *extra_flat)``; items keep their column order.
+
+    >>> s, l, o = flat_from_padded([[3., 2., 0.], [1., 0., 0.]], [[1, 0, 0], [2, 0, 0]], [[1, 1, 0], [1, 0, 0]])
+    >>> s.tolist(), l.tolist(), o.tolist()
+    ([3.0, 2.0, 1.0], [1.0, 0.0, 2.0], [0, 2, 3])
+    """
+    s = _numpy(scores, np.float64)
+    y = _numpy(labels, np.float64)
+    if s.ndim != 2 or s.shape != y.shape:
+        raise ValueError(f"padded scores and labels must both be [Q, L], got {s.shape} and {y.shape}")
+    m = np.ones(s.shape, dtype=bool) if mask is None else _numpy(mask).astype(bool)
+    if m.shape != s.shape:
+        raise ValueError(f"mask has shape {m.shape}, scores have {s.shape}")
+    offsets = np.concatenate([[0], np.cumsum(m.sum(axis=1))]).astype(np.int64)
+    out = [s[m], y[m], offsets]
+    for e in extra:
+        out.append(None if e is None else _numpy(e)[m])
+    return tuple(out)
+
+
+def _bit_length(n: int) -> int:
+    return int(n).bit_length()
+
+
+def _stable_order(scores: np.ndarray, offsets: np.ndarray, qidx: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """Permutation ranking each query's items by score descending, ties in input order.
+
+    One ``np.sort`` of unique uint64 keys ``query | truncated descending score bits | position``;
+    the permutation is decoded from the key (row start of its query + position).
+    """
+    n = scores.size
+    n_q = offsets.size - 1
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    max_len = int(np.max(np.diff(offsets)))
+    q_bits = _bit_length(n_q - 1)
+    p_bits = _bit_length(max_len - 1)
+    s_bits = 64 - q_bits - p_bits
+    if s_bits < 16:  # absurd shapes only: fall back to a comparison sort
+        return np.lexsort((pos, -scores, qidx))
+    # Order-preserving map of float64 to uint64 (ascending), then complemented: ascending key order
+    # is descending score. +0.0 turns -0.0 into +0.0 so that the two zeros tie, as they compare.
+    u = (scores + 0.0).view(np.uint64)
+    neg = (u & _SIGN) != 0
+    desc = np.where(neg, u, ~(u | _SIGN))
+    key = desc >> np.uint64(64 - s_bits)
+    key <<= np.uint64(p_bits)
+    key |= pos.astype(np.uint64)
+    if q_bits:
+        key |= qidx.astype(np.uint64) << np.uint64(s_bits + p_bits)
+    key.sort()
+    perm = (key & np.uint64((1 << p_bits) - 1)).astype(np.int64) if p_bits else np.zeros(n, np.int64)
+    perm += offsets[:-1][qidx]
+    # Distinct scores that share the truncated bits are still in position order: re-sort those runs.
+    trunc = key >> np.uint64(p_bits)
+    same = np.flatnonzero(trunc[1:] == trunc[:-1])
+    if same.size:
+        differs = scores[perm[same]] != scores[perm[same + 1]]
+        if differs.any():
+            run_start = np.ones(n, dtype=bool)
+            run_start[1:] = trunc[1:] != trunc[:-1]
+            run_id = np.cumsum(run_start) - 1
+            bad = np.zeros(int(run_id[-1]) + 1, dtype=bool)
+            bad[run_id[same[differs]]] = True
+            sel = np.flatnonzero(bad[run_id])
+            sub = perm[sel]
+            perm[sel] = sub[np.lexsort((pos[sub], -scores[sub], run_id[sel]))]
+    return perm
+
+
+def rank_order(
+    scores: Any,
+    query_offsets: Any,
+    *,
+    ties: str = "stable",
+    labels: Any = None,
+    doc_ids: Any = None,
+) -> np.ndarray:
+    """Permutation ``perm`` [N] such that ``x[perm]`` lists each query's items by descending score.
+
+    Queries keep their rows (query-major); ``ties`` orders equal scores: ``"stable"``/``"average"``
+    input order, ``"docid_desc"`` document id descending (needs ``doc_ids``), ``"pessimistic"``
+    lowest label first (needs ``labels``).
+
+    >>> rank_order([0.1, 0.9, 0.5, 2.0, 2.0], [0, 3, 5]).tolist()
+    [1, 2, 0, 3, 4]
+    >>> rank_order([2.0, 2.0], [0, 2], ties="docid_desc", doc_ids=["a", "b"]).tolist()
+    [1, 0]
+    """
+    s = _numpy(scores, np.float64)
+    offsets = _check_offsets(query_offsets, s.size)
+    if np.isnan(s).any():
+        raise ValueError("scores contain NaN")
+    lengths = np.diff(offsets)
+    qidx = np.repeat(np.arange(offsets.size - 1, dtype=np.int64), lengths)
+    pos = np.arange(s.size, dtype=np.int64) - np.repeat(offsets[:-1], lengths)
+    return _order(s, offsets, qidx, pos, ties, labels, doc_ids)
+
+
+def _order(s, offsets, qidx, pos, ties, labels, doc_ids):
+    if ties in ("stable", "average"):
+        return _stable_order(s, offsets, qidx, pos)
+    if ties == "docid_desc":
+        if doc_ids is None:
+            raise ValueError("ties='docid_desc' needs doc_ids")
+        codes = np.unique(np.asarray(doc_ids), return_inverse=True)[1].reshape(-1)
+        return np.lexsort((-codes, -s, qidx))
+    if ties == "pessimistic":
+        if labels is None:
+            raise ValueError("ties='pessimistic' needs labels")
+        y = np.nan_to_num(_numpy(labels, np.float64), nan=-np.inf)
+        return np.lexsort((pos, y, -s, qidx))
+    raise ValueError(f"unknown ties rule {ties!r}")
+
+
+class RankedLists:
+    """Many ranked lists in the flat layout, ordered once; every metric reads the shared ordering.
+
+    Parameters
+    ----------
+    scores, labels : [N] (labels may be graded, negative, or NaN = unjudged).
+    query_offsets : [Q+1].
+    conventions : a :class:`~metrics.conventions.Conventions`.
+    doc_ids : [N] document ids (needed for ``ties="docid_desc"``).
+    item_gain : [N] per-item gains replacing ``gain(label)`` (e.g. a price).
+    qrels_labels, qrels_offsets : optional labels of *every judged document* of each query (flat,
+        [M] and [Q+1]), including judged documents that were not retrieved: |R| and the ideal DCG
+        are then counted over them, as trec_eval and ranx do.
+    """
+
+    def __init__(
+        self,
+        scores: Any,
+        labels: Any,
+        query_offsets: Any,
+        conventions: Conventions | None = None,
+        *,
+        doc_ids: Any = None,
+        item_gain: Any = None,
+        qrels_labels: Any = None,
+        qrels_offsets: Any = None,
+    ) -> None:
+        conv = conventions if conventions is not None else get_conventions()
+        s = _numpy(scores, np.float64).reshape(-1)
+        y = _numpy(labels, np.float64).reshape(-1)
+        if s.shape != y.shape:
+            raise ValueError(f"scores has {s.size} items but labels has {y.size}")
+        offsets = _check_offsets(query_offsets, s.size)
+        if np.isnan(s).any():
+            raise ValueError("scores contain NaN")
+        ids = None if doc_ids is None else np.asarray(doc_ids).reshape(-1)
+        if ids is not None and ids.size != s.size:
+            raise ValueError(f"doc_ids has {ids.size} entries, expected {s.size}")
+        ig = None if item_gain is None else _numpy(item_gain, np.float64).reshape(-1)
+        if ig is not None and ig.size != s.size:
+            raise ValueError(f"item_gain has {ig.size} entries, expected {s.size}")
+        if (qrels_labels is None) != (qrels_offsets is None):
+            raise ValueError("qrels_labels and qrels_offsets go together")
+        if conv.unjudged == "remove":
+            keep = ~np.isnan(y)
+            if not keep.all():
+                ck = np.concatenate([[0], np.cumsum(keep)])
+                offsets = ck[offsets].astype(np.int64)
+                s, y = s[keep], y[keep]
+                ids = None if ids is None else ids[keep]
+                ig = None if ig is None else ig[keep]
+        if conv.score_dtype == "float32":
+            s = s.astype(np.float32).astype(np.float64)
+        self.conventions = conv
+        self.scores, self.labels, self.offsets = s, y, offsets
+        self.doc_ids, self.item_gain = ids, ig
+        self.n_items = s.size
+        self.n_queries = offsets.size - 1
+        self.lengths = np.diff(offsets)
+        self.starts = offsets[:-1]
+        self.has_qrels = qrels_labels is not None
+        if self.has_qrels:
+            ql = _numpy(qrels_labels, np.float64).reshape(-1)
+            qo = _check_offsets(qrels_offsets, ql.size, "qrels_offsets")
+            if qo.size != offsets.size:
+                raise ValueError(f"qrels_offsets describes {qo.size - 1} queries, the run {offsets.size - 1}")
+            if ig is not None:
+                raise ValueError("item_gain cannot be combined with qrels (unretrieved items have no item gain)")
+            self.qrels_labels, self.qrels_offsets = ql, qo
+        self._cache: dict = {}
+
+    # ---- the shared ordering -------------------------------------------------------------
+    @cached_property
+    def qidx(self) -> np.ndarray:
+        """[N] query index of each row (also of each row of the ranked order: queries keep their rows)."""
+        return np.repeat(np.arange(self.n_queries, dtype=np.int64), self.lengths)
+
+    @cached_property
+    def pos(self) -> np.ndarray:
+        """[N] 0-based position of each row inside its query (= rank - 1 in the ranked order)."""
+        return np.arange(self.n_items, dtype=np.int64) - np.repeat(self.starts, self.lengths)
+
+    @cached_property
+    def perm(self) -> np.ndarray:
+        """[N] rows in ranked order (query-major)."""
+        return _order(self.scores, self.offsets, self.qidx, self.pos, self.conventions.ties, self.labels, self.doc_ids)
+
+    @cached_property
+    def max_len(self) -> int:
+        return int(self.lengths.max()) if self.n_queries else 0
+
+    # ---- relevance ------------------------------------------------------------------------
+    def _relevant_sorted_index(self, threshold: float) -> np.ndarray:
+        """Positions (in ranked order) of the items with label >= threshold, ascending."""
+        key = ("ridx", threshold)
+        if key not in self._cache:
+            rel = self.labels >= threshold  # NaN (unjudged) is never relevant
+            self._cache[key] = np.flatnonzero(rel[self.perm])
+        return self._cache[key]
+
+    def _first_rel(self, threshold: float) -> np.ndarray:
+        key = ("first", threshold)
+        if key not in self._cache:
+            self._cache[key] = np.searchsorted(self._relevant_sorted_index(threshold), self.starts)
+        return self._cache[key]
+
+    def hits(self, k: Any, threshold: float) -> np.ndarray:
+        """[Q] relevant items among the top min(k, n) (k may be a [Q] array; None = whole list)."""
+        if self.conventions.ties == "average":
+            return self._avg_hits(k, threshold)
+        ridx = self._relevant_sorted_index(threshold)
+        end = self.starts + (self.lengths if k is None else np.minimum(k, self.lengths))
+        return (np.searchsorted(ridx, end) - self._first_rel(threshold)).astype(np.float64)
+
+    def n_relevant(self, threshold: float) -> np.ndarray:
+        """[Q] |R|: relevant items in the list, or in the qrels when they were given."""
+        key = ("R", threshold)
+        if key not in self._cache:
+            if self.has_qrels:
+                qo = self.qrels_offsets
+                qq = np.repeat(np.arange(qo.size - 1), np.diff(qo))
+                r = np.bincount(qq, weights=self.qrels_labels >= threshold, minlength=qo.size - 1)
+            else:
+                ridx = self._relevant_sorted_index(threshold)
+                r = np.searchsorted(ridx, self.offsets[1:]) - self._first_rel(threshold)
+            self._cache[key] = np.asarray(r, dtype=np.float64)
+        return self._cache[key]
+
+    # ---- gains ----------------------------------------------------------------------------
+    def _gains_of(self, labels: np.ndarray, item_gain: np.ndarray | None = None) -> np.ndarray:
+        conv = self.conventions
+        with np.errstate(invalid="ignore", over="ignore"):
+            g = gain_values(np.nan_to_num(labels, nan=0.0), conv.gain, item_gain)
+        zero = np.isnan(labels)
+        floor = conv.gain_floor
+        if floor is not None:
+            zero |= labels < floor
+        if zero.any():
+            g = np.where(zero, 0.0, g)
+        return g
+
+    def _sorted_gains_full(self) -> np.ndarray:
+        if "gains_full" not in self._cache:
+            rows = self.perm
+            ig = None if self.item_gain is None else self.item_gain[rows]
+            g = self._gains_of(self.labels[rows], ig)
+            if self.conventions.ties == "average":
+                g = self._tie_average(g)
+            self._cache["gains_full"] = g
+        return self._cache["gains_full"]
+
+    # ---- tie averaging (scikit-learn's ndcg_score) ----------------------------------------
+    @cached_property
+    def _tie_groups(self) -> np.ndarray:
+        """[N] tie-group id of each item in ranked order (equal score within one query)."""
+        s = self.scores[self.perm]
+        start = np.ones(self.n_items, dtype=bool)
+        if self.n_items:
+            start[1:] = s[1:] != s[:-1]
+            start[self.starts[self.lengths > 0]] = True
+        return np.cumsum(start) - 1
+
+    def _tie_average(self, values: np.ndarray) -> np.ndarray:
+        """Replace each value (in ranked order) by the mean over its tie group."""
+        gid = self._tie_groups
+        if gid.size == 0:
+            return values.astype(np.float64)
+        sums = np.bincount(gid, weights=values)
+        counts = np.bincount(gid)
+        return (sums / counts)[gid]
+
+    def _avg_hits(self, k: Any, threshold: float) -> np.ndarray:
+        key = ("avgcum", threshold)
+        if key not in self._cache:
+            rel = (self.labels >= threshold)[self.perm].astype(np.float64)
+            self._cache[key] = np.concatenate([[0.0], np.cumsum(self._tie_average(rel))])
+        c = self._cache[key]
+        end = self.starts + (self.lengths if k is None else np.minimum(k, self.lengths))
+        return c[end] - c[self.starts]
+
+    # ---- DCG and ideal DCG ----------------------------------------------------------------
+    def _discount_table(self, length: int, k: int | None) -> np.ndarray:
+        return discount_values(np.arange(1, length + 1), self.conventions.discount, k)
+
+    def dcg(self, k: int | None) -> np.ndarray:
+        """[Q] DCG@k of the ranked lists."""
+        key = ("dcg", k)
+        if key in self._cache:
+            return self._cache[key]
+        n_q = self.n_queries
+        kc = self.max_len if k is None else min(int(k), self.max_len)
+        if kc == 0:
+            out = np.zeros(n_q)
+        elif self.conventions.ties != "average" and n_q * kc <= 2 * self.n_items:
+            # dense [Q, K] gather of the top-K rows only
+            cols = np.arange(kc)
+            valid = cols[None, :] < self.lengths[:, None]
+            idx = np.where(valid, self.starts[:, None] + cols[None, :], 0)
+            rows = self.perm[idx]
+            ig = None if self.item_gain is None else self.item_gain[rows]
+            g = self._gains_of(self.labels[rows], ig)
+            g = np.where(valid, g, 0.0)
+            out = g @ self._discount_table(kc, k)
+        else:
+            g = self._sorted_gains_full()
+            disc = self._discount_table(self.max_len, k)
+            out = np.bincount(self.qidx, weights=g * disc[self.pos], minlength=n_q)
+        self._cache[key] = out
+        return out
+
+    def ideal_dcg(self, k: int | None) -> np.ndarray:
+        """[Q] ideal DCG@k: positive judged gains sorted descending, top min(|R|, k)."""
+        key = ("idcg", k)
+        if key in self._cache:
+            return self._cache[key]
+        if self.has_qrels:
+            labels, offsets = self.qrels_labels, self.qrels_offsets
+        else:
+            labels, offsets = self.labels, self.offsets
+        lengths = np.diff(offsets)
+        n_q = lengths.size
+        max_len = int(lengths.max()) if n_q else 0
+        finite = labels[~np.isnan(labels)]
+        by_level = (
+            self.item_gain is None
+            and finite.size > 0
+            and np.all(finite == np.floor(finite))
+            and finite.max() - finite.min() <= 64
+        )
+        if n_q == 0 or max_len == 0 or finite.size == 0:
+            out = np.zeros(n_q)
+        elif by_level:
+            # Count items per (query, grade); grades sorted by gain fill the ideal ranks in order.
+            lo = finite.min()
+            levels = np.arange(lo, finite.max() + 1)
+            g_level = self._gains_of(levels)
+            order = np.argsort(-g_level, kind="stable")
+            order = order[g_level[order] > 0]
+            qq = np.repeat(np.arange(n_q), lengths)
+            ok = ~np.isnan(labels)
+            code = qq[ok] * levels.size + (labels[ok] - lo).astype(np.int64)
+            counts = np.bincount(code, minlength=n_q * levels.size).reshape(n_q, levels.size)[:, order]
+            hi = np.cumsum(counts, axis=1)
+            lo_c = hi - counts
+            dcum = np.concatenate([[0.0], np.cumsum(self._discount_table(max_len, k))])
+            out = (dcum[hi] - dcum[lo_c]) @ g_level[order] if order.size else np.zeros(n_q)
+        else:
+            ig = self.item_gain if not self.has_qrels else None
+            g = self._gains_of(labels, ig)
+            g = np.where(g > 0, g, 0.0)
+            qq = np.repeat(np.arange(n_q, dtype=np.int64), lengths)
+            pos = np.arange(g.size, dtype=np.int64) - np.repeat(offsets[:-1], lengths)
+            perm = _stable_order(g, offsets, qq, pos)
+            disc = self._discount_table(max_len, k)
+            out = np.bincount(qq, weights=g[perm] * disc[pos], minlength=n_q)
+        self._cache[key] = out
+        return out
+
+    # ---- the metrics ----------------------------------------------------------------------
+    def _empty(self, values: np.ndarray, is_empty: np.ndarray) -> np.ndarray:
+        rule = self.conventions.empty
+        fill = {"skip": np.nan, "zero": 0.0, "one": 1.0}[rule]
+        return np.where(is_empty, fill, values)
+
+    def metric(self, kind: str, k: int | None = None) -> np.ndarray:
+        """[Q] per-query values of metric ``kind`` (one of :data:`KINDS`) at cutoff ``k``."""
+        if k is not None:
+            if int(k) != k or k < 1:
+                raise ValueError(f"cutoff k must be a positive integer, got {k!r}")
+            k = int(k)
+        conv = self.conventions
+        t = float(conv.threshold)
+        if conv.ties == "average" and kind in ("ap", "rr", "hit"):
+            raise ValueError(f"ties='average' is defined for dcg, ndcg, p, recall and rprec, not {kind}")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if kind == "dcg":
+                return self.dcg(k).copy()
+            if kind == "ndcg":
+                ideal = self.ideal_dcg(k)
+                return self._empty(self.dcg(k) / ideal, ideal <= 0)
+            r = self.n_relevant(t)
+            empty = r <= 0
+            if kind == "p":
+                denom = self.lengths if k is None else np.full(self.n_queries, k)
+                value = np.where(denom > 0, self.hits(k, t) / np.maximum(denom, 1), 0.0)
+                return self._empty(value, empty)
+            if kind == "recall":
+                return self._empty(self.hits(k, t) / r, empty)
+            if kind == "hit":
+                return self._empty((self.hits(k, t) > 0).astype(np.float64), empty)
+            if kind == "rprec":
+                return self._empty(self.hits(r.astype(np.int64), t) / r, empty)
+            if kind == "rr":
+                ridx = self._relevant_sorted_index(t)
+                first = self._first_rel(t)
+                found = first < ridx.size
+                at = ridx[np.minimum(first, max(ridx.size - 1, 0))] if ridx.size else np.zeros_like(first)
+                found &= at < self.offsets[1:]
+                rank = (at - self.starts + 1).astype(np.float64)
+                ok = found & (True if k is None else rank <= k)
+                return self._empty(np.where(ok, 1.0 / rank, 0.0), empty)
+            if kind == "ap":
+                ridx = self._relevant_sorted_index(t)
+                q = self.qidx[ridx]
+                rank = self.pos[ridx] + 1
+                hits_so_far = np.arange(1, ridx.size + 1) - self._first_rel(t)[q]
+                prec = hits_so_far / rank
+                if k is not None:
+                    prec = np.where(rank <= k, prec, 0.0)
+                total = np.bincount(q, weights=prec, minlength=self.n_queries)
+                norm = r if (conv.map_norm == "R" or k is None) else np.minimum(r, k)
+                return self._empty(total / norm, empty)
+        raise ValueError(f"unknown metric kind {kind!r}: use one of {', '.join(KINDS)}")
+
+
+def _one(kind: str, scores, labels, query_offsets, k, mask, preset, doc_ids, item_gain, qrels_labels, qrels_offsets, conventions):
+    s = _numpy(scores, np.float64)
+    if s.ndim == 2:
+        if query_offsets is not None:
+            raise ValueError("padded [Q, L] scores take a mask, not query_offsets")
+        s, labels, query_offsets, doc_ids, item_gain = flat_from_padded(s, labels, mask, doc_ids, item_gain)
+    elif query_offsets is None:
+        query_offsets = [0, s.size]  # one list
+    conv = get_conventions(preset, **conventions)
+    rl = RankedLists(
+        s, labels, query_offsets, conv, doc_ids=doc_ids, item_gain=item_gain,
+        qrels_labels=qrels_labels, qrels_offsets=qrels_offsets,
+    )
+    return rl.metric(kind, k)
+
+
+def _make(kind: str, doc: str):
+    def fn(scores, labels, query_offsets=None, k=None, *, mask=None, preset=None, doc_ids=None,
+           item_gain=None, qrels_labels=None, qrels_offsets=None, **conventions):
+        return _one(kind, scores, labels, query_offsets, k, mask, preset, doc_ids, item_gain,
+                    qrels_labels, qrels_offsets, conventions)
+
+    fn.__doc__ = doc + """
+
+    Parameters: ``scores``, ``labels`` flat [N] with ``query_offsets`` [Q+1] (None: a single list),
+    or padded [Q, L] with an optional ``mask``; ``k`` the cutoff (None: whole list); ``preset`` and
+    keyword conventions as in :class:`metrics.conventions.Conventions`; ``doc_ids``, ``item_gain``,
+    ``qrels_labels``/``qrels_offsets`` as in :class:`RankedLists`. Returns a float64 array [Q].
+    """
+    return fn
+
+
+ndcg = _make("ndcg", """NDCG@k per query: DCG@k / ideal DCG@k (top min(|R|, k) judged gains).
+
+    >>> ndcg([3., 2., 1.], [3, 0, 2], k=3).round(4)
+    array([0.9558])
+    >>> ndcg([[3., 2., 1.], [1., 2., 0.]], [[3, 0, 2], [0, 0, 0]], gain="linear", empty="zero").round(4)
+    array([0.9386, 0.    ])""")
+ndcg.__name__ = ndcg.__qualname__ = "ndcg"
+dcg = _make("dcg", """DCG@k per query: sum over the top k of gain(label) * discount(rank).
+
+    >>> dcg([3., 2., 1.], [3, 0, 2], k=3)
+    array([8.5])""")
+dcg.__name__ = dcg.__qualname__ = "dcg"
+average_precision = _make("ap", """AP@k per query (mean over queries = MAP).
+
+    >>> average_precision(np.arange(10.0)[::-1], [0, 0, 0, 1, 1, 1, 0, 0, 0, 0]).round(4)
+    array([0.3833])""")
+average_precision.__name__ = average_precision.__qualname__ = "average_precision"
+reciprocal_rank = _make("rr", """Reciprocal rank of the first relevant item (0 beyond k); mean = MRR.
+
+    >>> reciprocal_rank([[3., 2., 1.], [3., 2., 1.], [3., 2., 1.]], [[1, 0, 0], [0, 0, 1], [0, 0, 0]],
+    ...                 empty="zero").mean().round(4)
+    np.float64(0.4444)""")
+reciprocal_rank.__name__ = reciprocal_rank.__qualname__ = "reciprocal_rank"
+precision = _make("p", """Precision@k per query: relevant items in the top k, divided by k.
+
+    >>> precision(np.arange(10.0)[::-1], [1, 0, 1, 0, 1, 0, 0, 0, 0, 0], k=5)
+    array([0.6])""")
+precision.__name__ = precision.__qualname__ = "precision"
+recall = _make("recall", """Recall@k per query: relevant items in the top k, divided by |R|.""")
+recall.__name__ = recall.__qualname__ = "recall"
+hit_rate = _make("hit", """HitRate@k per query: 1 if a relevant item is in the top k, else 0.""")
+hit_rate.__name__ = hit_rate.__qualname__ = "hit_rate"
+r_precision = _make("rprec", """R-precision per query: relevant items in the top |R|, divided by |R|.""")
+r_precision.__name__ = r_precision.__qualname__ = "r_precision"

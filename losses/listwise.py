@@ -1,0 +1,66 @@
+r"""ListNet (Cao et al., 2007): cross-entropy between top-one probabilities.
+
+For one query with real items i, the model's top-one probability is ``P_s(i) = softmax(s)_i`` and
+the target's is ``P_y(i) = softmax(y)_i`` (``target="softmax"``, the original paper's exp
+transform of the labels) or ``y_i / sum_j y_j`` (``target="linear"``; needs non-negative labels,
+and a query whose labels sum to 0 contributes 0)::
+
+    loss_q = -sum_i w_i * P_y(i) * log P_s(i)
+
+(w_i = 1 without ``weights``). Padding is excluded from both softmaxes. Shifting every score of
+a query by a constant changes nothing. Cost O(B * L).
+
+>>> import torch
+>>> loss = ListNet(reduction="sum")
+>>> s = torch.zeros(1, 4); y = torch.tensor([[1.0, 0.0, 0.0, 7.0]])
+>>> round(float(loss(s, y, torch.tensor([[True, True, True, False]]))), 6)   # log 3
+1.098612
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from losses._inputs import check_inputs, check_reduction, reduce_per_query
+
+__all__ = ["ListNet"]
+
+TARGETS = ("softmax", "linear")
+
+
+class ListNet(nn.Module):
+    """ListNet loss module: ``loss(scores [B, L], labels [B, L], mask [B, L], weights=None)``.
+
+    Args:
+        target: how labels become the target distribution: ``"softmax"`` (default) or ``"linear"``.
+        reduction: ``"mean"`` (default: per-query losses averaged over queries with at least
+            one real item), ``"sum"`` or ``"none"`` (per-query losses ``[B]``).
+    """
+
+    def __init__(self, target: str = "softmax", reduction: str = "mean"):
+        super().__init__()
+        if target not in TARGETS:
+            raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
+        self.target = target
+        self.reduction = check_reduction(reduction)
+
+    def forward(self, scores, labels, mask=None, weights=None) -> torch.Tensor:
+        scores, labels, mask, weights = check_inputs(scores, labels, mask, weights)
+        neg_inf = torch.finfo(scores.dtype).min  # finite, so empty rows give 0 rather than NaN
+        log_p_scores = torch.log_softmax(scores.masked_fill(~mask, neg_inf), dim=1)
+        if self.target == "softmax":
+            p_target = torch.softmax(labels.masked_fill(~mask, neg_inf), dim=1)
+        else:
+            if bool((labels < 0).any()):
+                raise ValueError("ListNet(target='linear') needs non-negative labels")
+            total = labels.sum(dim=1, keepdim=True)
+            p_target = labels / total.clamp(min=torch.finfo(scores.dtype).tiny)
+        p_target = p_target.masked_fill(~mask, 0.0)
+        if weights is not None:
+            p_target = p_target * weights
+        per_query = -(p_target * log_p_scores.masked_fill(~mask, 0.0)).sum(dim=1)
+        return reduce_per_query(per_query, mask, self.reduction)
+
+    def extra_repr(self) -> str:
+        return f"target={self.target!r}, reduction={self.reduction!r}"

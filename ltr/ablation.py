@@ -1,0 +1,634 @@
+"""Ablation grids: data sets x methods x seeds, each cell trained, evaluated, stored, then reported.
+
+A *cell* is one (data set, method, seed[, fold]) triple: the model is trained with the trainer (or
+LightGBM), early-stopped on the validation split, and judged on the test split by
+``metrics.evaluate`` with the configured metrics (conventions-stamped names). Its per-query test
+values are written to ``OUT/cells/<dataset>/<method>/seed<k>[-fold<f>].json`` the moment it
+finishes (atomically), so a killed ablation restarted on the same folder re-runs only the missing
+cells. A cell file carries a fingerprint of everything that determines its result (data set, method,
+seed, fold, training, model and LightGBM settings, metrics); a file whose fingerprint differs from
+the current configuration is stale and is run again.
+
+Determinism. A cell's result is a function of its configuration only: the trainer seeds torch,
+numpy and python from the seed, torch and LightGBM run with ``threads_per_cell`` threads (1 by
+default) in every process, and the data are generated / split from their own fixed seed (the same
+for every method and seed, so that the test queries are the same everywhere and the paired tests
+over queries are well defined). ``workers`` only changes where a cell runs, never its result.
+
+Methods (``losses.get_loss`` names, ``name@K`` adds a cutoff ``k=K``, plus LightGBM):
+``ranknet``, ``lambdarank``, ``lambdarank@10``, ``ndcg_loss2``, ``ndcg_loss2pp``, ``listnet``,
+``mse``, ``bce``, ``lightgbm``. Data sets: ``synthetic`` (``ltr.synthetic``), ``svmlight``
+(train / valid / test files; a missing valid file is split off the training file by query) and
+``folds`` (``S1..Sn`` parts with the LETOR rotation: fold f trains on S_f, S_f+1, S_f+2, validates on
+S_f+3 and tests on S_f+4, indices modulo n; the per-query values of the folds are concatenated, so
+every query of the data set is tested exactly once per seed).
+
+The report (:mod:`ltr.ablation_report`) turns the cells into ``results.json``, ``results.md``, a
+plot and TensorBoard HParams runs.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import re
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from ltr.errors import LtrError
+from ltr.io_utils import atomic_write_json
+
+__all__ = [
+    "DatasetSpec",
+    "AblationConfig",
+    "Cell",
+    "KNOWN_METHODS",
+    "DEFAULT_METRICS",
+    "default_config",
+    "quick_config",
+    "load_config",
+    "enumerate_cells",
+    "cell_path",
+    "run_cell",
+    "run_ablation",
+    "load_cells",
+    "fold_parts",
+    "AblationRun",
+]
+
+DEFAULT_METRICS = ("ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "map", "mrr")
+KNOWN_LOSSES = ("ranknet", "lambdarank", "ndcg_loss2", "ndcg_loss2pp", "listnet", "mse", "bce")
+KNOWN_METHODS = KNOWN_LOSSES + ("lightgbm",)
+ALL_METHODS = ("ranknet", "lambdarank", "lambdarank@10", "ndcg_loss2pp", "listnet", "mse", "lightgbm")
+CELL_FORMAT = "ltr-ablation-cell-1"
+_METHOD_RE = re.compile(r"^([a-z_0-9]+?)(?:@(\d+))?$")
+# Trainer settings that the ablation controls itself (per cell), so a config may not set them.
+_TRAIN_RESERVED = ("seed", "progress", "log_dir", "checkpoint_dir", "resume", "metrics")
+
+
+# --------------------------------------------------------------------------- configuration
+@dataclass(frozen=True)
+class DatasetSpec:
+    """One data set of the grid: ``kind`` is ``synthetic``, ``svmlight`` or ``folds``."""
+
+    name: str
+    kind: str
+    options: dict = field(default_factory=dict)
+
+    def folds(self) -> list[int | None]:
+        if self.kind != "folds":
+            return [None]
+        return [int(f) for f in self.options.get("folds", range(1, int(self.options.get("n_parts", 5)) + 1))]
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "kind": self.kind, **self.options}
+
+
+@dataclass
+class AblationConfig:
+    """Everything an ablation needs; built from TOML by :func:`load_config` or by the presets."""
+
+    datasets: list[DatasetSpec]
+    methods: list[str] = field(default_factory=lambda: list(ALL_METHODS))
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2, 3, 4])
+    metrics: list[str] = field(default_factory=lambda: list(DEFAULT_METRICS))
+    reference: str = "ranknet"
+    primary: str = "ndcg@10"
+    confidence: float = 0.95
+    n_resamples: int = 10_000
+    train: dict = field(default_factory=dict)  # TrainConfig fields (not seed / progress / paths)
+    model: dict = field(default_factory=lambda: {"type": "mlp", "hidden": [64, 32], "normalize": "standard"})
+    lightgbm: dict = field(default_factory=dict)  # LightGBM parameters
+    gbdt: dict = field(default_factory=dict)  # train_lightgbm keyword arguments
+    loss_options: dict = field(default_factory=dict)  # method name -> extra loss kwargs
+    threads_per_cell: int = 1
+    source: str = "built-in"
+
+    def __post_init__(self) -> None:
+        if not self.datasets:
+            raise LtrError(f"{self.source}: no data sets")
+        names = [d.name for d in self.datasets]
+        if len(set(names)) != len(names):
+            raise LtrError(f"{self.source}: data set names must be unique, got {names}")
+        for d in self.datasets:
+            if not re.fullmatch(r"[A-Za-z0-9_.-]+", d.name):
+                raise LtrError(f"{self.source}: data set name {d.name!r} may hold only letters, digits, _ . -")
+        if not self.methods:
+            raise LtrError(f"{self.source}: no methods")
+        if len(set(self.methods)) != len(self.methods):
+            raise LtrError(f"{self.source}: methods repeat: {self.methods}")
+        for m in self.methods:
+            parse_method(m, where=self.source)
+        if self.reference not in self.methods:
+            raise LtrError(f"{self.source}: reference method {self.reference!r} is not among the methods {self.methods}")
+        if isinstance(self.seeds, int):
+            self.seeds = list(range(self.seeds))
+        self.seeds = [int(s) for s in self.seeds]
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise LtrError(f"{self.source}: seeds must be a positive count or a list of distinct integers")
+        if self.primary not in self.metrics:
+            raise LtrError(f"{self.source}: primary metric {self.primary!r} is not among the metrics {self.metrics}")
+        if not 0.0 < float(self.confidence) < 1.0:
+            raise LtrError(f"{self.source}: confidence must lie in (0, 1), got {self.confidence}")
+        for key in self.train:
+            if key in _TRAIN_RESERVED:
+                raise LtrError(f"{self.source}: [train] {key} is set by the ablation per cell; remove it")
+        unknown = set(self.loss_options) - set(self.methods)
+        if unknown:
+            raise LtrError(f"{self.source}: [loss_options] names methods not in the grid: {sorted(unknown)}")
+
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["datasets"] = [ds.as_dict() for ds in self.datasets]
+        return d
+
+
+def parse_method(name: str, *, where: str = "config") -> tuple[str, int | None]:
+    """``"lambdarank@10"`` -> ``("lambdarank", 10)``; an unknown method is an :class:`LtrError`.
+
+    >>> parse_method("lambdarank@10"), parse_method("ranknet")
+    (('lambdarank', 10), ('ranknet', None))
+    """
+    m = _METHOD_RE.match(str(name))
+    if not m or m.group(1) not in KNOWN_METHODS:
+        raise LtrError(f"{where}: unknown method {name!r}; choose from {', '.join(KNOWN_METHODS)} "
+                       "(a loss may take a cutoff, as in lambdarank@10)")
+    base, k = m.group(1), m.group(2)
+    if k is not None and (base == "lightgbm" or int(k) < 1):
+        raise LtrError(f"{where}: method {name!r}: a cutoff @K (K >= 1) applies to losses only")
+    return base, (int(k) if k is not None else None)
+
+
+# LightGBM with its defaults is deterministic: the seed would change nothing and its interval over
+# seeds would be a point. Row and feature sub-sampling make the seed matter, as it does for the nets.
+_LGB_SEEDED = {"bagging_fraction": 0.8, "bagging_freq": 1, "feature_fraction": 0.8}
+
+
+def default_config() -> AblationConfig:
+    """The full study on the synthetic default: every method, 5 seeds."""
+    return AblationConfig(
+        datasets=[DatasetSpec("synthetic", "synthetic", {"n_queries": 1000, "seed": 0})],
+        train={"epochs": 40, "batch_size": 32, "lr": 1e-3, "patience": 6, "monitor": "ndcg@10"},
+        lightgbm=dict(_LGB_SEEDED),
+        gbdt={"num_boost_round": 500, "early_stopping_rounds": 30},
+        source="built-in default",
+    )
+
+
+def quick_config() -> AblationConfig:
+    """The quick study (``ltr ablate --quick``): small synthetic data, few epochs, 4 methods x 5 seeds."""
+    return AblationConfig(
+        datasets=[DatasetSpec("synthetic", "synthetic", {"n_queries": 500, "mean_list_length": 40, "seed": 0})],
+        methods=["ranknet", "lambdarank", "lambdarank@10", "lightgbm"],
+        seeds=[0, 1, 2, 3, 4],
+        train={"epochs": 8, "batch_size": 32, "lr": 2e-3, "patience": 3, "monitor": "ndcg@10"},
+        model={"type": "mlp", "hidden": [32], "normalize": "standard"},
+        lightgbm={"num_leaves": 15, "learning_rate": 0.1, **_LGB_SEEDED},
+        gbdt={"num_boost_round": 100, "early_stopping_rounds": 15},
+        n_resamples=5000,
+        source="built-in quick",
+    )
+
+
+_CONFIG_TABLES = ("ablation", "train", "model", "lightgbm", "gbdt", "loss_options", "datasets")
+_ABLATION_KEYS = ("methods", "seeds", "metrics", "reference", "primary", "confidence", "n_resamples", "threads_per_cell")
+_DATASET_KEYS = {
+    "synthetic": None,  # passed to the generator (checked there), plus split / split_seed
+    "svmlight": ("train", "valid", "test", "query_file", "valid_fraction", "split_seed"),
+    "folds": ("path", "folds", "n_parts", "pattern"),
+}
+
+
+def load_config(path: str | os.PathLike) -> AblationConfig:
+    """Read an ablation TOML file (see ``experiments/ablate_pairwise_vs_lambda.toml``).
+
+    Top level: ``[ablation]`` (methods, seeds, metrics, reference, primary, confidence,
+    n_resamples, threads_per_cell), ``[train]`` (TrainConfig fields), ``[model]``, ``[lightgbm]``,
+    ``[gbdt]``, ``[loss_options."<method>"]`` and one ``[[datasets]]`` table per data set
+    (``name``, ``kind`` and the kind's options). Relative data paths are taken from the current
+    working directory. Unknown keys are errors naming the file and the key.
+    """
+    from ltr.config import check_keys
+
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        raise LtrError(f"{path}: config file not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise LtrError(f"{path}: invalid TOML: {exc}") from None
+    check_keys(data, _CONFIG_TABLES, where=str(path))
+    ab = dict(data.get("ablation", {}))
+    check_keys(ab, _ABLATION_KEYS, where=f"{path} [ablation]")
+    raw_datasets = data.get("datasets")
+    if not isinstance(raw_datasets, list) or not raw_datasets:
+        raise LtrError(f"{path}: at least one [[datasets]] table is needed (name, kind, ...)")
+    datasets = []
+    for i, raw in enumerate(raw_datasets):
+        where = f"{path} [[datasets]] #{i + 1}"
+        if not isinstance(raw, dict) or "name" not in raw or "kind" not in raw:
+            raise LtrError(f"{where}: needs name and kind")
+        opts = {k: v for k, v in raw.items() if k not in ("name", "kind")}
+        kind = raw["kind"]
+        if kind not in _DATASET_KEYS:
+            raise LtrError(f"{where}: unknown kind {kind!r}; choose synthetic, svmlight or folds")
+        if _DATASET_KEYS[kind] is not None:
+            check_keys(opts, _DATASET_KEYS[kind], where=where)
+        if kind == "svmlight" and not {"train", "test"} <= set(opts):
+            raise LtrError(f"{where}: an svmlight data set needs train and test (valid is optional)")
+        if kind == "folds" and "path" not in opts:
+            raise LtrError(f"{where}: a folds data set needs path (a folder with S1.txt .. S5.txt)")
+        datasets.append(DatasetSpec(str(raw["name"]), kind, opts))
+    base = default_config()
+    kwargs: dict[str, Any] = {"datasets": datasets, "source": str(path)}
+    for key in _ABLATION_KEYS:
+        if key in ab:
+            kwargs[key] = ab[key]
+    if "metrics" in kwargs and "primary" not in kwargs and base.primary not in kwargs["metrics"]:
+        kwargs["primary"] = kwargs["metrics"][0]
+    kwargs["train"] = dict(data.get("train", base.train))
+    kwargs["model"] = dict(data.get("model", base.model))
+    kwargs["lightgbm"] = dict(data.get("lightgbm", base.lightgbm))
+    kwargs["gbdt"] = dict(data.get("gbdt", base.gbdt))
+    kwargs["loss_options"] = {k: dict(v) for k, v in data.get("loss_options", {}).items()}
+    return AblationConfig(**kwargs)
+
+
+# --------------------------------------------------------------------------- cells
+@dataclass(frozen=True)
+class Cell:
+    """One point of the grid."""
+
+    dataset: str
+    method: str
+    seed: int
+    fold: int | None = None
+
+    @property
+    def key(self) -> str:
+        f = "" if self.fold is None else f" fold {self.fold}"
+        return f"{self.dataset} / {self.method} / seed {self.seed}{f}"
+
+    @property
+    def stem(self) -> str:
+        return f"seed{self.seed}" + ("" if self.fold is None else f"-fold{self.fold}")
+
+
+def enumerate_cells(config: AblationConfig) -> list[Cell]:
+    """All cells, ordered by seed first (so a partial run covers every method early), then data set,
+    fold and method."""
+    cells = []
+    for seed in config.seeds:
+        for ds in config.datasets:
+            for fold in ds.folds():
+                for method in config.methods:
+                    cells.append(Cell(ds.name, method, seed, fold))
+    return cells
+
+
+def cell_path(out: str | os.PathLike, cell: Cell) -> Path:
+    """``OUT/cells/<dataset>/<method>/seed<k>[-fold<f>].json``."""
+    return Path(out) / "cells" / cell.dataset / cell.method / f"{cell.stem}.json"
+
+
+def _canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def cell_fingerprint(cell: Cell, config: AblationConfig) -> str:
+    """Hash of everything that determines a cell's result (not the reporting settings)."""
+    ds = next(d for d in config.datasets if d.name == cell.dataset)
+    base, _ = parse_method(cell.method)
+    parts = {
+        "format": CELL_FORMAT,
+        "dataset": ds.as_dict(),
+        "method": cell.method,
+        "seed": cell.seed,
+        "fold": cell.fold,
+        "metrics": list(config.metrics),
+        "threads": config.threads_per_cell,
+    }
+    if base == "lightgbm":
+        parts.update(lightgbm=config.lightgbm, gbdt=config.gbdt)
+    else:
+        parts.update(train=config.train, model=config.model, loss=config.loss_options.get(cell.method, {}))
+    return hashlib.sha256(_canonical(parts).encode()).hexdigest()[:16]
+
+
+def _json_safe(obj: Any) -> Any:
+    """NaN and infinities become null so the files are strict JSON (read back as NaN)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_safe(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _json_safe(obj.tolist())
+    if isinstance(obj, np.generic):
+        return _json_safe(obj.item())
+    return obj
+
+
+def read_cell(path: Path, fingerprint: str | None = None) -> dict | None:
+    """A finished cell's record, or None when the file is missing, unreadable or stale."""
+    try:
+        rec = json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    if not isinstance(rec, dict) or rec.get("format") != CELL_FORMAT:
+        return None
+    if fingerprint is not None and rec.get("fingerprint") != fingerprint:
+        return None
+    return rec
+
+
+# --------------------------------------------------------------------------- data
+_DATA_CACHE: dict[str, tuple] = {}
+
+
+def _resolve(p: str) -> Path:
+    path = Path(p).expanduser()
+    if not path.exists():
+        raise LtrError(f"data file or folder not found: {path} (relative paths are taken from {Path.cwd()})")
+    return path
+
+
+def fold_parts(fold: int, n_parts: int = 5) -> tuple[list[int], int, int]:
+    """LETOR rotation: fold f -> (train parts, valid part, test part), parts numbered from 1.
+
+    >>> fold_parts(1), fold_parts(2), fold_parts(5)
+    (([1, 2, 3], 4, 5), ([2, 3, 4], 5, 1), ([5, 1, 2], 3, 4))
+    """
+    if not 1 <= fold <= n_parts:
+        raise LtrError(f"fold {fold} is outside 1..{n_parts}")
+    idx = [(fold - 1 + i) % n_parts + 1 for i in range(n_parts)]
+    return idx[: n_parts - 2], idx[n_parts - 2], idx[n_parts - 1]
+
+
+def _load_svmlight(path, **kwargs):
+    # caches go to the user cache folder, never beside the data (shared data folders stay untouched)
+    from ltr import data as ltr_data
+
+    return ltr_data.load_svmlight(_resolve(str(path)), cache_dir=ltr_data.default_cache_dir(), **kwargs)
+
+
+def load_splits(spec: DatasetSpec, fold: int | None):
+    """(train, valid, test) RankingDatasets of a data set (and fold), cached per process."""
+    key = _canonical([spec.as_dict(), fold])
+    if key in _DATA_CACHE:
+        return _DATA_CACHE[key]
+    from ltr import data as ltr_data
+
+    opts = dict(spec.options)
+    if spec.kind == "synthetic":
+        from ltr import synthetic
+
+        split = tuple(opts.pop("split", (0.6, 0.2, 0.2)))
+        split_seed = int(opts.pop("split_seed", 0))
+        try:
+            full = synthetic.generate(**opts)
+        except (TypeError, ValueError) as exc:
+            raise LtrError(f"data set {spec.name!r}: bad synthetic option: {exc}") from None
+        splits = ltr_data.split_by_query(full, split, seed=split_seed)
+    elif spec.kind == "svmlight":
+        train = _load_svmlight(opts["train"], query_file=opts.get("query_file"))
+        test = _load_svmlight(opts["test"], n_features=train.n_features)
+        if opts.get("valid"):
+            valid = _load_svmlight(opts["valid"], n_features=train.n_features)
+        else:
+            frac = float(opts.get("valid_fraction", 0.2))
+            train, valid, _ = ltr_data.split_by_query(train, (1.0 - frac, frac, 0.0), seed=int(opts.get("split_seed", 0)))
+        nf = max(train.n_features, valid.n_features, test.n_features)
+        splits = tuple(_pad_features(d, nf) for d in (train, valid, test))
+    elif spec.kind == "folds":
+        folder = _resolve(opts["path"])
+        n_parts = int(opts.get("n_parts", 5))
+        pattern = str(opts.get("pattern", "S{}.txt"))
+        tr, va, te = fold_parts(int(fold), n_parts)
+        parts = {i: _load_svmlight(folder / pattern.format(i)) for i in sorted({*tr, va, te})}
+        nf = max(p.n_features for p in parts.values())
+        parts = {i: _pad_features(p, nf) for i, p in parts.items()}
+        splits = (ltr_data.concat_datasets([parts[i] for i in tr]), parts[va], parts[te])
+    else:  # pragma: no cover - refused by the config
+        raise LtrError(f"unknown data set kind {spec.kind!r}")
+    _DATA_CACHE[key] = splits
+    return splits
+
+
+def _pad_features(ds, n_features: int):
+    if ds.n_features == n_features:
+        return ds
+    extra = np.zeros((ds.n_items, n_features - ds.n_features), dtype=np.float32)
+    return ds.with_features(np.ascontiguousarray(np.hstack([ds.features, extra]), dtype=np.float32))
+
+
+# --------------------------------------------------------------------------- one cell
+def run_cell(cell: Cell, config: AblationConfig) -> dict:
+    """Train and evaluate one cell; return its record (per-query test values keyed by stamped names)."""
+    import torch
+
+    from ltr.training import evaluate_scores
+
+    t0 = time.perf_counter()
+    torch.set_num_threads(int(config.threads_per_cell))
+    spec = next(d for d in config.datasets if d.name == cell.dataset)
+    train, valid, test = load_splits(spec, cell.fold)
+    base, k = parse_method(cell.method)
+    info: dict[str, Any]
+    if base == "lightgbm":
+        from ltr.gbdt import predict_booster, train_lightgbm
+
+        params = {"num_threads": int(config.threads_per_cell), **config.lightgbm}
+        gbdt = dict(config.gbdt)
+        booster, ginfo = train_lightgbm(train, valid, params, seed=cell.seed, progress=False, **gbdt)
+        scores = predict_booster(booster, test.features)
+        info = {"best_iteration": int(ginfo["best_iteration"])}
+    else:
+        import losses
+        from ltr.models import FeatureTransform, build_model
+        from ltr.training import TrainConfig, Trainer
+
+        model_cfg = dict(config.model)
+        normalize = model_cfg.pop("normalize", None)
+        model_cfg.setdefault("type", "mlp")
+        # the same initial weights for every method of a seed: seed torch before building the model
+        torch.manual_seed(cell.seed)
+        model = build_model({**model_cfg, "n_features": train.n_features})
+        if normalize and normalize != "none":
+            model.set_normalizer(FeatureTransform.fit(train.features, normalize))
+        loss_kwargs = dict(config.loss_options.get(cell.method, {}))
+        if k is not None:
+            loss_kwargs["k"] = k
+        try:
+            loss = losses.get_loss(base, **loss_kwargs)
+        except (TypeError, ValueError) as exc:
+            raise LtrError(f"method {cell.method}: {exc}") from None
+        tcfg = TrainConfig(**{**config.train, "seed": cell.seed, "progress": False,
+                              "metrics": tuple(config.metrics)})
+        fit = Trainer(model, loss, tcfg).fit(train, valid)
+        scores = _predict(fit.model, test)
+        info = {"best_epoch": int(fit.best_epoch), "epochs_run": int(fit.epochs_run),
+                "valid_best": float(fit.best_value)}
+    ev = evaluate_scores(scores, test, config.metrics)
+    names = {short: ev.names[short] for short in config.metrics}
+    return {
+        "format": CELL_FORMAT,
+        "dataset": cell.dataset,
+        "method": cell.method,
+        "seed": cell.seed,
+        "fold": cell.fold,
+        "metric_names": names,
+        "mean": {names[s]: float(ev.mean[names[s]]) for s in config.metrics},
+        "per_query": {names[s]: np.asarray(ev.per_query[names[s]], dtype=np.float64) for s in config.metrics},
+        "query_ids": [str(q) for q in np.asarray(test.query_ids).tolist()],
+        "train_info": info,
+        "wall_time_s": time.perf_counter() - t0,
+    }
+
+
+def _predict(model, ds) -> np.ndarray:
+    from ltr.training import predict_scores
+
+    return predict_scores(model, ds.features)
+
+
+def _cell_worker(cell_fn: Callable, cell: Cell, config: AblationConfig, threads: int) -> dict:
+    # runs in a worker process; keep BLAS / OpenMP to the configured threads so results match serial runs
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(var, str(threads))
+    return cell_fn(cell, config)
+
+
+# --------------------------------------------------------------------------- the grid
+@dataclass
+class AblationRun:
+    """What :func:`run_ablation` did: the records of every cell and how many were (re-)run."""
+
+    records: list[dict]
+    n_cells: int
+    n_run: int
+    n_reused: int
+    n_stale: int
+    wall_time_s: float
+    ran: list[str] = field(default_factory=list)
+
+
+def _default_workers() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def run_ablation(config: AblationConfig, out: str | os.PathLike, *, workers: int | None = 1, progress: bool = True,
+                 cell_fn: Callable[[Cell, AblationConfig], dict] = run_cell,
+                 on_cell: Callable[[Cell, dict], None] | None = None) -> AblationRun:
+    """Run every missing or stale cell of the grid into ``out/cells`` and return all records.
+
+    ``workers``: processes running cells at once (None or 0: one per CPU core); 1 runs them in this
+    process. ``cell_fn(cell, config) -> record`` trains one cell (tests pass a cheap stand-in; with
+    workers > 1 it must be a module-level function). ``on_cell(cell, record)`` is called in this
+    process after each cell is stored (the tests use it to simulate a kill).
+    """
+    from tqdm.auto import tqdm
+
+    t0 = time.perf_counter()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    cells = enumerate_cells(config)
+    prints = {c: cell_fingerprint(c, config) for c in cells}
+    done: dict[Cell, dict] = {}
+    todo: list[Cell] = []
+    stale = 0
+    for c in cells:
+        path = cell_path(out, c)
+        rec = read_cell(path, prints[c])
+        if rec is None:
+            stale += int(path.exists())
+            todo.append(c)
+        else:
+            done[c] = rec
+    n_reused = len(done)
+    workers = _default_workers() if not workers else int(workers)
+    workers = max(1, min(workers, len(todo))) if todo else 1
+
+    def store(c: Cell, rec: dict) -> None:
+        rec = dict(rec)
+        rec["fingerprint"] = prints[c]
+        atomic_write_json(cell_path(out, c), _json_safe(rec))
+        done[c] = read_cell(cell_path(out, c))  # the stored form (NaN as null) is the one reported
+        if on_cell is not None:
+            on_cell(c, rec)
+
+    ran: list[str] = []
+    bar = tqdm(total=len(todo), desc="ablation cells", unit="cell", disable=not progress or not todo)
+    try:
+        if workers == 1:
+            for c in todo:
+                bar.set_postfix_str(c.key)
+                store(c, cell_fn(c, config))
+                ran.append(c.key)
+                bar.update(1)
+        else:
+            import multiprocessing as mp
+            from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+            ctx = mp.get_context("spawn")  # fork after torch / OpenMP start-up can deadlock
+            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+                pending = {pool.submit(_cell_worker, cell_fn, c, config, config.threads_per_cell): c for c in todo}
+                try:
+                    while pending:
+                        finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                        for fut in finished:
+                            c = pending.pop(fut)
+                            store(c, fut.result())
+                            ran.append(c.key)
+                            bar.set_postfix_str(c.key)
+                            bar.update(1)
+                except BaseException:
+                    for fut in pending:
+                        fut.cancel()
+                    raise
+    finally:
+        bar.close()
+    records = [done[c] for c in cells]
+    return AblationRun(records, len(cells), len(ran), n_reused, stale, time.perf_counter() - t0, ran)
+
+
+def load_cells(out: str | os.PathLike, config: AblationConfig) -> list[dict]:
+    """The stored, current records of every cell of ``config`` (an error lists the missing ones)."""
+    recs, missing = [], []
+    for c in enumerate_cells(config):
+        rec = read_cell(cell_path(out, c), cell_fingerprint(c, config))
+        (recs.append(rec) if rec is not None else missing.append(c.key))
+    if missing:
+        raise LtrError(f"{out}: {len(missing)} cells are missing or stale, e.g. {missing[:3]}; run the ablation first")
+    return recs
+
+
+def estimate(records: Iterable[dict]) -> dict[str, float]:
+    """Mean wall time of the stored cells per method (seconds), for runtime estimates."""
+    by: dict[str, list[float]] = {}
+    for r in records:
+        by.setdefault(r["method"], []).append(float(r.get("wall_time_s", float("nan"))))
+    return {m: float(np.mean(v)) for m, v in by.items()}
+
+
+def config_copy(config: AblationConfig, **changes) -> AblationConfig:
+    """A modified copy (the dataclass is mutable; keep the original untouched)."""
+    c = copy.deepcopy(config)
+    for k, v in changes.items():
+        setattr(c, k, v)
+    c.__post_init__()
+    return c

@@ -1,0 +1,283 @@
+"""The ablation report: means with confidence intervals, paired tests against a reference, outputs.
+
+Statistics (all from :mod:`metrics.stats`):
+
+- per data set, method and metric, each seed's value is the mean over the test queries (over all
+  folds' test queries together for a folds data set; queries whose value is NaN, such as queries
+  without a relevant item under ``empty=skip``, are left out). The interval over the S seeds is the
+  Student-t interval ``mean +- t_{1-a/2, S-1} * sd / sqrt(S)``: it measures training randomness
+  (initialisation, batch order) on a fixed test set.
+- against the reference method, a paired comparison over the test queries: each query's value is
+  first averaged over the seeds (the seeds are not independent observations of a query, so they are
+  not pooled as separate pairs), then a paired t-test (``scipy.stats.ttest_rel``) and a two-sided
+  paired bootstrap test (``n_resamples``, seed 0) of the mean difference. These measure test-set
+  sampling: would the difference hold on other queries like these.
+- Holm-Bonferroni correction across the methods compared with the reference, separately for each
+  data set, metric and test (the family is "which methods differ from the reference on this metric").
+
+Outputs (all written atomically): ``results.json`` (strict JSON: NaN becomes null), ``results.md``,
+``means.png`` (means with their intervals) and ``tensorboard/<dataset>/<method>/<seed[-fold]>``
+(one HParams run per cell; the folder is rebuilt whole and swapped in).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ltr.ablation import AblationConfig, _json_safe
+from ltr.errors import LtrError
+from ltr.io_utils import atomic_path, atomic_write_json, atomic_write_text
+from metrics.stats import bootstrap_ci, holm, paired_bootstrap_test, paired_t_test, t_interval
+
+__all__ = ["RESULTS_FORMAT", "summarize", "render_markdown", "plot_summary", "write_tensorboard", "write_report"]
+
+RESULTS_FORMAT = "ltr-ablation-results-1"
+
+
+def _per_query_by_seed(records: list[dict], config: AblationConfig):
+    """{dataset: {method: {seed: {short: values [Q]}}}}, folds concatenated in fold order; checks
+    that every method and seed saw the same test queries in the same order."""
+    names: dict[str, str] = {}
+    grouped: dict[str, dict[str, dict[int, list[dict]]]] = {}
+    for r in records:
+        for short, stamped in r["metric_names"].items():
+            if names.setdefault(short, stamped) != stamped:
+                raise LtrError(f"cells disagree on the conventions of {short}: {names[short]} vs {stamped}")
+        grouped.setdefault(r["dataset"], {}).setdefault(r["method"], {}).setdefault(int(r["seed"]), []).append(r)
+    out: dict[str, dict[str, dict[int, dict[str, np.ndarray]]]] = {}
+    qids: dict[str, list[str]] = {}
+    for ds, by_method in grouped.items():
+        for method, by_seed in by_method.items():
+            for seed, recs in by_seed.items():
+                recs = sorted(recs, key=lambda r: -1 if r.get("fold") is None else int(r["fold"]))
+                ids = [q for r in recs for q in r["query_ids"]]
+                if qids.setdefault(ds, ids) != ids:
+                    raise LtrError(f"data set {ds}: method {method} seed {seed} was tested on other queries than the "
+                                   "first cell; delete the stale cells and run again")
+                vals = {}
+                for short in config.metrics:
+                    stamped = names[short]
+                    vals[short] = np.concatenate([
+                        np.array([np.nan if v is None else v for v in r["per_query"][stamped]], dtype=np.float64)
+                        for r in recs])
+                out.setdefault(ds, {}).setdefault(method, {})[seed] = vals
+    return out, names, qids
+
+
+def summarize(records: list[dict], config: AblationConfig, *, cells: dict | None = None) -> dict:
+    """The ``results.json`` object (see the module docstring for the statistics)."""
+    data, names, qids = _per_query_by_seed(records, config)
+    conf = float(config.confidence)
+    summary: dict[str, Any] = {
+        "format": RESULTS_FORMAT,
+        "reference": config.reference,
+        "primary": config.primary,
+        "confidence": conf,
+        "metrics": {short: names.get(short, short) for short in config.metrics},
+        "interval": f"Student-t over seeds of each seed's mean over test queries ({conf:.0%})",
+        "tests": ("paired over test queries, each query's value averaged over seeds: paired t-test "
+                  f"(scipy.stats.ttest_rel) and paired bootstrap ({config.n_resamples} resamples, seed 0); "
+                  "Holm across the methods compared with the reference, per data set, metric and test"),
+        "datasets": [],
+        "cells": dict(cells or {}),
+        "config": config.to_dict(),
+    }
+    for spec in config.datasets:
+        if spec.name not in data:
+            raise LtrError(f"no finished cells for data set {spec.name}")
+        by_method = data[spec.name]
+        missing = [m for m in config.methods if m not in by_method]
+        if missing:
+            raise LtrError(f"data set {spec.name}: no finished cells for methods {missing}")
+        seed_avg: dict[str, dict[str, np.ndarray]] = {}
+        methods_out = []
+        for method in config.methods:
+            by_seed = by_method[method]
+            seeds = sorted(by_seed)
+            row = {"method": method, "seeds": seeds, "metrics": {}}
+            seed_avg[method] = {}
+            for short in config.metrics:
+                stack = np.stack([by_seed[s][short] for s in seeds])  # [S, Q]
+                with np.errstate(invalid="ignore"):
+                    per_seed = np.array([np.nanmean(v) if np.any(~np.isnan(v)) else np.nan for v in stack])
+                avg = stack.mean(axis=0)  # a NaN query is NaN in every seed (it depends on labels only)
+                seed_avg[method][short] = avg
+                ci = t_interval(per_seed, confidence=conf)
+                qci = bootstrap_ci(avg, confidence=conf, n_resamples=min(config.n_resamples, 5000), seed=0)
+                row["metrics"][short] = {
+                    "name": names[short], "mean": ci.mean, "low": ci.low, "high": ci.high,
+                    "per_seed": per_seed.tolist(), "n_seeds": len(seeds),
+                    "query_interval": {"low": qci.low, "high": qci.high, "n_queries": qci.n},
+                }
+            methods_out.append(row)
+        comparisons = []
+        others = [m for m in config.methods if m != config.reference]
+        for short in config.metrics:
+            ref = seed_avg[config.reference][short]
+            block = []
+            for method in others:
+                a = seed_avg[method][short]
+                t = paired_t_test(a, ref)
+                b = paired_bootstrap_test(a, ref, n_resamples=config.n_resamples, seed=0)
+                ok = ~(np.isnan(a) | np.isnan(ref))
+                block.append({
+                    "method": method, "reference": config.reference, "metric": short, "name": names[short],
+                    "mean_difference": t.mean_difference, "t_statistic": t.statistic,
+                    "t_p": t.p_value, "bootstrap_p": b.p_value, "n_queries": t.n,
+                    "wins": int(np.count_nonzero(a[ok] > ref[ok])), "losses": int(np.count_nonzero(a[ok] < ref[ok])),
+                    "ties": int(np.count_nonzero(a[ok] == ref[ok])),
+                })
+            for key in ("t_p", "bootstrap_p"):
+                adj = holm([row[key] for row in block]) if block else []
+                for row, p in zip(block, adj):
+                    row[f"{key}_holm"] = float(p)
+            comparisons.extend(block)
+        primary_any = seed_avg[config.reference][config.primary]
+        summary["datasets"].append({
+            "name": spec.name, "kind": spec.kind, "folds": [f for f in spec.folds() if f is not None],
+            "n_test_queries": len(qids[spec.name]),
+            "n_scored_queries": int(np.count_nonzero(~np.isnan(primary_any))),
+            "methods": methods_out, "comparisons": comparisons,
+        })
+    return summary
+
+
+def _fmt(x: float | None, digits: int = 4) -> str:
+    return "n/a" if x is None or not np.isfinite(x) else f"{x:.{digits}f}"
+
+
+def _fmt_p(p: float | None) -> str:
+    if p is None or not np.isfinite(p):
+        return "n/a"
+    return f"{p:.1e}" if p < 1e-3 else f"{p:.3f}"
+
+
+def render_markdown(summary: dict) -> str:
+    """``results.md``: per data set, the means with intervals and the paired comparisons."""
+    conf = summary["confidence"]
+    ref = summary["reference"]
+    shorts = list(summary["metrics"])
+    lines = ["# Ablation results", ""]
+    lines.append(f"Intervals: {summary['interval']}. Tests: {summary['tests']}.")
+    lines.append("")
+    lines.append("Metrics (conventions stamped):")
+    for short, stamped in summary["metrics"].items():
+        lines.append(f"- `{stamped}`")
+    cells = summary.get("cells") or {}
+    if cells:
+        lines.append("")
+        lines.append(f"Cells: {cells.get('total')} in the grid, {cells.get('run')} run now, {cells.get('reused')} reused.")
+    for ds in summary["datasets"]:
+        folds = f", folds {ds['folds']}" if ds["folds"] else ""
+        n_seeds = ds["methods"][0]["metrics"][shorts[0]]["n_seeds"]
+        lines += ["", f"## {ds['name']} ({ds['kind']}{folds}; {ds['n_test_queries']} test queries, "
+                      f"{ds['n_scored_queries']} with a relevant item; {n_seeds} seeds)", ""]
+        lines.append(f"Mean over seeds [{conf:.0%} t-interval]:")
+        lines.append("")
+        lines.append("| method | " + " | ".join(shorts) + " |")
+        lines.append("|---|" + "---|" * len(shorts))
+        best = {s: max(m["metrics"][s]["mean"] for m in ds["methods"]) for s in shorts}
+        for m in ds["methods"]:
+            cells_txt = []
+            for s in shorts:
+                v = m["metrics"][s]
+                txt = f"{_fmt(v['mean'])} [{_fmt(v['low'])}, {_fmt(v['high'])}]"
+                cells_txt.append(f"**{txt}**" if v["mean"] == best[s] else txt)
+            lines.append(f"| {m['method']} | " + " | ".join(cells_txt) + " |")
+        lines.append("")
+        lines.append(f"Difference from {ref} over queries (mean of method - {ref}; Holm-adjusted p: paired t / "
+                     "paired bootstrap; * where both are below 0.05):")
+        lines.append("")
+        lines.append("| method | " + " | ".join(shorts) + " |")
+        lines.append("|---|" + "---|" * len(shorts))
+        by = {(c["method"], c["metric"]): c for c in ds["comparisons"]}
+        for m in ds["methods"]:
+            if m["method"] == ref:
+                continue
+            row = []
+            for s in shorts:
+                c = by[(m["method"], s)]
+                star = "*" if (c["t_p_holm"] < 0.05 and c["bootstrap_p_holm"] < 0.05) else ""
+                row.append(f"{c['mean_difference']:+.4f}{star} ({_fmt_p(c['t_p_holm'])} / {_fmt_p(c['bootstrap_p_holm'])})")
+            lines.append(f"| {m['method']} | " + " | ".join(row) + " |")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def plot_summary(summary: dict, path: str | os.PathLike) -> Path:
+    """Means with their intervals: one panel per data set, metrics on the x axis, one marker per method."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shorts = list(summary["metrics"])
+    n = len(summary["datasets"])
+    fig, axes = plt.subplots(1, n, figsize=(max(6.0, 1.1 * len(shorts) + 3) * n, 4.5), squeeze=False)
+    for ax, ds in zip(axes[0], summary["datasets"]):
+        methods = ds["methods"]
+        width = 0.8 / max(len(methods), 1)
+        for i, m in enumerate(methods):
+            x = np.arange(len(shorts)) - 0.4 + width * (i + 0.5)
+            mean = np.array([m["metrics"][s]["mean"] for s in shorts], dtype=float)
+            low = np.array([m["metrics"][s]["low"] for s in shorts], dtype=float)
+            high = np.array([m["metrics"][s]["high"] for s in shorts], dtype=float)
+            err = np.vstack([np.nan_to_num(mean - low), np.nan_to_num(high - mean)])
+            ax.errorbar(x, mean, yerr=err, fmt="o", ms=4, capsize=3, label=m["method"])
+        ax.set_xticks(np.arange(len(shorts)), shorts)
+        ax.set_title(f"{ds['name']} ({ds['n_test_queries']} test queries)")
+        ax.set_ylabel(f"test value, mean over seeds, {summary['confidence']:.0%} CI")
+        ax.grid(axis="y", alpha=0.3)
+    axes[0][-1].legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    path = Path(path)
+    with atomic_path(path, suffix=".png") as tmp:
+        fig.savefig(tmp, format="png", dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write_tensorboard(records: list[dict], config: AblationConfig, folder: str | os.PathLike) -> Path:
+    """One TensorBoard HParams run per cell under ``folder/<dataset>/<method>/<seed[-fold]>``.
+
+    The hyper-parameters are the cell's coordinates and settings; the metrics are its test means
+    (stamped names). The whole folder is written beside the destination and swapped in at the end.
+    """
+    from ltr.run_folder import run_folder
+    from ltr.tensorboard_log import TensorBoardLogger
+
+    folder = Path(folder)
+    with run_folder(folder, overwrite=True) as tmp:
+        for r in records:
+            stem = f"seed{r['seed']}" + ("" if r.get("fold") is None else f"-fold{r['fold']}")
+            logger = TensorBoardLogger(tmp / r["dataset"] / r["method"] / stem)
+            hp: dict[str, Any] = {"dataset": r["dataset"], "method": r["method"], "seed": int(r["seed"]),
+                                  "fold": -1 if r.get("fold") is None else int(r["fold"])}
+            if r["method"] == "lightgbm":
+                hp.update({f"lightgbm.{k}": v for k, v in config.lightgbm.items()})
+                hp.update({f"gbdt.{k}": v for k, v in config.gbdt.items()})
+            else:
+                hp.update({f"train.{k}": v for k, v in config.train.items()})
+                hp.update({f"model.{k}": v for k, v in config.model.items()})
+            hp.update({k: v for k, v in (r.get("train_info") or {}).items()})
+            means = {k: (np.nan if v is None else float(v)) for k, v in r["mean"].items()}
+            logger.hparams(hp, {"test": means}, 0)
+            logger.close()
+    return folder
+
+
+def write_report(records: list[dict], config: AblationConfig, out: str | os.PathLike, *,
+                 cells: dict | None = None, tensorboard: bool = True) -> dict:
+    """Write results.json, results.md, means.png (and TensorBoard runs); return the summary."""
+    out = Path(out)
+    summary = summarize(records, config, cells=cells)
+    atomic_write_json(out / "results.json", _json_safe(summary))
+    atomic_write_text(out / "results.md", render_markdown(summary))
+    plot_summary(summary, out / "means.png")
+    if tensorboard:
+        write_tensorboard(records, config, out / "tensorboard")
+    return summary

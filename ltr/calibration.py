@@ -1,0 +1,748 @@
+"""Turning ranking scores into probabilities: Platt scaling, isotonic regression, a strictly
+monotone isotonic variant, the AUC-invariance check that runs after every calibration, and the
+before / after calibration report (numbers, reliability diagram PNG, TensorBoard figure).
+
+Why the AUC check: calibration must change the numbers, never the order. Platt scaling with a
+positive slope is strictly increasing, so AUC is unchanged exactly. Isotonic regression is only
+non-decreasing: it merges runs of scores into one value (pool adjacent violators), which turns
+ordered positive-negative pairs into ties worth 1/2 and moves AUC. :class:`IsotonicCalibrator`
+with ``strict=True`` adds a tiny increasing ramp across every flat block (and beyond the fitted
+range), so distinct scores stay distinct in their original order while each value moves by at most
+``tie_margin`` times the gap to the neighbouring level.
+
+Where the calibrator is fitted (the rule, enforced by ``fit``):
+
+* A calibrator must be fitted on predictions for data the model was NOT trained on; on training
+  predictions it learns the model's over-confidence, not the deployment error.
+* ``fit(..., held_out=False)`` is refused with :class:`~ltr.errors.LtrError`. The default
+  ``held_out=True`` is the caller's statement that the data is held out.
+* ``fit(..., training_fingerprint=fp)`` with ``fp = prediction_fingerprint(train_scores,
+  train_labels)`` (taken when the model was trained) is refused when the fit data has the same
+  fingerprint, i.e. the same multiset of (score, label) pairs as the training predictions. Every
+  fitted calibrator stores the fingerprint of its own fit data in its JSON, so the provenance can
+  be checked later.
+
+Calibrators are saved as JSON (floats written with ``repr``, so the round trip is exact), never
+pickled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import warnings
+from dataclasses import asdict, dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+from scipy.special import expit, log_expit
+
+from ltr.errors import LtrError
+from ltr.io_utils import atomic_path
+from metrics.classification import auc, brier, calibration_curve, ece, grouped_auc, log_loss, mce
+
+__all__ = [
+    "PlattCalibrator",
+    "IsotonicCalibrator",
+    "make_calibrator",
+    "calibrator_from_json",
+    "load_calibrator",
+    "prediction_fingerprint",
+    "AucInvarianceReport",
+    "check_auc_invariance",
+    "count_created_ties",
+    "calibration_metrics",
+    "CalibrationReport",
+    "reliability_figure",
+    "save_reliability_diagram",
+    "add_reliability_to_tensorboard",
+    "METHODS",
+]
+
+METHODS = ("platt", "isotonic", "isotonic-strict")
+_FORMAT_VERSION = 1
+
+
+# ----------------------------------------------------------------------------- input checks
+def _as_scores(scores, name: str = "scores") -> np.ndarray:
+    s = np.asarray(scores, dtype=np.float64)
+    if s.ndim != 1:
+        raise LtrError(f"{name} must be one-dimensional, got shape {s.shape}")
+    if not np.all(np.isfinite(s)):
+        i = int(np.flatnonzero(~np.isfinite(s))[0])
+        raise LtrError(f"{name} must be finite; value {i} is {s[i]!r}")
+    return s
+
+
+def _as_labels(labels, n: int) -> np.ndarray:
+    y = np.asarray(labels, dtype=np.float64)
+    if y.shape != (n,):
+        raise LtrError(f"labels must have shape ({n},) to match the scores, got {y.shape}")
+    bad = ~((y == 0) | (y == 1))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise LtrError(f"labels must be 0/1; value {i} is {y[i]!r}")
+    return y
+
+
+def prediction_fingerprint(scores, labels) -> str:
+    """SHA-256 of the multiset of (score, label) pairs (order-insensitive), as hex.
+
+    Two prediction sets with the same fingerprint are the same data; the calibrators use it to refuse
+    fitting on the model's training predictions (see the module docstring).
+    """
+    s = np.asarray(scores, dtype=np.float64).reshape(-1)
+    y = np.asarray(labels, dtype=np.float64).reshape(-1)
+    order = np.lexsort((y, s))
+    h = hashlib.sha256()
+    h.update(np.ascontiguousarray(s[order]).tobytes())
+    h.update(np.ascontiguousarray(y[order]).tobytes())
+    return h.hexdigest()
+
+
+class _Calibrator:
+    """Shared fit-data checks and JSON plumbing."""
+
+    kind = "base"
+    fit_fingerprint_: str | None = None
+    n_fit_: int = 0
+
+    def _check_fit_data(self, scores, labels, held_out: bool, training_fingerprint: str | None):
+        s = _as_scores(scores)
+        y = _as_labels(labels, s.shape[0])
+        if not held_out:
+            raise LtrError(
+                "refusing to fit a calibrator on training predictions (held_out=False): it would learn "
+                "the model's over-confidence on data it has seen; fit on a held-out split"
+            )
+        fp = prediction_fingerprint(s, y)
+        if training_fingerprint is not None and fp == training_fingerprint:
+            raise LtrError(
+                "refusing to fit a calibrator: the fit data has the fingerprint of the model's training "
+                "predictions; fit on a held-out split"
+            )
+        n_pos = int(y.sum())
+        if n_pos == 0 or n_pos == y.shape[0]:
+            raise LtrError(f"calibration needs both classes in the fit data; got {n_pos} positives of {y.shape[0]}")
+        self.fit_fingerprint_ = fp
+        self.n_fit_ = int(s.shape[0])
+        return s, y
+
+    def _require_fitted(self):
+        if self.fit_fingerprint_ is None:
+            raise LtrError(f"{type(self).__name__} is not fitted: call fit(scores, labels) first")
+
+    def fit_predict(self, scores, labels, **kwargs) -> np.ndarray:
+        return self.fit(scores, labels, **kwargs).predict(scores)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, allow_nan=False)
+
+    def save(self, path) -> None:
+        """Write the calibrator as JSON, atomically."""
+        from ltr.io_utils import atomic_write_text
+
+        atomic_write_text(path, self.to_json() + "\n")
+
+
+# ----------------------------------------------------------------------------- Platt
+class PlattCalibrator(_Calibrator):
+    r"""Platt scaling: ``p = sigmoid(a x + b)``, an unpenalised logistic fit of the label on ``x``.
+
+    ``input="logit"``: ``x = logit(clip(s, logit_eps, 1 - logit_eps))`` for scores that are already
+    probabilities (the identity map is then ``a = 1, b = 0``); ``input="score"``: ``x = s`` for raw
+    scores (margins, logits). ``smoothed_targets=True`` uses Platt's (1999) targets
+    ``t+ = (N+ + 1) / (N+ + 2)`` and ``t- = 1 / (N- + 2)`` instead of 1 / 0, which keeps the fit finite
+    on separable data. The parameters minimise ``sum_i softplus(z_i) - t_i z_i`` with ``z = a x + b``
+    (Newton's method with step halving, to a gradient of 1e-10 per item).
+
+    A fitted slope ``a <= 0`` raises :class:`LtrError`: the map would reverse or erase the ranking.
+
+    >>> import numpy as np
+    >>> s = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]); y = np.array([0, 0, 1, 0, 0, 1, 1, 1])
+    >>> cal = PlattCalibrator(input="score").fit(s, y)
+    >>> round(cal.slope_, 4), round(cal.intercept_, 4)
+    (8.2688, -3.7209)
+    """
+
+    kind = "platt"
+
+    def __init__(self, input: str = "logit", smoothed_targets: bool = False, logit_eps: float = 1e-15,
+                 max_iter: int = 100):
+        if input not in ("logit", "score"):
+            raise LtrError(f"input must be 'logit' or 'score', got {input!r}")
+        self.input = input
+        self.smoothed_targets = bool(smoothed_targets)
+        self.logit_eps = float(logit_eps)
+        self.max_iter = int(max_iter)
+        self.slope_: float | None = None
+        self.intercept_: float | None = None
+
+    def _x(self, s: np.ndarray) -> np.ndarray:
+        if self.input == "score":
+            return s
+        if s.size and (s.min() < 0.0 or s.max() > 1.0):
+            i = int(np.flatnonzero((s < 0) | (s > 1))[0])
+            raise LtrError(f"input='logit' needs scores in [0, 1]; value {i} is {s[i]!r} (use input='score')")
+        p = np.clip(s, self.logit_eps, 1.0 - self.logit_eps)
+        return np.log(p) - np.log1p(-p)
+
+    def fit(self, scores, labels, *, held_out: bool = True, training_fingerprint: str | None = None):
+        s, y = self._check_fit_data(scores, labels, held_out, training_fingerprint)
+        x = self._x(s)
+        # In one dimension the maximum-likelihood fit exists iff the classes overlap; otherwise the
+        # slope runs off to infinity (Newton would stop on a vanishing gradient at a huge slope).
+        if not self.smoothed_targets and x[y == 0].max() <= x[y == 1].min():
+            raise LtrError(
+                "Platt fit is undefined: the fit data is separable by the score (every positive scores at "
+                "least as high as every negative), so the maximum-likelihood slope is infinite; use "
+                "smoothed_targets=True or more held-out data"
+            )
+        if self.smoothed_targets:
+            n_pos = y.sum()
+            n_neg = y.shape[0] - n_pos
+            t = np.where(y == 1, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+        else:
+            t = y
+        # Standardise x so that Newton's steps are well scaled; map the parameters back at the end.
+        mu = float(x.mean())
+        sd = float(x.std()) or 1.0
+        z = (x - mu) / sd
+        a, b = self._newton(z, t)
+        slope = a / sd
+        intercept = b - a * mu / sd
+        if not slope > 0:
+            raise LtrError(
+                f"Platt fit has a non-positive slope ({slope:.6g}): the scores do not rank the positives "
+                "higher, so the calibrated probabilities would reverse or erase the order"
+            )
+        self.slope_ = float(slope)
+        self.intercept_ = float(intercept)
+        return self
+
+    def _newton(self, z: np.ndarray, t: np.ndarray) -> tuple[float, float]:
+        n = z.shape[0]
+        base = float(np.clip(t.mean(), 1e-12, 1 - 1e-12))
+        theta = np.array([0.0, math.log(base / (1.0 - base))])
+
+        def loss(th):
+            u = th[0] * z + th[1]
+            return float(np.sum(-log_expit(-u) - t * u))  # softplus(u) - t u
+
+        current = loss(theta)
+        for _ in range(self.max_iter):
+            u = theta[0] * z + theta[1]
+            p = expit(u)
+            r = p - t
+            grad = np.array([np.dot(r, z), r.sum()])
+            if np.max(np.abs(grad)) <= 1e-10 * n:
+                return float(theta[0]), float(theta[1])
+            w = p * (1.0 - p)
+            hess = np.array([[np.dot(w, z * z), np.dot(w, z)], [np.dot(w, z), w.sum()]])
+            try:
+                step = np.linalg.solve(hess + 1e-12 * n * np.eye(2), grad)
+            except np.linalg.LinAlgError:  # pragma: no cover - regularised above
+                break
+            lr = 1.0
+            while lr > 1e-10:
+                cand = theta - lr * step
+                value = loss(cand)
+                if value <= current:
+                    break
+                lr *= 0.5
+            theta, current = cand, value
+            if np.max(np.abs(theta)) > 1e6:
+                break
+        raise LtrError(
+            "Platt fit did not converge: the fit data is (nearly) separable by the score, so the "
+            "maximum-likelihood slope is infinite; use smoothed_targets=True or more held-out data"
+        )
+
+    def predict(self, scores) -> np.ndarray:
+        """Calibrated probabilities ``sigmoid(a x + b)``."""
+        self._require_fitted()
+        return expit(self.slope_ * self._x(_as_scores(scores)) + self.intercept_)
+
+    def to_dict(self) -> dict[str, Any]:
+        self._require_fitted()
+        return {
+            "kind": self.kind,
+            "format_version": _FORMAT_VERSION,
+            "input": self.input,
+            "smoothed_targets": self.smoothed_targets,
+            "logit_eps": self.logit_eps,
+            "slope": self.slope_,
+            "intercept": self.intercept_,
+            "n_fit": self.n_fit_,
+            "fit_fingerprint": self.fit_fingerprint_,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "PlattCalibrator":
+        cal = cls(input=d["input"], smoothed_targets=d["smoothed_targets"], logit_eps=d["logit_eps"])
+        cal.slope_ = float(d["slope"])
+        cal.intercept_ = float(d["intercept"])
+        cal.n_fit_ = int(d["n_fit"])
+        cal.fit_fingerprint_ = d["fit_fingerprint"]
+        return cal
+
+
+# ----------------------------------------------------------------------------- isotonic
+class IsotonicCalibrator(_Calibrator):
+    r"""Isotonic regression of the label on the score (scikit-learn's pool adjacent violators).
+
+    ``fit`` runs ``sklearn.isotonic.IsotonicRegression(y_min=0, y_max=1, increasing=True)`` and keeps its
+    breakpoints ``X_thresholds_``, ``y_thresholds_``; ``predict`` interpolates linearly between them,
+    which is what scikit-learn's ``predict`` does. Outside the fitted range: ``out_of_bounds="clip"``
+    returns the end values, ``"nan"`` NaN, ``"raise"`` an error.
+
+    ``strict=True`` makes the map strictly increasing, so AUC is unchanged: every run of equal
+    breakpoint values ``v`` (a flat block) is replaced by a linear ramp inside
+    ``[v - m (v - lo), v + m (hi - v)]``, with ``lo`` / ``hi`` the neighbouring levels (0 and 1 at the
+    ends) and ``m = tie_margin``. The clipped regions beyond the fitted range are flat blocks too: the
+    first and last blocks share their interval with a bounded tail ``y_end -/+ (room) * d / (1 + d)``
+    (``d`` = distance to the range over its width). Scores tied in the input stay tied; distinct
+    scores keep their order (down to float resolution: the report would count any tie left); each
+    value moves by at most ``m`` times the gap between its neighbouring levels, so calibration is kept
+    (``m < 1/2`` keeps the levels apart).
+    """
+
+    kind = "isotonic"
+
+    def __init__(self, strict: bool = False, out_of_bounds: str = "clip", tie_margin: float = 1e-4):
+        if out_of_bounds not in ("clip", "nan", "raise"):
+            raise LtrError(f"out_of_bounds must be 'clip', 'nan' or 'raise', got {out_of_bounds!r}")
+        if not 0.0 < tie_margin < 0.5:
+            raise LtrError(f"tie_margin must be in (0, 0.5), got {tie_margin!r}")
+        self.strict = bool(strict)
+        self.out_of_bounds = out_of_bounds
+        self.tie_margin = float(tie_margin)
+        self.X_thresholds_: np.ndarray | None = None
+        self.y_thresholds_: np.ndarray | None = None
+        self.y_strict_: np.ndarray | None = None
+
+    def fit(self, scores, labels, *, held_out: bool = True, training_fingerprint: str | None = None):
+        from sklearn.isotonic import IsotonicRegression
+
+        s, y = self._check_fit_data(scores, labels, held_out, training_fingerprint)
+        iso = IsotonicRegression(y_min=0.0, y_max=1.0, increasing=True, out_of_bounds="clip").fit(s, y)
+        self.X_thresholds_ = np.asarray(iso.X_thresholds_, dtype=np.float64)
+        self.y_thresholds_ = np.asarray(iso.y_thresholds_, dtype=np.float64)
+        self.y_strict_, self.tail_low_, self.tail_high_ = _strict_levels(self.y_thresholds_, self.tie_margin)
+        return self
+
+    def predict(self, scores) -> np.ndarray:
+        """Calibrated probabilities (strictly increasing in the score when ``strict=True``)."""
+        if self.X_thresholds_ is None:
+            raise LtrError("IsotonicCalibrator is not fitted: call fit(scores, labels) first")
+        s = _as_scores(scores)
+        X = self.X_thresholds_
+        lo_x, hi_x = X[0], X[-1]
+        outside = (s < lo_x) | (s > hi_x)
+        if self.out_of_bounds == "raise" and outside.any():
+            i = int(np.flatnonzero(outside)[0])
+            raise LtrError(f"score {s[i]!r} (value {i}) is outside the fitted range [{lo_x!r}, {hi_x!r}]")
+        if not self.strict:
+            out = np.interp(s, X, self.y_thresholds_)
+        else:
+            ys = self.y_strict_
+            out = np.interp(s, X, ys)
+            width = (hi_x - lo_x) or 1.0
+            below = s < lo_x
+            if below.any():
+                d = (lo_x - s[below]) / width
+                out[below] = ys[0] - (ys[0] - self.tail_low_) * (d / (1.0 + d))
+            above = s > hi_x
+            if above.any():
+                d = (s[above] - hi_x) / width
+                out[above] = ys[-1] + (self.tail_high_ - ys[-1]) * (d / (1.0 + d))
+        if self.out_of_bounds == "nan":
+            out[outside] = np.nan
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.X_thresholds_ is None:
+            raise LtrError("IsotonicCalibrator is not fitted: call fit(scores, labels) first")
+        return {
+            "kind": "isotonic-strict" if self.strict else "isotonic",
+            "format_version": _FORMAT_VERSION,
+            "strict": self.strict,
+            "out_of_bounds": self.out_of_bounds,
+            "tie_margin": self.tie_margin,
+            "X_thresholds": self.X_thresholds_.tolist(),
+            "y_thresholds": self.y_thresholds_.tolist(),
+            "n_fit": self.n_fit_,
+            "fit_fingerprint": self.fit_fingerprint_,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "IsotonicCalibrator":
+        cal = cls(strict=d["strict"], out_of_bounds=d["out_of_bounds"], tie_margin=d["tie_margin"])
+        cal.X_thresholds_ = np.asarray(d["X_thresholds"], dtype=np.float64)
+        cal.y_thresholds_ = np.asarray(d["y_thresholds"], dtype=np.float64)
+        if cal.X_thresholds_.shape != cal.y_thresholds_.shape or cal.X_thresholds_.size == 0:
+            raise LtrError("isotonic calibrator JSON: X_thresholds and y_thresholds must be non-empty and equal length")
+        cal.y_strict_, cal.tail_low_, cal.tail_high_ = _strict_levels(cal.y_thresholds_, cal.tie_margin)
+        cal.n_fit_ = int(d["n_fit"])
+        cal.fit_fingerprint_ = d["fit_fingerprint"]
+        return cal
+
+
+def _strict_levels(y: np.ndarray, margin: float) -> tuple[np.ndarray, float, float]:
+    """Strictly increasing breakpoint values, and the limits the two tails approach.
+
+    A flat block of value ``v`` (a run of equal breakpoints; the first and the last breakpoint always
+    start / end a block, because clipping extends them to -inf / +inf) gets the interval
+    ``[L, H] = [v - m (v - lo), v + m (hi - v)]`` inside the gap to its neighbouring levels ``lo`` /
+    ``hi`` (0 and 1 at the ends). Interior blocks ramp linearly from ``L`` to ``H``; the first block
+    keeps ``[L, mid]`` for its lower tail and the last block ``[mid, H]`` for its upper tail. Single
+    interior breakpoints are left alone (they already lie strictly between their neighbours).
+
+    >>> ys, lo, hi = _strict_levels(np.array([0.0, 0.2, 0.2, 0.6]), 0.25)
+    >>> ys.round(6).tolist(), lo, round(hi, 6)
+    ([0.0375, 0.15, 0.3, 0.55], 0.0, 0.7)
+    """
+    out = y.astype(np.float64).copy()
+    n = y.shape[0]
+    levels = np.unique(y)
+    lo_limit = hi_limit = None
+    start = 0
+    while start < n:
+        end = start
+        while end + 1 < n and y[end + 1] == y[start]:
+            end += 1
+        first, last = start == 0, end == n - 1
+        if end > start or first or last:
+            v = y[start]
+            k = int(np.searchsorted(levels, v))
+            lo = levels[k - 1] if k > 0 else 0.0
+            hi = levels[k + 1] if k + 1 < levels.shape[0] else 1.0
+            low, high = v - margin * (v - lo), v + margin * (hi - v)
+            if first and last:
+                f0, f1 = 1.0 / 3.0, 2.0 / 3.0
+            else:
+                f0, f1 = (0.5 if first else 0.0), (0.5 if last else 1.0)
+            if end > start:
+                frac = f0 + (f1 - f0) * (np.arange(start, end + 1) - start) / (end - start)
+            else:
+                frac = np.array([(f0 + f1) / 2.0])
+            out[start:end + 1] = low + (high - low) * frac
+            if first:
+                lo_limit = float(low)
+            if last:
+                hi_limit = float(high)
+        start = end + 1
+    return out, lo_limit, hi_limit
+
+
+def make_calibrator(method: str, **kwargs) -> _Calibrator:
+    """``"platt"`` -> :class:`PlattCalibrator`; ``"isotonic"`` / ``"isotonic-strict"`` -> :class:`IsotonicCalibrator`."""
+    if method == "platt":
+        return PlattCalibrator(**kwargs)
+    if method == "isotonic":
+        return IsotonicCalibrator(strict=False, **kwargs)
+    if method == "isotonic-strict":
+        return IsotonicCalibrator(strict=True, **kwargs)
+    raise LtrError(f"unknown calibration method {method!r}; choose one of {', '.join(METHODS)}")
+
+
+def calibrator_from_json(text: str) -> _Calibrator:
+    """Rebuild a calibrator from :meth:`to_json` output (JSON only; nothing is unpickled)."""
+    try:
+        d = json.loads(text)
+        kind = d["kind"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise LtrError(f"not a calibrator JSON document: {exc}") from None
+    if d.get("format_version") != _FORMAT_VERSION:
+        raise LtrError(f"calibrator JSON format_version {d.get('format_version')!r} is not {_FORMAT_VERSION}")
+    try:
+        if kind == "platt":
+            return PlattCalibrator.from_dict(d)
+        if kind in ("isotonic", "isotonic-strict"):
+            return IsotonicCalibrator.from_dict(d)
+    except KeyError as exc:
+        raise LtrError(f"calibrator JSON of kind {kind!r} lacks the field {exc}") from None
+    raise LtrError(f"unknown calibrator kind {kind!r} in JSON")
+
+
+def load_calibrator(path) -> _Calibrator:
+    """Read a calibrator saved with :meth:`save`."""
+    from pathlib import Path
+
+    return calibrator_from_json(Path(path).read_text(encoding="utf-8"))
+
+
+# ----------------------------------------------------------------------------- AUC invariance
+def _tie_stats(keys: list[np.ndarray], y: np.ndarray) -> tuple[int, int]:
+    """Pairs tied on all ``keys`` jointly, and how many of them are positive-negative pairs."""
+    n = y.shape[0]
+    if n < 2:
+        return 0, 0
+    order = np.lexsort(tuple(reversed(keys)))
+    new = np.zeros(n, dtype=bool)
+    new[0] = True
+    for k in keys:
+        ks = k[order]
+        new[1:] |= ks[1:] != ks[:-1]
+    run = np.cumsum(new) - 1
+    counts = np.bincount(run).astype(np.int64)
+    pos = np.bincount(run, weights=y[order]).astype(np.int64)
+    pairs = int(np.sum(counts * (counts - 1) // 2))
+    mixed = int(np.sum(pos * (counts - pos)))
+    return pairs, mixed
+
+
+def count_created_ties(before, after, labels=None, groups=None) -> dict[str, int]:
+    """Count pairs whose scores were distinct before and are equal after a transformation.
+
+    ``tied_pairs_created`` = pairs tied after minus pairs tied both before and after (each from the
+    sizes of the runs of equal values: ``sum C(n_run, 2)``, one sort, O(n log n));
+    ``tied_pos_neg_pairs_created`` = those with one positive and one negative (the pairs whose AUC
+    credit drops from 1 or 0 to 1/2); ``ties_broken`` = pairs tied before but not after. With ``groups``
+    only pairs inside one group are counted.
+
+    >>> count_created_ties([0.1, 0.2, 0.3, 0.3], [0.5, 0.5, 0.7, 0.7], [0, 1, 0, 1])
+    {'tied_pairs_created': 1, 'tied_pos_neg_pairs_created': 1, 'ties_broken': 0}
+    """
+    b = np.asarray(before, dtype=np.float64)
+    a = np.asarray(after, dtype=np.float64)
+    y = np.zeros(b.shape[0]) if labels is None else np.asarray(labels, dtype=np.float64)
+    g = [] if groups is None else [np.unique(np.asarray(groups), return_inverse=True)[1].reshape(-1)]
+    tied_after, mixed_after = _tie_stats(g + [a], y)
+    tied_before, _ = _tie_stats(g + [b], y)
+    tied_both, mixed_both = _tie_stats(g + [b, a], y)
+    return {
+        "tied_pairs_created": tied_after - tied_both,
+        "tied_pos_neg_pairs_created": mixed_after - mixed_both,
+        "ties_broken": tied_before - tied_both,
+    }
+
+
+@dataclass
+class AucInvarianceReport:
+    """AUC before and after a calibration (global, and grouped when groups were given).
+
+    ``unchanged`` is True when the global (and grouped) AUC is bit-for-bit equal.
+    """
+
+    auc_before: float
+    auc_after: float
+    auc_difference: float
+    tied_pairs_created: int
+    tied_pos_neg_pairs_created: int
+    ties_broken: int
+    grouped_weighting: str | None = None
+    grouped_auc_before: float | None = None
+    grouped_auc_after: float | None = None
+    grouped_auc_difference: float | None = None
+    max_group_abs_difference: float | None = None
+    n_groups: int | None = None
+    n_groups_skipped: int | None = None
+    tied_pairs_created_within_groups: int | None = None
+
+    @property
+    def unchanged(self) -> bool:
+        same = self.auc_before == self.auc_after or (math.isnan(self.auc_before) and math.isnan(self.auc_after))
+        if self.grouped_auc_before is not None:
+            gb, ga = self.grouped_auc_before, self.grouped_auc_after
+            same = same and (gb == ga or (math.isnan(gb) and math.isnan(ga)))
+        return bool(same)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["unchanged"] = self.unchanged
+        return d
+
+    def to_text(self) -> str:
+        lines = [
+            f"AUC before {self.auc_before:.6f}  after {self.auc_after:.6f}  difference {self.auc_difference:+.3e}"
+            f"  ({'unchanged' if self.unchanged else 'CHANGED'})",
+            f"tied pairs created {self.tied_pairs_created} (positive-negative {self.tied_pos_neg_pairs_created}),"
+            f" ties broken {self.ties_broken}",
+        ]
+        if self.grouped_auc_before is not None:
+            lines.append(
+                f"grouped AUC ({self.grouped_weighting}-weighted, {self.n_groups} groups, {self.n_groups_skipped}"
+                f" single-class skipped) before {self.grouped_auc_before:.6f} after {self.grouped_auc_after:.6f}"
+                f" difference {self.grouped_auc_difference:+.3e}; max |group difference|"
+                f" {self.max_group_abs_difference:.3e}; tied pairs created within groups"
+                f" {self.tied_pairs_created_within_groups}"
+            )
+        return "\n".join(lines)
+
+
+def check_auc_invariance(before, after, labels, groups=None, weighting: str = "pairs") -> AucInvarianceReport:
+    """Compare the ranking quality of scores ``before`` and probabilities ``after`` a calibration.
+
+    Runs on the same rows; ``groups`` (query, request or user per row) adds the grouped AUC
+    (:func:`metrics.grouped_auc` with ``weighting``) and the per-group differences.
+    """
+    b = _as_scores(before, "scores before")
+    a = np.asarray(after, dtype=np.float64)
+    if a.shape != b.shape:
+        raise LtrError(f"scores after calibration have shape {a.shape}, before {b.shape}")
+    y = _as_labels(labels, b.shape[0])
+    auc_b, auc_a = auc(y, b), auc(y, a)
+    ties = count_created_ties(b, a, y)
+    rep = AucInvarianceReport(
+        auc_before=auc_b, auc_after=auc_a, auc_difference=auc_a - auc_b, **ties
+    )
+    if groups is not None:
+        gb = grouped_auc(y, b, groups, weighting=weighting)
+        ga = grouped_auc(y, a, groups, weighting=weighting)
+        diffs = ga.per_group - gb.per_group
+        rep.grouped_weighting = weighting
+        rep.grouped_auc_before = gb.value
+        rep.grouped_auc_after = ga.value
+        rep.grouped_auc_difference = ga.value - gb.value
+        rep.max_group_abs_difference = float(np.nanmax(np.abs(diffs))) if np.isfinite(diffs).any() else 0.0
+        rep.n_groups = gb.n_groups
+        rep.n_groups_skipped = gb.n_skipped
+        rep.tied_pairs_created_within_groups = count_created_ties(b, a, y, groups)["tied_pairs_created"]
+    return rep
+
+
+# ----------------------------------------------------------------------------- reports
+def calibration_metrics(labels, probs, n_bins: int = 15) -> dict[str, float]:
+    """LogLoss, Brier, ECE and MCE with equal-width and equal-mass bins, mean prediction and base rate."""
+    y = np.asarray(labels, dtype=np.float64)
+    p = np.asarray(probs, dtype=np.float64)
+    return {
+        "log_loss": log_loss(y, p),
+        "brier": brier(y, p),
+        "ece_width": ece(y, p, n_bins=n_bins, strategy="width"),
+        "ece_mass": ece(y, p, n_bins=n_bins, strategy="mass"),
+        "mce_width": mce(y, p, n_bins=n_bins, strategy="width"),
+        "mce_mass": mce(y, p, n_bins=n_bins, strategy="mass"),
+        "mean_prediction": float(p.mean()),
+        "base_rate": float(y.mean()),
+    }
+
+
+@dataclass
+class CalibrationReport:
+    """Calibration metrics before and after, the AUC-invariance check, and the fitted calibrator."""
+
+    method: str
+    n_fit: int
+    n_eval: int
+    n_bins: int
+    before: dict[str, float]
+    after: dict[str, float]
+    invariance: AucInvarianceReport
+    calibrator: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, method: str, calibrator: _Calibrator, eval_scores, eval_labels, eval_probs_before=None,
+              groups=None, n_bins: int = 15) -> "CalibrationReport":
+        """Apply ``calibrator`` to the evaluation rows and measure. ``eval_probs_before`` are the
+        probabilities to judge "before" (default: the scores themselves, which must then lie in [0, 1];
+        for raw scores pass e.g. their sigmoid)."""
+        s = _as_scores(eval_scores)
+        y = _as_labels(eval_labels, s.shape[0])
+        before = s if eval_probs_before is None else np.asarray(eval_probs_before, dtype=np.float64)
+        after = calibrator.predict(s)
+        return cls(
+            method=method,
+            n_fit=calibrator.n_fit_,
+            n_eval=int(s.shape[0]),
+            n_bins=n_bins,
+            before=calibration_metrics(y, before, n_bins),
+            after=calibration_metrics(y, after, n_bins),
+            invariance=check_auc_invariance(s, after, y, groups),
+            calibrator=calibrator.to_dict(),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "method": self.method,
+            "n_fit": self.n_fit,
+            "n_eval": self.n_eval,
+            "n_bins": self.n_bins,
+            "before": self.before,
+            "after": self.after,
+            "auc_invariance": self.invariance.to_dict(),
+            "calibrator": self.calibrator,
+        }
+
+    def to_text(self) -> str:
+        rows = [
+            ("LogLoss", "log_loss"), ("Brier", "brier"), (f"ECE width ({self.n_bins} bins)", "ece_width"),
+            (f"ECE mass ({self.n_bins} bins)", "ece_mass"), ("MCE width", "mce_width"), ("MCE mass", "mce_mass"),
+            ("mean prediction", "mean_prediction"), ("base rate", "base_rate"),
+        ]
+        out = [f"calibration: {self.method}; fitted on {self.n_fit} rows, evaluated on {self.n_eval} held-out rows", "",
+               f"{'metric':<22} {'before':>12} {'after':>12}"]
+        for label, key in rows:
+            out.append(f"{label:<22} {self.before[key]:>12.6f} {self.after[key]:>12.6f}")
+        out += ["", self.invariance.to_text()]
+        return "\n".join(out) + "\n"
+
+
+def reliability_figure(labels, series: Mapping[str, Any], n_bins: int = 15, title: str | None = None):
+    """A matplotlib figure: reliability curves with equal-width (left) and equal-mass (right) bins.
+
+    ``series`` maps a name (e.g. "before", "after") to probabilities. The axes span the range the
+    curves use, not [0, 1], so that low click rates are visible.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    y = np.asarray(labels, dtype=np.float64)
+    fig = Figure(figsize=(10, 4.5))
+    axes = fig.subplots(1, 2)
+    for ax, strategy in zip(axes, ("width", "mass")):
+        top = 0.0
+        for name, probs in series.items():
+            c = calibration_curve(y, probs, n_bins=n_bins, strategy=strategy)
+            ax.plot(c.mean_predicted, c.fraction_positive, marker="o", ms=3, label=name)
+            top = max(top, float(c.mean_predicted.max()), float(c.fraction_positive.max()))
+        top = min(1.0, top * 1.05) or 1.0
+        ax.plot([0, top], [0, top], ls="--", color="grey", lw=1, label="perfect")
+        ax.set_xlim(0, top)
+        ax.set_ylim(0, top)
+        ax.set_xlabel("mean predicted probability")
+        ax.set_ylabel("observed positive rate")
+        ax.set_title(f"equal-{strategy} bins ({n_bins})")
+        ax.legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    del plt  # only imported to register the backend
+    return fig
+
+
+def save_reliability_diagram(path, labels, series: Mapping[str, Any], n_bins: int = 15,
+                             title: str | None = None, dpi: int = 110) -> None:
+    """Write :func:`reliability_figure` as a PNG, atomically."""
+    fig = reliability_figure(labels, series, n_bins=n_bins, title=title)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=dpi)
+
+
+def add_reliability_to_tensorboard(writer_or_dir, tag: str, labels, series: Mapping[str, Any],
+                                   n_bins: int = 15, step: int = 0) -> None:
+    """Log the reliability figure with ``SummaryWriter.add_figure``.
+
+    ``writer_or_dir`` is an open ``torch.utils.tensorboard.SummaryWriter`` or a log directory (a writer
+    is opened and closed). TensorBoard event files are append-only streams read while they grow,
+    so they are not written through a temporary file.
+    """
+    fig = reliability_figure(labels, series, n_bins=n_bins, title=tag)
+    own = isinstance(writer_or_dir, (str, bytes)) or hasattr(writer_or_dir, "__fspath__")
+    if own:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from torch.utils.tensorboard import SummaryWriter
+        writer = SummaryWriter(log_dir=str(writer_or_dir))
+    else:
+        writer = writer_or_dir
+    try:
+        writer.add_figure(tag, fig, global_step=step, close=True)
+    finally:
+        if own:
+            writer.close()

@@ -1,0 +1,85 @@
+"""Training checkpoints that are written atomically and load without running code.
+
+A checkpoint is a plain dict of tensors, numbers, strings, lists and dicts, saved with ``torch.save``
+into a temporary file that is renamed over the destination (:func:`ltr.io_utils.atomic_path`), and
+read back with ``torch.load(weights_only=True)``, whose unpickler refuses arbitrary objects. Random
+number generator states are therefore stored as tensors and lists, never as numpy objects.
+
+>>> import random, tempfile, torch
+>>> state = rng_state(); a = (torch.rand(1).item(), random.random())
+>>> set_rng_state(state); (torch.rand(1).item(), random.random()) == a
+True
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ltr.errors import LtrError
+from ltr.io_utils import atomic_path
+
+__all__ = ["rng_state", "set_rng_state", "save_checkpoint", "load_checkpoint", "CHECKPOINT_NAME"]
+
+CHECKPOINT_NAME = "last.pt"
+
+
+def rng_state() -> dict[str, Any]:
+    """Snapshot of torch (CPU and CUDA), numpy's global and python's ``random`` generators."""
+    np_name, np_keys, np_pos, np_has_gauss, np_cached = np.random.get_state()
+    py_version, py_internal, py_gauss = random.getstate()
+    state: dict[str, Any] = {
+        "torch": torch.get_rng_state(),
+        "numpy": {
+            "name": str(np_name),
+            "keys": torch.from_numpy(np.asarray(np_keys, dtype=np.int64)),
+            "pos": int(np_pos),
+            "has_gauss": int(np_has_gauss),
+            "cached_gaussian": float(np_cached),
+        },
+        "python": {
+            "version": int(py_version),
+            "internal": torch.tensor(py_internal, dtype=torch.int64),
+            "gauss_next": py_gauss,
+        },
+    }
+    if torch.cuda.is_available():
+        state["cuda"] = [s for s in torch.cuda.get_rng_state_all()]
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    """Restore what :func:`rng_state` captured."""
+    torch.set_rng_state(state["torch"].cpu())
+    n = state["numpy"]
+    np.random.set_state(
+        (n["name"], n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["cached_gaussian"])
+    )
+    p = state["python"]
+    random.setstate((p["version"], tuple(int(v) for v in p["internal"].tolist()), p["gauss_next"]))
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda"]])
+
+
+def save_checkpoint(path: str | os.PathLike, state: dict[str, Any]) -> Path:
+    """``torch.save(state)`` atomically: the old checkpoint stays until the new one is complete."""
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        torch.save(state, tmp)
+    return path
+
+
+def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict[str, Any]:
+    """Load a checkpoint with ``torch.load(weights_only=True)``; a bad file is an :class:`LtrError`."""
+    path = Path(path)
+    try:
+        return torch.load(path, map_location=map_location, weights_only=True)
+    except FileNotFoundError:
+        raise LtrError(f"{path}: checkpoint not found") from None
+    except Exception as exc:  # unpickling errors come in many types; the message is what matters
+        raise LtrError(f"{path}: cannot load checkpoint safely: {exc}") from None

@@ -1,0 +1,414 @@
+"""Click simulation on a labelled ranking data set: the position-based model and the cascade model.
+
+A logging ("production") ranker orders each query's items by its scores; the top ``top_k`` are
+shown; a simulated user clicks. Relevance becomes an *attraction* probability through a documented
+map built on the toolkit's gain function (:func:`metrics.gains.gain_values`)::
+
+    a(rel) = eps + (1 - eps) * g(rel) / g(max_label),      g(rel) = 2^rel - 1   (gain="exp2")
+
+so an irrelevant item is still clicked with probability ``eps`` once examined (noise clicks) and the
+most relevant one with probability 1.
+
+Click models
+------------
+* Position-based model (PBM): the item at position r is examined with probability
+  ``theta_r = 1 / r^eta`` (or a user-given curve) independently of the other items, and clicked
+  when examined and attracted: ``P(click at r) = theta_r * a(item at r)``.
+* Cascade model (Craswell et al., 2008): the user scans from the top and stops at the first click;
+  ``P(examine r) = prod_{j<r} (1 - a_j)`` and ``P(click at r) = a_r * prod_{j<r} (1 - a_j)``.
+
+Interventions (for propensity estimation, see :mod:`ltr.propensity`): a share
+``randomize_fraction`` of sessions shows the top-k set in a uniformly random order; a share
+``swap_fraction`` swaps the item at position 1 with the item at a position k drawn uniformly from
+``1..n_shown`` (k = 1 leaves the list unchanged and is the control group).
+
+The log is flat, one entry per shown item, grouped by session and in shown order. Its
+``propensity`` is the *logging* examination probability of the entry, known to the simulator:
+``theta_r`` for PBM, ``prod_{j<r}(1 - a_j)`` for the cascade model. Everything is vectorised over
+sessions (processed in chunks to bound memory) and deterministic given ``seed``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from ltr.errors import LtrError
+from ltr.io_utils import atomic_path
+from metrics.gains import gain_values
+
+__all__ = [
+    "MODELS",
+    "MODE_PRODUCTION",
+    "MODE_RANDOMIZED",
+    "MODE_SWAP",
+    "ClickLog",
+    "pbm_examination",
+    "attraction",
+    "top_k_matrix",
+    "simulate_clicks",
+]
+
+MODELS = ("pbm", "cascade")
+MODE_PRODUCTION, MODE_RANDOMIZED, MODE_SWAP = 0, 1, 2
+
+# Sessions x positions cells handled per chunk: bounds the simulator's memory at a few hundred MB.
+_CHUNK_CELLS = 2_000_000
+
+
+def pbm_examination(n_positions: int, eta: float = 1.0) -> np.ndarray:
+    """Examination probability of positions ``1..n_positions``: ``theta_r = 1 / r^eta``.
+
+    ``eta = 0`` means no position bias; larger ``eta`` means a steeper fall.
+
+    >>> pbm_examination(4, eta=1.0)
+    array([1.        , 0.5       , 0.33333333, 0.25      ])
+    >>> pbm_examination(3, eta=0.0)
+    array([1., 1., 1.])
+    """
+    if n_positions < 0:
+        raise ValueError(f"n_positions must be >= 0, got {n_positions}")
+    if eta < 0:
+        raise ValueError(f"eta must be >= 0, got {eta}")
+    return np.arange(1, n_positions + 1, dtype=np.float64) ** (-float(eta))
+
+
+def attraction(labels: Any, *, max_label: float, eps: float = 0.1, gain: Any = "exp2") -> np.ndarray:
+    """Click probability of an examined item: ``eps + (1 - eps) * g(rel) / g(max_label)``.
+
+    ``g`` is the toolkit's gain function (``"exp2"``: 2^rel - 1, ``"linear"``: rel, or a callable).
+    Labels above ``max_label`` are an error (they would give probabilities above 1).
+
+    >>> attraction(np.array([0, 1, 2]), max_label=2, eps=0.1)
+    array([0.1, 0.4, 1. ])
+    >>> attraction(np.array([0, 1, 2]), max_label=2, eps=0.0, gain="linear")
+    array([0. , 0.5, 1. ])
+    """
+    if not 0.0 <= eps <= 1.0:
+        raise ValueError(f"eps must be in [0, 1], got {eps}")
+    rel = np.asarray(labels, dtype=np.float64)
+    if rel.size and (np.nanmax(rel) > max_label or np.nanmin(rel) < 0):
+        raise ValueError(f"labels must lie in [0, max_label={max_label}], got [{rel.min()}, {rel.max()}]")
+    top = float(gain_values(np.array([max_label], dtype=np.float64), gain)[0])
+    if top <= 0:
+        # Every label is 0 (no relevant item possible): only noise clicks remain.
+        return np.full(rel.shape, float(eps))
+    return eps + (1.0 - eps) * gain_values(rel, gain) / top
+
+
+@dataclass
+class ClickLog:
+    """A click log: one entry per shown item, grouped by session, in shown order.
+
+    Entry arrays ``[M]``:
+      ``session`` (0..S-1), ``query`` (query *index* into the data set, 0..Q-1), ``doc`` (row index
+      into the data set), ``position`` (1-based shown position), ``logged_rank`` (1-based rank of the
+      item under the production ranking, before any intervention), ``click`` (0/1, int8) and
+      ``propensity`` (the logging examination probability of the entry).
+    Session arrays ``[S]``: ``session_query``, ``session_mode`` (0 production, 1 randomized order,
+      2 swap), ``session_swap`` (the position swapped with position 1, 0 when no swap session).
+    ``meta``: the simulator's settings (model, eta, eps, max_label, top_k, seed, ...), JSON-able.
+    """
+
+    session: np.ndarray
+    query: np.ndarray
+    doc: np.ndarray
+    position: np.ndarray
+    logged_rank: np.ndarray
+    click: np.ndarray
+    propensity: np.ndarray
+    session_query: np.ndarray
+    session_mode: np.ndarray
+    session_swap: np.ndarray
+    meta: dict = field(default_factory=dict)
+
+    _ENTRY = ("session", "query", "doc", "position", "logged_rank", "click", "propensity")
+    _SESSION = ("session_query", "session_mode", "session_swap")
+
+    def __post_init__(self) -> None:
+        m = len(self.session)
+        for name in self._ENTRY:
+            if len(getattr(self, name)) != m:
+                raise ValueError(f"ClickLog.{name} has {len(getattr(self, name))} entries, session has {m}")
+        s = len(self.session_query)
+        for name in self._SESSION:
+            if len(getattr(self, name)) != s:
+                raise ValueError(f"ClickLog.{name} has {len(getattr(self, name))} sessions, expected {s}")
+        if m and (self.session.min() < 0 or self.session.max() >= s):
+            raise ValueError("ClickLog.session refers to a session outside 0..n_sessions-1")
+
+    @property
+    def n_entries(self) -> int:
+        return int(len(self.session))
+
+    @property
+    def n_sessions(self) -> int:
+        return int(len(self.session_query))
+
+    @property
+    def n_clicks(self) -> int:
+        return int(self.click.sum())
+
+    def sessions_per_query(self, n_queries: int) -> np.ndarray:
+        """Number of logged sessions of each query ``[n_queries]`` (sessions without clicks count)."""
+        return np.bincount(self.session_query, minlength=n_queries).astype(np.int64)
+
+    def select_sessions(self, keep: np.ndarray) -> "ClickLog":
+        """The log restricted to the sessions where ``keep`` ([S] bool) is true, renumbered 0..S'-1."""
+        keep = np.asarray(keep, dtype=bool)
+        if keep.shape != (self.n_sessions,):
+            raise ValueError(f"keep must have shape ({self.n_sessions},), got {keep.shape}")
+        new_id = np.cumsum(keep) - 1
+        rows = keep[self.session]
+        return ClickLog(
+            session=new_id[self.session[rows]],
+            **{name: getattr(self, name)[rows] for name in self._ENTRY if name != "session"},
+            **{name: getattr(self, name)[keep] for name in self._SESSION},
+            meta=dict(self.meta),
+        )
+
+    def ctr_by_position(self, n_positions: int | None = None, mode: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Clicks and impressions per position ``1..n_positions`` (optionally for one session mode)."""
+        rows = np.ones(self.n_entries, dtype=bool) if mode is None else self.session_mode[self.session] == mode
+        n = int(self.position.max()) if n_positions is None and self.n_entries else int(n_positions or 0)
+        pos = self.position[rows] - 1
+        inside = pos < n
+        clicks = np.bincount(pos[inside], weights=self.click[rows][inside], minlength=n)[:n]
+        shown = np.bincount(pos[inside], minlength=n)[:n].astype(np.float64)
+        return clicks, shown
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the log as a compressed ``.npz`` (atomically); ``meta`` is stored as JSON text."""
+        arrays = {name: getattr(self, name) for name in self._ENTRY + self._SESSION}
+        with atomic_path(path, suffix=".npz") as tmp:
+            with open(tmp, "wb") as fh:
+                np.savez_compressed(fh, meta=np.array(json.dumps(self.meta)), **arrays)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "ClickLog":
+        """Read a log written by :meth:`save`; a missing or foreign file is an :class:`LtrError`."""
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                missing = [n for n in cls._ENTRY + cls._SESSION + ("meta",) if n not in data.files]
+                if missing:
+                    raise LtrError(f"{path}: not a click log (missing arrays: {', '.join(missing)})")
+                fields = {name: data[name] for name in cls._ENTRY + cls._SESSION}
+                meta = json.loads(str(data["meta"]))
+        except FileNotFoundError:
+            raise LtrError(f"{path}: no such click log") from None
+        except (OSError, ValueError) as exc:
+            raise LtrError(f"{path}: cannot read click log ({exc})") from None
+        return cls(**fields, meta=meta)
+
+
+def _query_index(query_offsets: np.ndarray) -> np.ndarray:
+    return np.repeat(np.arange(len(query_offsets) - 1), np.diff(query_offsets))
+
+
+def top_k_matrix(scores: Any, query_offsets: Any, top_k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Each query's ranking by descending score (ties: input order), cut at ``top_k``.
+
+    Returns ``(shown, n_shown)``: ``shown`` [Q, K] holds row indices in rank order (-1 = padding),
+    ``n_shown`` [Q] the number of real entries. K = ``top_k`` or the longest list.
+
+    >>> shown, n = top_k_matrix(np.array([0.1, 0.9, 0.5, 2.0, 1.0]), np.array([0, 3, 5]))
+    >>> shown
+    array([[ 1,  2,  0],
+           [ 3,  4, -1]])
+    >>> n
+    array([3, 2])
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    offsets = np.asarray(query_offsets, dtype=np.int64)
+    lengths = np.diff(offsets)
+    if len(s) != offsets[-1]:
+        raise ValueError(f"scores has {len(s)} entries, query_offsets covers {offsets[-1]} rows")
+    if np.isnan(s).any():
+        raise ValueError("scores contain NaN")
+    qidx = _query_index(offsets)
+    # lexsort is stable: rows of one query by descending score, equal scores in input order.
+    order = np.lexsort((-s, qidx))
+    rank0 = np.arange(len(s)) - offsets[qidx[order]]
+    longest = int(lengths.max()) if len(lengths) else 0
+    k = longest if top_k is None else min(int(top_k), longest)
+    keep = rank0 < k
+    shown = np.full((len(lengths), k), -1, dtype=np.int64)
+    shown[qidx[order][keep], rank0[keep]] = order[keep]
+    return shown, np.minimum(lengths, k)
+
+
+def simulate_clicks(
+    labels: Any,
+    query_offsets: Any,
+    scores: Any,
+    *,
+    model: str = "pbm",
+    eta: float = 1.0,
+    examination: Sequence[float] | None = None,
+    eps: float = 0.1,
+    max_label: float | None = None,
+    gain: Any = "exp2",
+    top_k: int | None = 10,
+    sessions_per_query: int = 1,
+    randomize_fraction: float = 0.0,
+    swap_fraction: float = 0.0,
+    seed: int = 0,
+    progress: bool = False,
+) -> ClickLog:
+    """Simulate click sessions on each query's ranking by ``scores`` (the logging ranker).
+
+    Parameters
+    ----------
+    labels, query_offsets : the data set's graded labels [N] and query offsets [Q+1].
+    scores : the logging ranker's scores [N] (higher = shown earlier; ties keep input order).
+    model : ``"pbm"`` (position-based) or ``"cascade"``.
+    eta : PBM examination ``theta_r = 1/r^eta`` (ignored when ``examination`` is given).
+    examination : PBM examination per position 1..K (a user curve), overrides ``eta``.
+    eps, max_label, gain : the attraction map ``eps + (1-eps) g(rel)/g(max_label)``; ``max_label``
+        defaults to the largest label in the data.
+    top_k : number of items shown per session (``None``: the whole list).
+    sessions_per_query : sessions simulated for each non-empty query.
+    randomize_fraction, swap_fraction : shares of sessions with a random order / a swap of position
+        1 with a uniform position k in 1..n_shown.
+    seed : the random seed; the log is a deterministic function of all the arguments.
+    progress : show a tqdm bar over chunks of sessions.
+
+    Expected click rates (what the tests check): under PBM, ``P(click at r) = theta_r * a(item at r)``;
+    under the cascade model, ``a_r * prod_{j<r} (1 - a_j)``.
+    """
+    if model not in MODELS:
+        raise LtrError(f"unknown click model {model!r}: use one of {', '.join(MODELS)}")
+    if sessions_per_query < 1:
+        raise LtrError(f"sessions_per_query must be >= 1, got {sessions_per_query}")
+    for name, value in (("randomize_fraction", randomize_fraction), ("swap_fraction", swap_fraction)):
+        if not 0.0 <= value <= 1.0:
+            raise LtrError(f"{name} must be in [0, 1], got {value}")
+    if randomize_fraction + swap_fraction > 1.0 + 1e-12:
+        raise LtrError("randomize_fraction + swap_fraction must not exceed 1")
+    if top_k is not None and top_k < 1:
+        raise LtrError(f"top_k must be >= 1 or None, got {top_k}")
+    lab = np.asarray(labels, dtype=np.float64)
+    offsets = np.asarray(query_offsets, dtype=np.int64)
+    if len(lab) != offsets[-1]:
+        raise ValueError(f"labels has {len(lab)} entries, query_offsets covers {offsets[-1]} rows")
+    if max_label is None:
+        max_label = float(lab.max()) if len(lab) else 0.0
+    attr_rows = attraction(lab, max_label=max_label, eps=eps, gain=gain)
+
+    base, n_shown = top_k_matrix(scores, offsets, top_k)
+    k = base.shape[1]
+    if model == "pbm":
+        if examination is not None:
+            theta = np.asarray(examination, dtype=np.float64).ravel()
+            if len(theta) < k:
+                raise LtrError(f"examination curve has {len(theta)} positions, {k} are shown")
+            if ((theta < 0) | (theta > 1)).any():
+                raise LtrError("examination probabilities must lie in [0, 1]")
+            theta = theta[:k]
+        else:
+            theta = pbm_examination(k, eta)
+    rng = np.random.default_rng(seed)
+    queries = np.flatnonzero(n_shown > 0)
+    session_query = np.repeat(queries, sessions_per_query)
+    n_sessions = len(session_query)
+    # Session modes are drawn for all sessions first, so that the share of each mode does not
+    # depend on the chunking below.
+    u = rng.random(n_sessions)
+    session_mode = np.zeros(n_sessions, dtype=np.int8)
+    session_mode[u < randomize_fraction] = MODE_RANDOMIZED
+    session_mode[(u >= randomize_fraction) & (u < randomize_fraction + swap_fraction)] = MODE_SWAP
+    session_swap = np.zeros(n_sessions, dtype=np.int64)
+
+    parts: list[tuple[np.ndarray, ...]] = []
+    chunk = max(1, _CHUNK_CELLS // max(k, 1))
+    starts = range(0, n_sessions, chunk)
+    if progress:
+        from tqdm.auto import tqdm
+
+        starts = tqdm(starts, desc=f"simulating {model} clicks", unit="chunk")
+    for start in starts:
+        stop = min(start + chunk, n_sessions)
+        sq = session_query[start:stop]
+        mode = session_mode[start:stop]
+        shown = base[sq]
+        slen = n_shown[sq]
+        valid = np.arange(k)[None, :] < slen[:, None]
+        rank = np.broadcast_to(np.arange(1, k + 1), shown.shape).copy()
+
+        rnd = np.flatnonzero(mode == MODE_RANDOMIZED)
+        if len(rnd):
+            # Uniform permutation of the shown entries: sort random keys, padding keys at +inf.
+            keys = np.where(valid[rnd], rng.random((len(rnd), k)), np.inf)
+            perm = np.argsort(keys, axis=1, kind="stable")
+            shown[rnd] = np.take_along_axis(shown[rnd], perm, axis=1)
+            rank[rnd] = np.take_along_axis(rank[rnd], perm, axis=1)
+        sw = np.flatnonzero(mode == MODE_SWAP)
+        if len(sw):
+            kpos = 1 + np.floor(rng.random(len(sw)) * slen[sw]).astype(np.int64)
+            kpos = np.minimum(kpos, slen[sw])  # guards the (measure-zero) u == 1 edge
+            session_swap[start + sw] = kpos
+            col = kpos - 1
+            for arr in (shown, rank):
+                first = arr[sw, 0].copy()
+                arr[sw, 0] = arr[sw, col]
+                arr[sw, col] = first
+
+        a = np.where(valid, attr_rows[np.where(valid, shown, 0)], 0.0)
+        draw = rng.random(shown.shape)
+        if model == "pbm":
+            prop = np.broadcast_to(theta, shown.shape)
+            click = (draw < prop * a) & valid
+        else:
+            hit = (draw < a) & valid
+            has = hit.any(axis=1)
+            first_hit = np.argmax(hit, axis=1)
+            click = np.zeros(shown.shape, dtype=bool)
+            click[np.flatnonzero(has), first_hit[has]] = True
+            # P(examined at r) = prod_{j<r} (1 - a_j): an exclusive cumulative product.
+            prop = np.concatenate([np.ones((len(sq), 1)), np.cumprod(1.0 - a, axis=1)[:, :-1]], axis=1)
+        r_idx, c_idx = np.nonzero(valid)
+        parts.append((
+            start + r_idx,
+            sq[r_idx],
+            shown[r_idx, c_idx],
+            c_idx + 1,
+            rank[r_idx, c_idx],
+            click[r_idx, c_idx].astype(np.int8),
+            np.asarray(prop)[r_idx, c_idx].astype(np.float64),
+        ))
+
+    def cat(i: int, dtype) -> np.ndarray:
+        return np.concatenate([p[i] for p in parts]).astype(dtype) if parts else np.zeros(0, dtype=dtype)
+
+    meta = {
+        "model": model,
+        "eta": float(eta) if model == "pbm" and examination is None else None,
+        "examination": theta.tolist() if model == "pbm" else None,
+        "eps": float(eps),
+        "max_label": float(max_label),
+        "gain": gain if isinstance(gain, str) else getattr(gain, "__name__", "custom"),
+        "top_k": int(k),
+        "sessions_per_query": int(sessions_per_query),
+        "randomize_fraction": float(randomize_fraction),
+        "swap_fraction": float(swap_fraction),
+        "seed": int(seed),
+        "n_queries": int(len(offsets) - 1),
+        "n_rows": int(offsets[-1]),
+    }
+    return ClickLog(
+        session=cat(0, np.int64),
+        query=cat(1, np.int64),
+        doc=cat(2, np.int64),
+        position=cat(3, np.int64),
+        logged_rank=cat(4, np.int64),
+        click=cat(5, np.int8),
+        propensity=cat(6, np.float64),
+        session_query=session_query.astype(np.int64),
+        session_mode=session_mode,
+        session_swap=session_swap,
+        meta=meta,
+    )

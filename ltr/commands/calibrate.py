@@ -1,0 +1,183 @@
+"""``ltr calibrate``: fit Platt / isotonic / strict isotonic on a held-out part, report before and after.
+
+Input files hold one value per row, in the same row order:
+
+* text: one value per line (surrounding white space ignored; blank lines and lines starting with
+  ``#`` are errors, so that row counts cannot drift silently);
+* ``.npy``: a 1-D array (read with ``allow_pickle=False``).
+
+``--scores``: numbers (probabilities in [0, 1], or raw scores such as logits); ``--labels``: 0 / 1;
+``--groups`` (optional): a query / request / user id per row (any text), for the grouped AUC and a
+split that never cuts a group.
+
+The rows are split at random (seeded) into a fit part (``--fit-fraction``) and an evaluation part;
+the calibrator is fitted on the fit part only and every number in the report is measured on the
+evaluation part. Written atomically into ``--out``: ``calibrator.json`` (JSON, reloadable with
+:func:`ltr.calibration.load_calibrator`), ``report.json``, ``report.txt``, ``reliability.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+from scipy.special import expit
+
+from ltr.errors import DataFormatError, LtrError
+
+FORMATS_HELP = "one value per line, or a .npy 1-D array"
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "calibrate",
+        help="calibrate scores into probabilities (Platt, isotonic, strict isotonic) with an AUC check",
+        description="Fit a calibrator on a held-out part of (score, label) rows and report, on the other part, "
+        "LogLoss, Brier, ECE and MCE (equal-width and equal-mass bins) before and after, the AUC before and "
+        "after (global, and grouped with --groups) with the number of tied pairs the calibration created, and "
+        f"a reliability diagram. Input files: {FORMATS_HELP}, same row order in every file.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("--scores", required=True, metavar="FILE", help=f"model scores, {FORMATS_HELP}")
+    p.add_argument("--labels", required=True, metavar="FILE", help=f"0/1 labels (click / no click), {FORMATS_HELP}")
+    p.add_argument("--groups", default=None, metavar="FILE",
+                   help=f"optional query / request / user id per row ({FORMATS_HELP}): grouped AUC, group-wise split")
+    p.add_argument("--method", required=True, choices=("platt", "isotonic", "isotonic-strict"),
+                   help="platt: logistic fit on the score or its logit; isotonic: scikit-learn's PAV (may create "
+                   "ties, reported); isotonic-strict: isotonic with the created ties broken in score order (AUC unchanged)")
+    p.add_argument("--fit-fraction", type=float, default=0.5,
+                   help="share of rows (of groups, with --groups) used to fit; the rest is the evaluation part")
+    p.add_argument("--seed", type=int, default=0, help="seed of the fit / evaluation split")
+    p.add_argument("--out", required=True, metavar="DIR", help="folder for calibrator.json, report.json, report.txt, reliability.png")
+    p.add_argument("--bins", type=int, default=15, help="bins of ECE, MCE and the reliability diagram")
+    p.add_argument("--platt-input", choices=("auto", "logit", "score"), default="auto",
+                   help="Platt's input: logit of probability scores, or the raw score; auto = logit when every "
+                   "score is in [0, 1], else score")
+    p.add_argument("--smoothed-targets", action="store_true",
+                   help="Platt with Platt's smoothed targets (N+ + 1)/(N+ + 2) and 1/(N- + 2) (finite on separable data)")
+    p.add_argument("--tensorboard", default=None, metavar="DIR",
+                   help="also log the reliability diagram to this TensorBoard folder")
+    p.set_defaults(func=run)
+
+
+def read_column(path, *, kind: str) -> np.ndarray:
+    """Read one column: ``kind`` "float" (finite numbers), "label" (0/1) or "id" (strings)."""
+    path = Path(path)
+    if not path.is_file():
+        raise LtrError(f"{path}: no such file")
+    if path.suffix == ".npy":
+        try:
+            arr = np.load(path, allow_pickle=False)
+        except ValueError as exc:
+            raise DataFormatError(path, None, f"not a plain .npy array ({exc})") from None
+        if arr.ndim != 1:
+            raise DataFormatError(path, None, f"expected a 1-D array, got shape {arr.shape}")
+        if kind == "id":
+            return arr.astype(str)
+        if not np.issubdtype(arr.dtype, np.number) and arr.dtype != bool:
+            raise DataFormatError(path, None, f"expected numbers, got dtype {arr.dtype}")
+        arr = arr.astype(np.float64)
+        bad = ~np.isfinite(arr) if kind == "float" else ~((arr == 0) | (arr == 1))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            what = "a finite number" if kind == "float" else "0 or 1"
+            raise DataFormatError(path, None, f"element {i} is {arr[i]!r}, expected {what}")
+        return arr
+    values = []
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            text = line.strip()
+            if not text:
+                raise DataFormatError(path, lineno, "empty line (one value per line expected)")
+            if kind == "id":
+                values.append(text)
+                continue
+            try:
+                v = float(text)
+            except ValueError:
+                raise DataFormatError(path, lineno, f"{text!r} is not a number") from None
+            if kind == "float" and not np.isfinite(v):
+                raise DataFormatError(path, lineno, f"{text!r} is not a finite number")
+            if kind == "label" and v not in (0.0, 1.0):
+                raise DataFormatError(path, lineno, f"label {text!r} is not 0 or 1")
+            values.append(v)
+    if not values:
+        raise DataFormatError(path, None, "no values")
+    return np.asarray(values, dtype=str if kind == "id" else np.float64)
+
+
+def split_rows(n: int, fit_fraction: float, seed: int, groups=None) -> np.ndarray:
+    """Boolean mask of the fit rows: a seeded share of the rows, or of the groups with ``groups``."""
+    if not 0.0 < fit_fraction < 1.0:
+        raise LtrError(f"--fit-fraction must be strictly between 0 and 1, got {fit_fraction}")
+    rng = np.random.default_rng(seed)
+    if groups is None:
+        k = int(round(fit_fraction * n))
+        fit = np.zeros(n, dtype=bool)
+        fit[rng.permutation(n)[:k]] = True
+        return fit
+    keys, codes = np.unique(groups, return_inverse=True)
+    k = int(round(fit_fraction * keys.shape[0]))
+    chosen = np.zeros(keys.shape[0], dtype=bool)
+    chosen[rng.permutation(keys.shape[0])[:k]] = True
+    return chosen[codes.reshape(-1)]
+
+
+def run(args) -> int:
+    from ltr.calibration import CalibrationReport, add_reliability_to_tensorboard, make_calibrator, save_reliability_diagram
+    from ltr.io_utils import atomic_write_json, atomic_write_text
+
+    scores = read_column(args.scores, kind="float")
+    labels = read_column(args.labels, kind="label")
+    if labels.shape != scores.shape:
+        raise LtrError(f"{args.labels} has {labels.shape[0]} rows but {args.scores} has {scores.shape[0]}")
+    groups = None
+    if args.groups is not None:
+        groups = read_column(args.groups, kind="id")
+        if groups.shape != scores.shape:
+            raise LtrError(f"{args.groups} has {groups.shape[0]} rows but {args.scores} has {scores.shape[0]}")
+    if args.bins < 1:
+        raise LtrError(f"--bins must be >= 1, got {args.bins}")
+
+    fit = split_rows(scores.shape[0], args.fit_fraction, args.seed, groups)
+    ev = ~fit
+    for name, m in (("fit", fit), ("evaluation", ev)):
+        n_pos = int(labels[m].sum())
+        if n_pos == 0 or n_pos == int(m.sum()):
+            raise LtrError(f"the {name} part has {n_pos} positives in {int(m.sum())} rows: both classes are needed "
+                           "(change --fit-fraction or --seed)")
+
+    probabilities = bool(scores.min() >= 0.0 and scores.max() <= 1.0)
+    kwargs = {}
+    if args.method == "platt":
+        kwargs = {"input": ("logit" if probabilities else "score") if args.platt_input == "auto" else args.platt_input,
+                  "smoothed_targets": args.smoothed_targets}
+    cal = make_calibrator(args.method, **kwargs).fit(scores[fit], labels[fit], held_out=True)
+    # "Before" judges the scores as probabilities when they are in [0, 1], else as logits.
+    before = scores[ev] if probabilities else expit(scores[ev])
+    report = CalibrationReport.build(args.method, cal, scores[ev], labels[ev], eval_probs_before=before,
+                                     groups=None if groups is None else groups[ev], n_bins=args.bins)
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    cal.save(out / "calibrator.json")
+    summary = report.to_dict()
+    summary["inputs"] = {
+        "scores": str(args.scores), "labels": str(args.labels), "groups": None if args.groups is None else str(args.groups),
+        "rows": int(scores.shape[0]), "fit_rows": int(fit.sum()), "eval_rows": int(ev.sum()),
+        "fit_fraction": args.fit_fraction, "seed": args.seed,
+        "before_is": "the scores" if probabilities else "sigmoid(scores)",
+    }
+    atomic_write_json(out / "report.json", summary)
+    text = report.to_text()
+    atomic_write_text(out / "report.txt", text)
+    after = cal.predict(scores[ev])
+    save_reliability_diagram(out / "reliability.png", labels[ev], {"before": before, f"after ({args.method})": after},
+                             n_bins=args.bins, title=f"ltr calibrate --method {args.method}")
+    if args.tensorboard:
+        add_reliability_to_tensorboard(args.tensorboard, f"calibration/{args.method}", labels[ev],
+                                       {"before": before, "after": after}, n_bins=args.bins)
+    print(text, end="")
+    print(f"wrote {out}/calibrator.json, report.json, report.txt, reliability.png")
+    return 0

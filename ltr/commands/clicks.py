@@ -1,0 +1,354 @@
+"""``ltr clicks``: simulate click logs, estimate position bias, judge rankers counterfactually, Open Bandit.
+
+Sub-commands:
+
+* ``simulate``: rank a labelled file with a logging ranker, simulate PBM or cascade clicks and write a
+  run folder (``clicks.npz`` + ``summary.json``); prints CTR by position and, when the log has
+  randomized or swap traffic, the propensity estimate against the simulator's truth.
+* ``estimate``: propensity estimate from an existing log (randomized or swap traffic).
+* ``evaluate``: naive, IPS and SNIPS click-DCG of a new ranker from a log, beside the true values.
+* ``open-bandit``: the Open Bandit sample: CTR by position with intervals, and an off-policy IPS
+  estimate of the uniform-random policy's CTR from the Thompson-sampling log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ltr.errors import LtrError
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "clicks",
+        help="click models, position-bias estimation, IPS evaluation, Open Bandit data",
+        description="Simulate clicks with position bias on a labelled data set, estimate the examination "
+        "propensities from intervention traffic, judge rankers with naive / IPS / SNIPS click metrics, "
+        "and summarise the Open Bandit sample.",
+    )
+    sub = p.add_subparsers(dest="clicks_command", metavar="ACTION")
+    sub.required = True
+    fmt = argparse.ArgumentDefaultsHelpFormatter
+
+    s = sub.add_parser("simulate", help="simulate a click log on a labelled data file", formatter_class=fmt,
+                       description="Rank each query of --data with a logging ranker, show the top --top-k items and "
+                       "simulate clicks (pbm: P(click at r) = theta_r a(rel), theta_r = 1/r^eta; cascade: the user "
+                       "stops at the first click); a(rel) = eps + (1-eps)(2^rel-1)/(2^max_label-1). Writes "
+                       "DIR/clicks.npz and DIR/summary.json.")
+    s.add_argument("--data", required=True, metavar="FILE", help="labelled SVMlight/LETOR file")
+    s.add_argument("--out", required=True, metavar="DIR", help="run folder to create")
+    s.add_argument("--model", default="pbm", choices=("pbm", "cascade"), help="click model")
+    s.add_argument("--eta", type=float, default=1.0, help="PBM position-bias strength: theta_r = 1/r^eta")
+    s.add_argument("--eps", type=float, default=0.1, help="click probability of an examined irrelevant item")
+    s.add_argument("--max-label", type=float, default=None, help="label with click probability 1 (default: the largest label in --data)")
+    s.add_argument("--top-k", type=int, default=10, help="items shown per session (0: the whole list)")
+    s.add_argument("--sessions-per-query", type=int, default=10, help="sessions simulated per query")
+    s.add_argument("--randomize-fraction", type=float, default=0.0, help="share of sessions shown in a random order (for propensity estimation)")
+    s.add_argument("--swap-fraction", type=float, default=0.0, help="share of sessions that swap position 1 with a uniform position k")
+    g = s.add_mutually_exclusive_group()
+    g.add_argument("--logger-noise", type=float, default=1.0, help="logging ranker = labels + N(0, sigma^2) noise (the default logger)")
+    g.add_argument("--logger-scores", default=None, metavar="FILE", help="logging ranker scores, one number per row of --data")
+    g.add_argument("--logger-model", default=None, metavar="DIR", help="logging ranker = a model folder from ltr train / ltr gbdt")
+    s.add_argument("--seed", type=int, default=0, help="random seed (the log is a deterministic function of it)")
+    s.add_argument("--force", action="store_true", help="replace --out if it exists")
+    s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.set_defaults(func=run_simulate)
+
+    e = sub.add_parser("estimate", help="estimate examination propensity by position from a click log", formatter_class=fmt,
+                       description="theta_r / theta_1 from randomized sessions (CTR ratio) or swap interventions "
+                       "(click rate of the top item moved to r over left at 1), with delta-method intervals; "
+                       "compared with the simulator's truth when the log was simulated with PBM.")
+    e.add_argument("--log", required=True, metavar="FILE", help="clicks.npz written by `ltr clicks simulate`")
+    e.add_argument("--method", default="randomized", choices=("randomized", "swap"), help="which intervention traffic to use")
+    e.add_argument("--positions", type=int, default=None, help="number of positions to estimate (default: all shown positions)")
+    e.add_argument("--confidence", type=float, default=0.95, help="confidence level of the intervals")
+    e.add_argument("--json", default=None, metavar="FILE", help="also write the estimate as JSON")
+    e.set_defaults(func=run_estimate)
+
+    v = sub.add_parser("evaluate", help="naive / IPS / SNIPS click-DCG of a ranker from a click log", formatter_class=fmt,
+                       description="Judge a new ranker on a click log: naive click-DCG@k, IPS and SNIPS (weights "
+                       "1/max(p, clip)), beside the true expected click-DCG and NDCG@k from the labels of --data.")
+    v.add_argument("--log", required=True, metavar="FILE", help="clicks.npz written by `ltr clicks simulate` on --data")
+    v.add_argument("--data", required=True, metavar="FILE", help="the labelled file the log was simulated on")
+    rg = v.add_mutually_exclusive_group(required=True)
+    rg.add_argument("--scores", default=None, metavar="FILE", help="the new ranker's scores, one number per row of --data")
+    rg.add_argument("--ranker", default=None, metavar="DIR", help="the new ranker as a model folder from ltr train / ltr gbdt")
+    v.add_argument("--k", type=int, default=10, help="DCG cutoff: the metric is DCG@k (and NDCG@k for the labels)")
+    v.add_argument("--clip", type=float, default=None, help="lower bound on propensities (weights at most 1/clip)")
+    v.add_argument("--propensity", default="logged", choices=("logged", "randomized", "swap"),
+                   help="propensities: the logged (true) ones, or estimated from the log's intervention traffic")
+    v.add_argument("--json", default=None, metavar="FILE", help="also write the numbers as JSON")
+    v.set_defaults(func=run_evaluate)
+
+    o = sub.add_parser("open-bandit", help="CTR by position with intervals on the Open Bandit sample", formatter_class=fmt,
+                       description="Load the Open Bandit Dataset sample (ZOZOTOWN; random and Bernoulli-Thompson-"
+                       "sampling logs), print CTR by position with intervals and the position ratio CTR_r / CTR_1, "
+                       "and an off-policy IPS / SNIPS estimate of the uniform-random policy's CTR from the bts log "
+                       "next to its on-policy CTR.")
+    o.add_argument("--data", required=True, metavar="DIR", help="folder with <policy>/<campaign>/<campaign>.csv (e.g. open-bandit-dataset-small)")
+    o.add_argument("--policy", default="both", choices=("random", "bts", "both"), help="which logging policy to summarise")
+    o.add_argument("--campaign", default="all", help="campaign folder name")
+    o.add_argument("--interval", default="wilson", choices=("wilson", "bootstrap"), help="interval for each CTR")
+    o.add_argument("--confidence", type=float, default=0.95, help="confidence level")
+    o.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (with --interval bootstrap)")
+    o.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    o.add_argument("--json", default=None, metavar="FILE", help="also write the numbers as JSON")
+    o.set_defaults(func=run_open_bandit)
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+def _table(rows: list[dict], columns: list[str], digits: int = 4) -> str:
+    """A markdown table of ``rows`` (floats rounded to ``digits``)."""
+
+    def fmt(v):
+        if isinstance(v, (bool, np.bool_)):
+            return "yes" if v else "no"
+        if isinstance(v, (float, np.floating)):
+            return "nan" if math.isnan(v) else f"{v:.{digits}f}"
+        return str(v)
+
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(fmt(r.get(c, "")) for c in columns) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _read_scores(path: str, n_rows: int, what: str) -> np.ndarray:
+    from ltr.errors import DataFormatError
+
+    p = Path(path)
+    if not p.is_file():
+        raise LtrError(f"{what} {path}: file not found")
+    values = []
+    with open(p, encoding="utf-8") as fh:
+        for i, line in enumerate(fh, 1):
+            text = line.strip()
+            if not text:
+                continue
+            try:
+                v = float(text)
+            except ValueError:
+                raise DataFormatError(p, i, f"not a number: {text[:40]!r}") from None
+            if not math.isfinite(v):
+                raise DataFormatError(p, i, f"score must be finite, got {text!r}")
+            values.append(v)
+    if len(values) != n_rows:
+        raise LtrError(f"{what} {path}: {len(values)} scores, the data has {n_rows} rows")
+    return np.asarray(values)
+
+
+def _model_scores(folder: str, ds) -> np.ndarray:
+    from ltr.commands.predict import load_scorer
+
+    score, n_features = load_scorer(folder)
+    if ds.n_features > n_features:
+        raise LtrError(f"{folder}: the model expects {n_features} features, the data has {ds.n_features}")
+    x = ds.features
+    if x.shape[1] < n_features:  # sparse files may be narrower than the training width
+        x = np.pad(x, ((0, 0), (0, n_features - x.shape[1])))
+    return np.asarray(score(x), dtype=np.float64)
+
+
+def _versions() -> dict:
+    # ltr.run_folder.versions() imports torch and LightGBM (seconds); the simulator needs neither.
+    import platform
+
+    import scipy
+
+    import ltr
+
+    return {"python": platform.python_version(), "numpy": np.__version__, "scipy": scipy.__version__,
+            "ltr": ltr.__version__, "platform": platform.platform()}
+
+
+def _load_data(path: str):
+    from ltr.data import load_svmlight
+
+    if not Path(path).is_file():
+        raise LtrError(f"--data {path}: file not found")
+    return load_svmlight(path)
+
+
+def _load_log(path: str):
+    from ltr.click_models import ClickLog
+
+    return ClickLog.load(path)
+
+
+def _ctr_rows(log) -> list[dict]:
+    clicks, shown = log.ctr_by_position()
+    rows = []
+    for r, (c, n) in enumerate(zip(clicks, shown), 1):
+        rows.append({"position": r, "impressions": int(n), "clicks": int(c), "ctr": c / n if n else float("nan")})
+    return rows
+
+
+def _estimate(log, method: str, positions: int | None, confidence: float):
+    from ltr.propensity import estimate_from_randomized, estimate_from_swaps
+
+    if not 0 < confidence < 1:
+        raise LtrError(f"--confidence must be in (0, 1), got {confidence}")
+    fn = estimate_from_randomized if method == "randomized" else estimate_from_swaps
+    return fn(log, positions, confidence=confidence)
+
+
+def _estimate_rows(log, est) -> list[dict]:
+    from ltr.propensity import compare_to_truth
+
+    truth = log.meta.get("examination") if log.meta.get("model") == "pbm" else None
+    if truth is not None:
+        return compare_to_truth(est, truth)
+    return est.as_rows()
+
+
+# ---------------------------------------------------------------------------------------------- actions
+def run_simulate(args) -> int:
+    from ltr.click_models import simulate_clicks
+    from ltr.io_utils import atomic_write_json
+    from ltr.run_folder import run_folder
+
+    ds = _load_data(args.data)
+    if args.logger_scores:
+        scores, logger = _read_scores(args.logger_scores, ds.n_items, "--logger-scores"), f"scores:{args.logger_scores}"
+    elif args.logger_model:
+        scores, logger = _model_scores(args.logger_model, ds), f"model:{args.logger_model}"
+    else:
+        if args.logger_noise < 0:
+            raise LtrError(f"--logger-noise must be >= 0, got {args.logger_noise}")
+        # The noise has its own stream (seed + 1) so that changing it does not change the clicks' draws.
+        rng = np.random.default_rng([args.seed, 1])
+        scores = ds.labels + rng.normal(0.0, args.logger_noise, ds.n_items)
+        logger = f"labels+N(0,{args.logger_noise}^2)"
+    try:
+        log = simulate_clicks(
+            ds.labels, ds.query_offsets, scores, model=args.model, eta=args.eta, eps=args.eps,
+            max_label=args.max_label, top_k=args.top_k or None, sessions_per_query=args.sessions_per_query,
+            randomize_fraction=args.randomize_fraction, swap_fraction=args.swap_fraction, seed=args.seed,
+            progress=not args.quiet,
+        )
+    except ValueError as exc:
+        raise LtrError(str(exc)) from None
+    log.meta["logger"] = logger
+    log.meta["data"] = str(args.data)
+    ctr = _ctr_rows(log)
+    summary = {"meta": log.meta, "n_sessions": log.n_sessions, "n_entries": log.n_entries, "n_clicks": log.n_clicks,
+               "ctr_by_position": ctr, "versions": _versions()}
+    print(f"{log.n_sessions} sessions, {log.n_entries} impressions, {log.n_clicks} clicks ({args.model}, logger {logger})")
+    print(_table(ctr, ["position", "impressions", "clicks", "ctr"]))
+    for method, share in (("randomized", args.randomize_fraction), ("swap", args.swap_fraction)):
+        if share > 0:
+            try:
+                est = _estimate(log, method, None, 0.95)
+            except LtrError as exc:
+                print(f"\n{method} estimate not available: {exc}")
+                continue
+            rows = _estimate_rows(log, est)
+            summary[f"propensity_{method}"] = rows
+            print(f"\npropensity from {method} traffic (theta_r / theta_1, 95% interval):")
+            print(_table(rows, [c for c in ("position", "truth", "theta", "se", "low", "high", "covered") if c in rows[0]]))
+    with run_folder(args.out, overwrite=args.force) as tmp:
+        log.save(tmp / "clicks.npz")
+        atomic_write_json(tmp / "summary.json", summary)
+    print(f"\nwrote {Path(args.out) / 'clicks.npz'} and summary.json")
+    return 0
+
+
+def run_estimate(args) -> int:
+    from ltr.io_utils import atomic_write_json
+    from ltr.propensity import fit_power_law
+
+    log = _load_log(args.log)
+    est = _estimate(log, args.method, args.positions, args.confidence)
+    rows = _estimate_rows(log, est)
+    print(f"propensity from {args.method} traffic ({int(est.sessions.max())} sessions at most per position), "
+          f"{args.confidence:.0%} interval:")
+    print(_table(rows, [c for c in ("position", "truth", "theta", "se", "low", "high", "covered") if c in rows[0]]))
+    eta = fit_power_law(est)
+    print(f"fitted power law: theta_r = r^-{eta:.4f}" + (f" (simulator eta {log.meta['eta']})" if log.meta.get("eta") is not None else ""))
+    if args.json:
+        atomic_write_json(args.json, {"method": args.method, "rows": rows, "eta_fit": eta})
+    return 0
+
+
+def run_evaluate(args) -> int:
+    import metrics
+    from ltr.click_models import attraction
+    from ltr.io_utils import atomic_write_json
+    from ltr.ips import click_dcg, expected_click_dcg, logged_support
+    from ltr.propensity import propensities_from_curve
+
+    ds = _load_data(args.data)
+    log = _load_log(args.log)
+    if log.meta.get("n_rows") not in (None, ds.n_items) or (log.n_entries and log.doc.max() >= ds.n_items):
+        raise LtrError(f"--log {args.log} was not simulated on --data {args.data} (row counts differ)")
+    scores = _read_scores(args.scores, ds.n_items, "--scores") if args.scores else _model_scores(args.ranker, ds)
+    if args.k < 1:
+        raise LtrError(f"--k must be >= 1, got {args.k}")
+    prop = None
+    if args.propensity != "logged":
+        est = _estimate(log, args.propensity, None, 0.95)
+        prop = propensities_from_curve(log, est.curve(int(log.position.max())))
+    out = {}
+    for name in ("naive", "ips", "snips"):
+        per_q = click_dcg(log, scores, ds.query_offsets, estimator=name, k=args.k, clip=args.clip, propensity=prop)
+        out[name] = float(np.nanmean(per_q))
+    meta = log.meta
+    a = attraction(ds.labels, max_label=meta.get("max_label", float(ds.labels.max())), eps=meta.get("eps", 0.1),
+                   gain=meta.get("gain", "exp2"))
+    support = logged_support(log, ds.n_items)
+    shown_q = log.sessions_per_query(ds.n_queries) > 0
+    out["true_click_dcg"] = float(expected_click_dcg(scores, a, ds.query_offsets, k=args.k, support=support)[shown_q].mean())
+    out["true_click_dcg_normalized"] = float(np.nanmean(
+        expected_click_dcg(scores, a, ds.query_offsets, k=args.k, support=support, normalize=True)[shown_q]))
+    ev = metrics.evaluate(scores, ds.labels, ds.query_offsets, [f"ndcg@{args.k}"])
+    name = ev.names[f"ndcg@{args.k}"]
+    out[name] = float(ev.mean[name])
+    rows = [{"estimate": k, "value": v} for k, v in out.items()]
+    print(f"click-DCG@{args.k} of the ranker from {log.n_sessions} sessions (propensity: {args.propensity}, clip: {args.clip}):")
+    print(_table(rows, ["estimate", "value"]))
+    print("IPS targets true_click_dcg (over items the log showed); SNIPS targets true_click_dcg_normalized.")
+    if args.json:
+        atomic_write_json(args.json, out)
+    return 0
+
+
+def run_open_bandit(args) -> int:
+    from ltr.io_utils import atomic_write_json
+    from ltr.open_bandit import ctr_by_position, ips_value, load_open_bandit
+
+    if not Path(args.data).is_dir():
+        raise LtrError(f"--data {args.data}: not a folder")
+    if not 0 < args.confidence < 1:
+        raise LtrError(f"--confidence must be in (0, 1), got {args.confidence}")
+    policies = ("random", "bts") if args.policy == "both" else (args.policy,)
+    out: dict = {}
+    logs = {}
+    for policy in policies:
+        log = load_open_bandit(args.data, policy, args.campaign)
+        logs[policy] = log
+        rows = ctr_by_position(log, confidence=args.confidence, interval=args.interval,
+                               n_resamples=args.resamples, seed=args.seed)
+        out[policy] = {"n_rounds": log.n_rounds, "clicks": int(log.click.sum()), "ctr_by_position": rows}
+        print(f"{policy}: {log.n_rounds} rounds, {int(log.click.sum())} clicks, {log.n_items} items "
+              f"({args.interval} {args.confidence:.0%} intervals)")
+        print(_table(rows, ["position", "impressions", "clicks", "ctr", "low", "high", "relative"], digits=5))
+        print()
+    if "bts" in logs:
+        n_items = logs["bts"].n_items
+        est = ips_value(logs["bts"], 1.0 / n_items, confidence=args.confidence)
+        out["random_policy_from_bts"] = est
+        line = (f"off-policy CTR of the uniform-random policy from the bts log: IPS {est['ips']:.5f} "
+                f"[{est['ips_low']:.5f}, {est['ips_high']:.5f}], SNIPS {est['snips']:.5f} "
+                f"(max weight {est['max_weight']:.1f}, effective n {est['ess']:.0f})")
+        if "random" in logs:
+            on = ips_value(logs["random"], 1.0 / n_items, confidence=args.confidence)
+            out["random_policy_on_policy"] = on
+            line += f"; on-policy CTR of the random log: {on['ips']:.5f} [{on['ips_low']:.5f}, {on['ips_high']:.5f}]"
+        print(line)
+    if args.json:
+        atomic_write_json(args.json, out)
+    return 0

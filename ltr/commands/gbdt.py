@@ -1,0 +1,133 @@
+"""``ltr gbdt``: the LightGBM lambdarank baseline, judged by the project's metrics; writes a run folder.
+
+The folder holds ``model.txt`` (LightGBM's text model at the best iteration) + ``model.json``,
+``summary.json`` (project metrics with stamped names on valid/test, LightGBM's own per-round
+validation NDCG, the label mapping and gains, the configuration, versions, seed, wall time) and
+``tensorboard/`` (LightGBM's validation NDCG per round, the final metrics as HParams).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+from ltr.errors import LtrError
+
+GBDT_KEYS = ("gain", "num_boost_round", "early_stopping_rounds", "eval_at", "monitor_k", "seed", "metrics", "preset")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "gbdt",
+        help="train the LightGBM lambdarank baseline and judge it with the project's metrics",
+        description="Train LightGBM (objective=lambdarank) with label_gain built from the metrics' gain "
+        "convention, early stopping on the validation set, and write a run folder (model.txt, "
+        "summary.json, tensorboard/). Non-integer labels are mapped to the index of their distinct "
+        "value with the original gains (exact for NDCG); negative labels are refused.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("--train", required=True, metavar="FILE", help="training data (SVMlight/LETOR)")
+    p.add_argument("--valid", required=True, metavar="FILE", help="validation data for early stopping")
+    p.add_argument("--test", default=None, metavar="FILE", help="optional test data, scored with the best iteration")
+    p.add_argument("--config", default=None, metavar="FILE.toml", help="TOML with [lightgbm] (LightGBM parameters) and [gbdt] (gain, num_boost_round, early_stopping_rounds, eval_at, monitor_k, seed, metrics, preset)")
+    p.add_argument("--gain", default=None, choices=("exp2", "linear"), help="gain convention for label_gain and the metrics (default exp2)")
+    p.add_argument("--num-boost-round", type=int, default=None, help="maximum boosting rounds (default 1000)")
+    p.add_argument("--early-stopping-rounds", type=int, default=None, help="rounds without validation improvement before stopping (default 50)")
+    p.add_argument("--learning-rate", type=float, default=None, help="LightGBM learning_rate (default 0.05)")
+    p.add_argument("--num-leaves", type=int, default=None, help="LightGBM num_leaves (default 31)")
+    p.add_argument("--metrics", default=None, metavar="M1,M2,...", help="project metrics for valid/test (default ndcg@1,ndcg@3,ndcg@5,ndcg@10,map,mrr)")
+    p.add_argument("--preset", default=None, help="metric conventions preset for the reported metrics (default: the toolkit's own)")
+    p.add_argument("--seed", type=int, default=None, help="LightGBM seed (default 0)")
+    p.add_argument("--out", required=True, metavar="DIR", help="run folder to create")
+    p.add_argument("--force", action="store_true", help="replace --out if it already exists")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def resolve_settings(args) -> tuple[dict[str, Any], dict[str, Any]]:
+    from ltr.config import DEFAULT_METRICS, check_keys, load_toml
+
+    tables = {"lightgbm": {}, "gbdt": {}}
+    if args.config:
+        tables = load_toml(args.config, ("lightgbm", "gbdt"))
+        check_keys(tables["gbdt"], GBDT_KEYS, where=f"{args.config} [gbdt]")
+    params = dict(tables["lightgbm"])
+    opts: dict[str, Any] = {"gain": "exp2", "num_boost_round": 1000, "early_stopping_rounds": 50, "eval_at": [1, 3, 5, 10],
+                            "monitor_k": 10, "seed": 0, "metrics": list(DEFAULT_METRICS), "preset": None}
+    opts.update(tables["gbdt"])
+    over = {"gain": args.gain, "num_boost_round": args.num_boost_round, "early_stopping_rounds": args.early_stopping_rounds,
+            "seed": args.seed, "preset": args.preset}
+    opts.update({k: v for k, v in over.items() if v is not None})
+    if args.metrics is not None:
+        opts["metrics"] = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    if args.learning_rate is not None:
+        params["learning_rate"] = args.learning_rate
+    if args.num_leaves is not None:
+        params["num_leaves"] = args.num_leaves
+    return params, opts
+
+
+def run(args) -> int:
+    from ltr.commands.train import _print_metrics, data_facts, load_data
+    from ltr.gbdt import predict_booster, save_booster, train_lightgbm
+    from ltr.io_utils import atomic_write_json
+    from ltr.run_folder import run_folder, versions
+    from ltr.tensorboard_log import TensorBoardLogger
+    from ltr.training import evaluate_scores
+
+    t0 = time.time()
+    params, opts = resolve_settings(args)
+    train_ds = load_data(args.train, "train")
+    valid_ds = load_data(args.valid, "valid", train_ds.n_features)
+    test_ds = load_data(args.test, "test", train_ds.n_features)
+    for name, ds in (("valid", valid_ds), ("test", test_ds)):
+        if ds is not None and ds.n_features != train_ds.n_features:
+            raise LtrError(f"--{name} has {ds.n_features} features, --train has {train_ds.n_features}")
+    out = Path(args.out)
+
+    with run_folder(out, overwrite=args.force) as tmp:
+        booster, info = train_lightgbm(
+            train_ds, valid_ds, params,
+            gain=opts["gain"], num_boost_round=opts["num_boost_round"], early_stopping_rounds=opts["early_stopping_rounds"],
+            eval_at=opts["eval_at"], monitor_k=opts["monitor_k"], seed=opts["seed"], progress=not args.quiet,
+        )
+        metric_kw = {"gain": opts["gain"]} if opts["preset"] is None else {}
+        metrics_out: dict[str, dict[str, float]] = {}
+        for split, ds in (("valid", valid_ds), ("test", test_ds)):
+            if ds is None:
+                continue
+            ev = evaluate_scores(predict_booster(booster, ds.features), ds, opts["metrics"], opts["preset"], metric_kw)
+            metrics_out[split] = {k: float(v) for k, v in ev.mean.items()}
+        save_booster(booster, tmp, n_features=train_ds.n_features, best_iteration=info["best_iteration"])
+
+        logger = TensorBoardLogger(tmp / "tensorboard")
+        try:
+            for name, series in info["evals_result"].get("valid", {}).items():
+                for i, value in enumerate(series, 1):
+                    logger.scalar(f"lightgbm_valid/{name}", value, i)
+            hp = {f"lightgbm.{k}": v for k, v in info["params"].items()} | {f"gbdt.{k}": v for k, v in opts.items()}
+            logger.hparams(hp, metrics_out, info["best_iteration"])
+        finally:
+            logger.close()
+
+        summary = {
+            "kind": "gbdt",
+            "arguments": {k: v for k, v in vars(args).items() if k != "func"},
+            "seed": opts["seed"],
+            "metrics": metrics_out,
+            "best_iteration": info["best_iteration"],
+            "lightgbm_best_score": info["best_score"],
+            "lightgbm_evals_result": info["evals_result"],
+            "label_gain": info["label_gain"],
+            "label_values": info["label_values"],
+            "config": {"lightgbm": info["params"], "gbdt": opts},
+            "data": {k: data_facts(p, d) for k, p, d in (("train", args.train, train_ds), ("valid", args.valid, valid_ds), ("test", args.test, test_ds)) if d is not None},
+            "versions": versions(),
+            "tensorboard": {"log_dir": "tensorboard", "tags": dict(logger.tags)},
+            "wall_time_s": time.time() - t0,
+        }
+        atomic_write_json(tmp / "summary.json", summary)
+    _print_metrics(out, metrics_out, None)
+    return 0

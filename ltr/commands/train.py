@@ -1,0 +1,197 @@
+"""``ltr train``: fit a linear or MLP scorer with a ranking loss; write a complete run folder.
+
+The run folder (``--out``) holds ``model.pt`` + ``model.json`` (the best epoch's weights and the
+architecture, loadable without pickle), ``summary.json`` (metrics with their stamped names, the
+configuration, versions, seed, wall time, per-epoch history) and ``tensorboard/`` (event files).
+It is written in a hidden temporary folder and renamed at the end: a failed run leaves nothing.
+
+Precedence of settings: command-line options > the TOML file (``--config``) > defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+from ltr.errors import LtrError
+
+MODEL_KEYS = ("type", "hidden", "activation", "dropout", "batch_norm", "normalize")
+NORMALIZE_CHOICES = ("none", "standard", "log1p", "log1p+standard")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "train",
+        help="train a linear or MLP ranker with a ranking loss (early stopping, TensorBoard, checkpoints)",
+        description="Train a scorer on SVMlight/LETOR files with a loss from `losses`, validate every epoch, "
+        "keep the best epoch's weights, and write a run folder (model, summary.json, tensorboard/). "
+        "Options given here override the --config TOML file, which overrides the defaults.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("--train", required=True, metavar="FILE", help="training data (SVMlight/LETOR with qid:, or a .query sidecar)")
+    p.add_argument("--valid", required=True, metavar="FILE", help="validation data: picks the best epoch and stops early")
+    p.add_argument("--test", metavar="FILE", default=None, help="optional test data, scored once with the best weights")
+    p.add_argument("--loss", default=None, metavar="NAME", help="loss name for losses.get_loss: ranknet, lambdarank, ndcg_loss2, ndcg_loss2pp, listnet, bce, mse (default lambdarank)")
+    p.add_argument("--model", default=None, choices=("mlp", "linear"), help="scorer type (default mlp)")
+    p.add_argument("--hidden", default=None, metavar="W1,W2,...", help="MLP hidden widths (default 128,64)")
+    p.add_argument("--activation", default=None, help="MLP activation: relu, leaky_relu, gelu, elu, silu, tanh, sigmoid (default relu)")
+    p.add_argument("--dropout", type=float, default=None, help="MLP dropout probability (default 0)")
+    p.add_argument("--batch-norm", action="store_true", default=None, help="batch normalisation after each hidden layer (valid items only)")
+    p.add_argument("--normalize", default=None, choices=NORMALIZE_CHOICES, help="input normalisation fitted on the training split and saved in the model (default none)")
+    p.add_argument("--epochs", type=int, default=None, help="maximum number of epochs (default 30)")
+    p.add_argument("--batch-size", type=int, default=None, help="queries per batch (default 64)")
+    p.add_argument("--lr", type=float, default=None, help="Adam learning rate (default 0.001)")
+    p.add_argument("--weight-decay", type=float, default=None, help="Adam weight decay (default 0)")
+    p.add_argument("--patience", type=int, default=None, help="epochs without improvement before stopping (default 5)")
+    p.add_argument("--monitor", default=None, help="validation metric that picks the best epoch (default ndcg@10)")
+    p.add_argument("--metrics", default=None, metavar="M1,M2,...", help="validation/test metrics (default ndcg@1,ndcg@3,ndcg@5,ndcg@10,map,mrr)")
+    p.add_argument("--preset", default=None, help="metric conventions preset: trec_eval, sklearn, lightgbm, ranx (default: the toolkit's own)")
+    p.add_argument("--seed", type=int, default=None, help="random seed for weights, batch order and dropout (default 0)")
+    p.add_argument("--device", default=None, help="cpu, cuda, cuda:N or auto (default cpu)")
+    p.add_argument("--checkpoint-dir", default=None, metavar="DIR", help="write last.pt here after every epoch; if it already holds one from the same configuration, resume from it")
+    p.add_argument("--config", default=None, metavar="FILE.toml", help="TOML file with [train], [model] and [loss] tables")
+    p.add_argument("--out", default=None, metavar="DIR", help="run folder to create (default runs/train-<loss>-<model>-<time>)")
+    p.add_argument("--force", action="store_true", help="replace --out if it already exists")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=run)
+
+
+def _split(text: str | None) -> list[str] | None:
+    return None if text is None else [t.strip() for t in text.split(",") if t.strip()]
+
+
+def resolve_settings(args) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """Merge defaults, the TOML file and the command line -> (train, model, loss) dicts."""
+    from ltr.config import TrainConfig, check_keys, load_toml
+
+    tables = {"train": {}, "model": {}, "loss": {}}
+    if args.config:
+        tables = load_toml(args.config, ("train", "model", "loss"))
+        check_keys(tables["model"], MODEL_KEYS, where=f"{args.config} [model]")
+        TrainConfig.from_dict(tables["train"], source=f"{args.config} [train]")  # checks keys and values early
+    train = dict(tables["train"])
+    model = {"type": "mlp", "hidden": [128, 64], "activation": "relu", "dropout": 0.0, "batch_norm": False, "normalize": "none"}
+    model.update(tables["model"])
+    loss = {"name": "lambdarank"}
+    loss.update(tables["loss"])
+
+    overrides = {
+        "epochs": args.epochs, "batch_size": args.batch_size, "lr": args.lr, "weight_decay": args.weight_decay,
+        "patience": args.patience, "monitor": args.monitor, "preset": args.preset, "seed": args.seed,
+        "device": args.device, "checkpoint_dir": args.checkpoint_dir,
+    }
+    train.update({k: v for k, v in overrides.items() if v is not None})
+    if args.metrics is not None:
+        train["metrics"] = _split(args.metrics)
+    if args.checkpoint_dir is not None:
+        train["resume"] = True
+    if args.quiet:
+        train["progress"] = False
+    model_over = {"type": args.model, "activation": args.activation, "dropout": args.dropout,
+                  "batch_norm": args.batch_norm, "normalize": args.normalize}
+    model.update({k: v for k, v in model_over.items() if v is not None})
+    if args.hidden is not None:
+        try:
+            model["hidden"] = [int(h) for h in _split(args.hidden)]
+        except ValueError:
+            raise LtrError(f"--hidden must be comma-separated integers, got {args.hidden!r}") from None
+    if args.loss is not None:
+        loss["name"] = args.loss
+    if model["normalize"] not in NORMALIZE_CHOICES:
+        raise LtrError(f"normalize must be one of {', '.join(NORMALIZE_CHOICES)}, got {model['normalize']!r}")
+    return train, model, loss
+
+
+def build_loss(loss_cfg: dict[str, Any]):
+    import losses
+
+    cfg = dict(loss_cfg)
+    name = cfg.pop("name")
+    try:
+        return losses.get_loss(name, **cfg)
+    except (KeyError, ValueError, TypeError) as exc:
+        raise LtrError(f"loss {name!r} with {cfg}: {exc}") from None
+
+
+def build_scorer(model_cfg: dict[str, Any], train_ds):
+    from ltr.models import FeatureTransform, build_model
+
+    arch = {k: v for k, v in model_cfg.items() if k != "normalize"}
+    if arch["type"] == "linear":
+        arch = {"type": "linear"}
+    model = build_model({**arch, "n_features": train_ds.n_features})
+    if model_cfg.get("normalize", "none") != "none":
+        model.set_normalizer(FeatureTransform.fit(train_ds.features, model_cfg["normalize"]))
+    return model
+
+
+def data_facts(path: str, ds) -> dict[str, Any]:
+    return {"path": str(path), "n_queries": int(ds.n_queries), "n_items": int(ds.n_items), "n_features": int(ds.n_features)}
+
+
+def load_data(path: str | None, what: str, n_features: int | None = None):
+    """Read an SVMlight/LETOR file (``n_features``: pad sparse files to the training width)."""
+    if path is None:
+        return None
+    from ltr.data import load_svmlight
+
+    if not Path(path).is_file():
+        raise LtrError(f"--{what} {path}: file not found")
+    return load_svmlight(path, n_features=n_features)
+
+
+def run(args) -> int:
+    from ltr.config import TrainConfig
+    from ltr.io_utils import atomic_write_json
+    from ltr.models import save_model
+    from ltr.run_folder import run_folder, versions
+    from ltr.training import Trainer, seed_everything
+
+    t0 = time.time()
+    train_cfg, model_cfg, loss_cfg = resolve_settings(args)
+    train_ds = load_data(args.train, "train")
+    valid_ds = load_data(args.valid, "valid", train_ds.n_features)
+    test_ds = load_data(args.test, "test", train_ds.n_features)
+    out = Path(args.out) if args.out else Path("runs") / f"train-{loss_cfg['name']}-{model_cfg['type']}-{time.strftime('%Y%m%d-%H%M%S')}"
+    loss = build_loss(loss_cfg)
+
+    with run_folder(out, overwrite=args.force) as tmp:
+        cfg = TrainConfig.from_dict({**train_cfg, "log_dir": str(tmp / "tensorboard")}, source="train settings")
+        seed_everything(cfg.seed)  # the initial weights depend on the seed too
+        model = build_scorer(model_cfg, train_ds)
+        hp = {f"model.{k}": v for k, v in model_cfg.items()} | {f"loss.{k}": v for k, v in loss_cfg.items()}
+        trainer = Trainer(model, loss, cfg, hparams=hp)
+        result = trainer.fit(train_ds, valid_ds, test_ds)
+        save_model(result.model, tmp)
+        metrics_out = {"valid": result.valid_metrics}
+        if result.test_metrics is not None:
+            metrics_out["test"] = result.test_metrics
+        summary = {
+            "kind": "train",
+            "arguments": {k: v for k, v in vars(args).items() if k != "func"},
+            "seed": cfg.seed,
+            "metrics": metrics_out,
+            "monitor": result.monitor,
+            "best_epoch": result.best_epoch,
+            "epochs_run": result.epochs_run,
+            "stopped_early": result.stopped_early,
+            "config": {"train": {**cfg.to_dict(), "log_dir": "tensorboard"}, "model": model_cfg, "loss": loss_cfg},
+            "data": {k: data_facts(p, d) for k, p, d in (("train", args.train, train_ds), ("valid", args.valid, valid_ds), ("test", args.test, test_ds)) if d is not None},
+            "versions": versions(),
+            "tensorboard": {"log_dir": "tensorboard", "tags": result.tensorboard_tags},
+            "history": result.history,
+            "wall_time_s": time.time() - t0,
+        }
+        atomic_write_json(tmp / "summary.json", summary)
+    _print_metrics(out, metrics_out, result.best_epoch)
+    return 0
+
+
+def _print_metrics(out: Path, metrics_out: dict[str, dict[str, float]], best_epoch: int | None) -> None:
+    where = f" (best epoch {best_epoch})" if best_epoch else ""
+    print(f"run folder: {out}{where}")
+    for split, values in metrics_out.items():
+        for name, value in values.items():
+            print(f"{split}\t{name}\t{value:.6f}")

@@ -1,0 +1,155 @@
+"""Training configuration: the :class:`TrainConfig` dataclass and TOML loading.
+
+A TOML file for ``ltr train`` / ``ltr gbdt`` has one table per part; every key is checked, and an
+unknown key is an error that names it (a typo must not silently fall back to a default)::
+
+    [train]                 # TrainConfig fields
+    epochs = 50
+    lr = 0.001
+    metrics = ["ndcg@10", "map"]
+
+    [model]                 # ltr train: MLPScorer / LinearScorer arguments
+    type = "mlp"
+    hidden = [128, 64]
+    normalize = "standard"  # none | standard | log1p | log1p+standard (fitted on the training split)
+
+    [loss]                  # ltr train: losses.get_loss(name, **rest)
+    name = "lambdarank"
+    sigma = 1.0
+
+    [lightgbm]              # ltr gbdt: LightGBM parameters, passed through
+    num_leaves = 31
+
+    [gbdt]                  # ltr gbdt: train_lightgbm keyword arguments
+    num_boost_round = 500
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from ltr.errors import LtrError
+
+__all__ = ["DEFAULT_METRICS", "TrainConfig", "load_toml", "check_keys"]
+
+DEFAULT_METRICS = ("ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "map", "mrr")
+
+
+@dataclass
+class TrainConfig:
+    """Everything the trainer needs besides the model, the loss and the data.
+
+    epochs: maximum number of passes over the training queries.
+    batch_size: queries per batch (batches are padded to their longest query, length-bucketed).
+    lr, weight_decay: Adam's step size and L2 penalty.
+    patience: stop after this many epochs without improvement of ``monitor`` (None: never stop early).
+    min_delta: an epoch improves only if it beats the best value by more than this.
+    monitor: the validation metric (short name, e.g. "ndcg@10") that picks the best epoch; higher is better.
+    metrics: validation metrics computed each epoch (``metrics.evaluate`` names); monitor is added if missing.
+    preset, conventions: metric conventions passed to ``metrics.evaluate`` (None: the toolkit's own).
+    seed: seeds torch, numpy and python at the start of ``fit`` and derives each epoch's batch order.
+    device: "cpu", "cuda", "cuda:N" or "auto" (cuda when present).
+    progress: tqdm progress bars (False: silent).
+    log_dir: TensorBoard folder (None: no TensorBoard logs).
+    checkpoint_dir: where ``last.pt`` is written after every epoch (None: no checkpoints).
+    resume: continue from ``checkpoint_dir/last.pt`` when it exists.
+    grad_clip: clip the gradient norm to this value (None: no clipping).
+    bucket_size: queries per length bucket in the batch sampler (None: the sampler's default).
+    eval_rows: rows scored at once by ``predict`` and validation.
+    histograms: log a histogram of validation scores every epoch.
+    """
+
+    epochs: int = 30
+    batch_size: int = 64
+    lr: float = 1e-3
+    weight_decay: float = 0.0
+    patience: int | None = 5
+    min_delta: float = 0.0
+    monitor: str = "ndcg@10"
+    metrics: tuple[str, ...] = DEFAULT_METRICS
+    preset: str | None = None
+    conventions: dict[str, Any] = field(default_factory=dict)
+    seed: int = 0
+    device: str = "cpu"
+    progress: bool = True
+    log_dir: str | None = None
+    checkpoint_dir: str | None = None
+    resume: bool = False
+    grad_clip: float | None = None
+    bucket_size: int | None = None
+    eval_rows: int = 65536
+    histograms: bool = True
+
+    def __post_init__(self) -> None:
+        self.metrics = tuple(self.metrics)
+        if self.monitor not in self.metrics:
+            self.metrics = (self.monitor,) + self.metrics
+        for name in ("epochs", "batch_size", "eval_rows"):
+            if int(getattr(self, name)) < 1:
+                raise LtrError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.lr <= 0:
+            raise LtrError(f"lr must be > 0, got {self.lr}")
+        if self.patience is not None and self.patience < 1:
+            raise LtrError(f"patience must be >= 1 or None, got {self.patience}")
+        if self.log_dir is not None:
+            self.log_dir = str(self.log_dir)
+        if self.checkpoint_dir is not None:
+            self.checkpoint_dir = str(self.checkpoint_dir)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any], *, source: str = "config") -> "TrainConfig":
+        """Build from a mapping; an unknown key is an :class:`LtrError` naming it."""
+        check_keys(values, [f.name for f in dataclasses.fields(cls)], where=source)
+        try:
+            return cls(**values)
+        except TypeError as exc:
+            raise LtrError(f"{source}: {exc}") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["metrics"] = list(self.metrics)
+        return d
+
+
+def check_keys(values: dict[str, Any], allowed: Iterable[str], *, where: str) -> None:
+    """Raise :class:`LtrError` naming the first key of ``values`` not in ``allowed``.
+
+    >>> check_keys({"epochs": 3}, ["epochs"], where="x")
+    >>> check_keys({"epoch": 3}, ["epochs"], where="cfg.toml [train]")
+    Traceback (most recent call last):
+    ...
+    ltr.errors.LtrError: cfg.toml [train]: unknown key 'epoch' (allowed: epochs)
+    """
+    allowed = list(allowed)
+    for key in values:
+        if key not in allowed:
+            raise LtrError(f"{where}: unknown key {key!r} (allowed: {', '.join(allowed)})")
+
+
+def load_toml(path: str | os.PathLike, tables: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """Read a TOML file whose top level may hold only the given tables; returns {table: dict}.
+
+    Missing tables come back as empty dicts. Errors name the file (and the key or TOML line).
+    """
+    path = Path(path)
+    tables = list(tables)
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        raise LtrError(f"{path}: config file not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise LtrError(f"{path}: invalid TOML: {exc}") from None
+    check_keys(data, tables, where=str(path))
+    out: dict[str, dict[str, Any]] = {}
+    for name in tables:
+        section = data.get(name, {})
+        if not isinstance(section, dict):
+            raise LtrError(f"{path}: [{name}] must be a table, got {type(section).__name__}")
+        out[name] = dict(section)
+    return out

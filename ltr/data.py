@@ -1,0 +1,975 @@
+"""The flat ranking data set and its SVMlight/LETOR reader and writer.
+
+A ranking data set is ragged (queries hold different numbers of items), so it is kept flat, CSR style:
+``features`` [N, F], ``labels`` [N] and ``query_offsets`` [Q+1], where query ``q`` owns rows
+``query_offsets[q]:query_offsets[q + 1]``. Row order inside a query is meaningful: it is the tie-break
+of the toolkit's metrics (stable sort), so nothing here reorders rows within a query.
+
+Reading uses scikit-learn's ``load_svmlight_file(query_id=True)`` for the parsing itself. The wrapper
+adds what a ranking toolkit needs on top of it:
+
+- errors that name the file, the line and what was wrong (bad token, label not a number, missing
+  ``qid``, NaN or infinite values, rows of one query that are not contiguous);
+- the ``#docid = ...`` comments of LETOR files (kept as ``doc_ids``) and ``user = ...`` comments
+  (written by :func:`save_svmlight`, kept as ``user_ids``);
+- LightGBM's ``.query`` sidecar (one group size per line) for files without ``qid``;
+- a binary cache beside the file (or in a cache folder) that makes the second load many times faster
+  and is invalidated when the source changes.
+
+The file is fed to scikit-learn in blocks of a few thousand lines: scikit-learn grows its ``qid``
+array one element at a time (quadratic in the number of rows), and blocks keep that cost linear; they
+also let an error be located by re-reading one small block line by line.
+
+Decision (see DESIGN_NOTES.md): rows of one query that are not contiguous are an error naming the
+query, never silently regrouped, because regrouping would change the row order, which is the
+tie-break.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import json
+import math
+import operator
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from ltr.errors import DataFormatError, LtrError
+from ltr.io_utils import atomic_path
+
+__all__ = [
+    "RankingDataset",
+    "load_svmlight",
+    "save_svmlight",
+    "split_by_query",
+    "concat_datasets",
+    "read_query_file",
+    "default_cache_dir",
+]
+
+CACHE_FORMAT_VERSION = 1
+CACHE_SUFFIX = ".ltrcache.npz"
+_BLOCK_LINES = 2048  # lines per scikit-learn call; keeps its per-line qid append cheap
+_BLOCK_BYTES = 8 << 20
+
+
+# --------------------------------------------------------------------------------------------------
+# The data set
+# --------------------------------------------------------------------------------------------------
+@dataclass(eq=False)
+class RankingDataset:
+    """A ranking data set kept flat: rows of query ``q`` are ``query_offsets[q]:query_offsets[q+1]``.
+
+    Attributes
+    ----------
+    features : [N, F] float32, C-contiguous (converted on construction).
+    labels : [N] float64 graded relevance (may be non-integer).
+    query_offsets : [Q+1] int64, non-decreasing, ``0`` first and ``N`` last.
+    query_ids : [Q] query identifiers (int64 or str).
+    user_ids : optional [Q] user of each query.
+    weights : optional [N] per-item weights (e.g. inverse propensities).
+    doc_ids : optional [N] str document ids (used by TREC run files).
+    meta : free-form dict (where the data came from, generator parameters); not compared.
+
+    >>> ds = RankingDataset(np.zeros((5, 2)), [0, 1, 2, 0, 1], [0, 3, 5], [7, 9])
+    >>> ds.n_items, ds.n_queries, ds.n_features, ds.query_lengths.tolist()
+    (5, 2, 2, [3, 2])
+    >>> ds.query_index.tolist()
+    [0, 0, 0, 1, 1]
+    >>> ds.subset([1]).labels.tolist()
+    [0.0, 1.0]
+    """
+
+    features: np.ndarray
+    labels: np.ndarray
+    query_offsets: np.ndarray
+    query_ids: np.ndarray
+    user_ids: np.ndarray | None = None
+    weights: np.ndarray | None = None
+    doc_ids: np.ndarray | None = None
+    meta: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        x = np.asarray(self.features)
+        if x.ndim != 2:
+            raise ValueError(f"features must be a 2-D array [N, F]; got shape {x.shape}")
+        if not (np.issubdtype(x.dtype, np.number) or x.dtype == bool):
+            raise ValueError(f"features must be numeric; got dtype {x.dtype}")
+        self.features = np.ascontiguousarray(x, dtype=np.float32)
+        n = self.features.shape[0]
+
+        y = np.asarray(self.labels)
+        if y.ndim != 1 or y.shape[0] != n:
+            raise ValueError(f"labels must have shape [N] = [{n}]; got {y.shape}")
+        try:
+            y = y.astype(np.float64, copy=False)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"labels must be numbers: {exc}") from None
+        if not np.all(np.isfinite(y)):
+            bad = int(np.flatnonzero(~np.isfinite(y))[0])
+            raise ValueError(f"labels must be finite; row {bad} holds {y[bad]}")
+        self.labels = y
+
+        off = np.asarray(self.query_offsets)
+        if off.ndim != 1 or off.shape[0] < 1:
+            raise ValueError(f"query_offsets must be a 1-D array [Q+1]; got shape {off.shape}")
+        if off.dtype.kind not in "iu":
+            if off.dtype.kind == "f" and np.all(off == np.round(off)):
+                off = off.astype(np.int64)
+            else:
+                raise ValueError(f"query_offsets must be integers; got dtype {off.dtype}")
+        off = off.astype(np.int64, copy=False)
+        if off[0] != 0 or off[-1] != n:
+            raise ValueError(f"query_offsets must start at 0 and end at N = {n}; got {off[0]} .. {off[-1]}")
+        if np.any(np.diff(off) < 0):
+            q = int(np.flatnonzero(np.diff(off) < 0)[0])
+            raise ValueError(f"query_offsets must be non-decreasing; query {q} has offsets {off[q]} > {off[q + 1]}")
+        self.query_offsets = off
+        n_queries = off.shape[0] - 1
+
+        self.query_ids = self._per("query_ids", self.query_ids, n_queries, "Q")
+        if self.user_ids is not None:
+            self.user_ids = self._per("user_ids", self.user_ids, n_queries, "Q")
+        if self.weights is not None:
+            w = self._per("weights", self.weights, n, "N").astype(np.float64, copy=False)
+            if not np.all(np.isfinite(w)):
+                raise ValueError("weights must be finite")
+            self.weights = w
+        if self.doc_ids is not None:
+            self.doc_ids = self._per("doc_ids", self.doc_ids, n, "N").astype(str, copy=False)
+        if self.meta is None:
+            self.meta = {}
+
+    @staticmethod
+    def _per(name: str, values, size: int, symbol: str) -> np.ndarray:
+        arr = np.asarray(values)
+        if arr.ndim != 1 or arr.shape[0] != size:
+            raise ValueError(f"{name} must have shape [{symbol}] = [{size}]; got {arr.shape}")
+        return arr
+
+    # ---- sizes ----------------------------------------------------------------------------------
+    @property
+    def n_items(self) -> int:
+        return int(self.features.shape[0])
+
+    @property
+    def n_queries(self) -> int:
+        return int(self.query_offsets.shape[0] - 1)
+
+    @property
+    def n_features(self) -> int:
+        return int(self.features.shape[1])
+
+    @property
+    def query_lengths(self) -> np.ndarray:
+        """[Q] int64 number of items of each query."""
+        return np.diff(self.query_offsets)
+
+    @property
+    def query_index(self) -> np.ndarray:
+        """[N] int64 query (0..Q-1) of each row."""
+        return np.repeat(np.arange(self.n_queries, dtype=np.int64), self.query_lengths)
+
+    def __len__(self) -> int:
+        return self.n_queries
+
+    def __repr__(self) -> str:
+        extra = "".join(
+            f", {name}" for name in ("user_ids", "weights", "doc_ids") if getattr(self, name) is not None
+        )
+        return (
+            f"RankingDataset(n_queries={self.n_queries}, n_items={self.n_items}, "
+            f"n_features={self.n_features}{extra})"
+        )
+
+    # ---- derived data sets ----------------------------------------------------------------------
+    def row_indices(self, query_indices) -> np.ndarray:
+        """[M] rows owned by ``query_indices``, in the order given (rows keep their order inside a query)."""
+        qi = _as_index_array(query_indices, self.n_queries)
+        starts = self.query_offsets[qi]
+        lengths = self.query_offsets[qi + 1] - starts
+        total = int(lengths.sum())
+        new_starts = np.cumsum(lengths) - lengths
+        # row r of the output = starts[q] + (r - new_starts[q]) for its query q: one repeat, one add.
+        return np.repeat(starts - new_starts, lengths) + np.arange(total, dtype=np.int64)
+
+    def subset(self, query_indices) -> "RankingDataset":
+        """The queries ``query_indices`` (positions 0..Q-1, or a boolean mask), in the order given."""
+        qi = _as_index_array(query_indices, self.n_queries)
+        rows = self.row_indices(qi)
+        lengths = self.query_lengths[qi]
+        offsets = np.zeros(len(qi) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        return RankingDataset(
+            features=self.features[rows],
+            labels=self.labels[rows],
+            query_offsets=offsets,
+            query_ids=self.query_ids[qi],
+            user_ids=None if self.user_ids is None else self.user_ids[qi],
+            weights=None if self.weights is None else self.weights[rows],
+            doc_ids=None if self.doc_ids is None else self.doc_ids[rows],
+            meta=dict(self.meta),
+        )
+
+    def with_features(self, features) -> "RankingDataset":
+        """The same data set with new features (same number of rows; any number of columns)."""
+        features = np.asarray(features)
+        if features.ndim != 2 or features.shape[0] != self.n_items:
+            raise ValueError(f"features must have shape [N = {self.n_items}, F]; got {features.shape}")
+        return dataclasses.replace(self, features=features, meta=dict(self.meta))
+
+    def with_weights(self, weights) -> "RankingDataset":
+        """The same data set with per-item ``weights`` [N] (or None to drop them)."""
+        return dataclasses.replace(self, weights=weights, meta=dict(self.meta))
+
+    def equals(self, other: "RankingDataset") -> bool:
+        """True when every array (features bit for bit) is equal; ``meta`` is ignored."""
+        if not isinstance(other, RankingDataset):
+            return False
+        if self.features.shape != other.features.shape:
+            return False
+        if not np.array_equal(self.features.view(np.uint32), other.features.view(np.uint32)):
+            return False
+        for name in ("labels", "query_offsets", "query_ids", "user_ids", "weights", "doc_ids"):
+            a, b = getattr(self, name), getattr(other, name)
+            if (a is None) != (b is None):
+                return False
+            if a is not None and not np.array_equal(a, b):
+                return False
+        return True
+
+
+def _as_index_array(indices, size: int) -> np.ndarray:
+    arr = np.asarray(indices)
+    if arr.dtype == bool:
+        if arr.shape != (size,):
+            raise ValueError(f"a boolean query mask must have shape [{size}]; got {arr.shape}")
+        return np.flatnonzero(arr)
+    if arr.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if arr.dtype.kind not in "iu":
+        raise ValueError(f"query indices must be integers; got dtype {arr.dtype}")
+    arr = arr.astype(np.int64, copy=False).reshape(-1)
+    if arr.min() < -size or arr.max() >= size:
+        raise IndexError(f"query index out of range for {size} queries")
+    return np.where(arr < 0, arr + size, arr)
+
+
+def concat_datasets(datasets: Sequence[RankingDataset]) -> RankingDataset:
+    """Concatenate data sets query-wise (e.g. the parts of a LETOR fold).
+
+    Optional arrays are kept only when every part has them. Feature counts must agree.
+    """
+    datasets = list(datasets)
+    if not datasets:
+        raise ValueError("concat_datasets needs at least one data set")
+    widths = {d.n_features for d in datasets}
+    if len(widths) > 1:
+        raise ValueError(f"cannot concatenate data sets with different feature counts {sorted(widths)}")
+    offsets = [np.zeros(1, dtype=np.int64)]
+    base = 0
+    for d in datasets:
+        offsets.append(d.query_offsets[1:] + base)
+        base += d.n_items
+
+    def cat(name):
+        parts = [getattr(d, name) for d in datasets]
+        return None if any(p is None for p in parts) else np.concatenate(parts)
+
+    return RankingDataset(
+        features=np.concatenate([d.features for d in datasets]),
+        labels=np.concatenate([d.labels for d in datasets]),
+        query_offsets=np.concatenate(offsets),
+        query_ids=np.concatenate([d.query_ids for d in datasets]),
+        user_ids=cat("user_ids"),
+        weights=cat("weights"),
+        doc_ids=cat("doc_ids"),
+        meta={"parts": [d.meta for d in datasets]},
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Reading
+# --------------------------------------------------------------------------------------------------
+def default_cache_dir() -> Path:
+    """Where caches go when the data file's folder is not writable: ``$LTR_CACHE_DIR`` or ``~/.cache/ltr``."""
+    env = os.environ.get("LTR_CACHE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "ltr"
+
+
+def load_svmlight(
+    path: str | os.PathLike,
+    *,
+    query_file: str | os.PathLike | None = None,
+    n_features: int | None = None,
+    zero_based: bool = False,
+    cache: bool = True,
+    cache_dir: str | os.PathLike | None = None,
+    progress: bool | None = None,
+) -> RankingDataset:
+    """Read an SVMlight/LETOR ranking file: ``<label> qid:<id> <index>:<value> ... [# comment]``.
+
+    Parameters
+    ----------
+    path : the text file (LF or CRLF line endings).
+    query_file : LightGBM-style group sizes, one per line. Default: ``path + ".query"`` when that file
+        exists. It defines the query boundaries (needed when the file has no ``qid``); when the file
+        also has ``qid``, every group must hold a single ``qid``.
+    n_features : number of feature columns; default: the largest index in the file.
+    zero_based : feature indices start at 0 (default: 1, the LETOR convention; an index 0 is an error).
+    cache : keep a binary copy (``<file>.ltrcache.npz``, or in ``cache_dir`` / :func:`default_cache_dir`
+        when the file's folder is not writable) and use it while the source's size, mtime and sampled
+        content are unchanged.
+    progress : show a tqdm bar (default: only for files over 64 MiB, and only on a terminal).
+
+    Raises
+    ------
+    DataFormatError
+        naming the file and line: a token that is not ``index:value``, a label that is not a number, a
+        line without ``qid`` (when there is no query file), NaN or infinite values, feature indices not
+        increasing, rows of one query that are not contiguous.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise LtrError(f"{path}: no such file")
+    if query_file is None:
+        sidecar = Path(str(path) + ".query")
+        query_file = sidecar if sidecar.is_file() else None
+    else:
+        query_file = Path(query_file)
+        if not query_file.is_file():
+            raise LtrError(f"{query_file}: no such query file")
+    if n_features is not None and (int(n_features) != n_features or n_features < 0):
+        raise ValueError(f"n_features must be a non-negative integer; got {n_features}")
+
+    key = None
+    cache_file = None
+    if cache:
+        key = _cache_key(path, query_file, n_features, zero_based)
+        cache_file = _cache_location(path, cache_dir)
+        cached = _read_cache(cache_file, key)
+        if cached is not None:
+            return cached
+
+    ds = _parse_file(path, query_file, n_features, zero_based, progress)
+    if cache and cache_file is not None:
+        _write_cache(cache_file, key, ds)
+    return ds
+
+
+def read_query_file(path: str | os.PathLike) -> np.ndarray:
+    """Group sizes from a LightGBM ``.query`` file (one positive integer per line)."""
+    path = Path(path)
+    sizes = []
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            text = raw.strip()
+            if not text:
+                continue
+            try:
+                value = int(text)
+            except ValueError:
+                raise DataFormatError(path, number, f"group size {text.decode(errors='replace')!r} is not an integer") from None
+            if value < 1:
+                raise DataFormatError(path, number, f"group size must be at least 1; got {value}")
+            sizes.append(value)
+    return np.asarray(sizes, dtype=np.int64)
+
+
+_DOCID_RE = re.compile(rb"^[^#\n]*#[^\n]*?\bdocid[ \t]*=[ \t]*([^\s]+)", re.M)
+_USER_RE = re.compile(rb"^[^#\n]*#[^\n]*?\buser[ \t]*=[ \t]*([^\s]+)", re.M)
+
+
+class _Block:
+    """The parsed content of one block of lines."""
+
+    __slots__ = ("X", "y", "qid", "lines", "docids", "users")
+
+
+def _parse_file(path: Path, query_file, n_features, zero_based, progress) -> RankingDataset:
+    from sklearn.datasets import load_svmlight_file  # imported here: keeps `import ltr.data` light
+
+    data = path.read_bytes()
+    size = len(data)
+    newline_at = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+    line_starts = np.concatenate([[0], newline_at + 1])
+    if line_starts[-1] >= size:  # file ends with a newline: no line starts there
+        line_starts = line_starts[:-1]
+    n_lines = len(line_starts)
+    has_comments = data.find(b"#") >= 0
+
+    # Block boundaries: at most _BLOCK_LINES lines and about _BLOCK_BYTES bytes each.
+    bounds = [0]
+    while bounds[-1] < n_lines:
+        start = bounds[-1]
+        stop = min(start + _BLOCK_LINES, n_lines)
+        limit = line_starts[start] + _BLOCK_BYTES
+        if stop < n_lines and line_starts[stop] > limit:
+            stop = max(start + 1, int(np.searchsorted(line_starts, limit, side="right")) - 1)
+            stop = max(stop, start + 1)
+        bounds.append(stop)
+
+    bar = _progress_bar(size, progress, path)
+    blocks: list[_Block] = []
+    width = 0
+    try:
+        for b in range(len(bounds) - 1):
+            first, last = bounds[b], bounds[b + 1]
+            lo = int(line_starts[first])
+            hi = int(line_starts[last]) if last < n_lines else size
+            chunk = data[lo:hi]
+            try:
+                X, y, qid = load_svmlight_file(
+                    io.BytesIO(chunk), dtype=np.float32, zero_based=zero_based, query_id=True
+                )
+            except ValueError as exc:
+                line, what = _locate_problem(chunk, first, zero_based)
+                if line is None:
+                    raise DataFormatError(path, None, f"scikit-learn could not parse lines {first + 1}-{last}: {exc}") from None
+                raise DataFormatError(path, line, what) from None
+            block = _Block()
+            block.X, block.y, block.qid = X, y, qid
+            rows = X.shape[0]
+            if rows == last - first:
+                block.lines = np.arange(first + 1, last + 1, dtype=np.int64)
+            else:  # blank or comment-only lines in this block: find which lines hold the rows
+                block.lines = first + 1 + _data_line_positions(chunk)
+            block.docids = block.users = None
+            if has_comments and chunk.find(b"#") >= 0:
+                block.docids = _comment_values(_DOCID_RE, chunk, rows, last - first)
+                if chunk.find(b"user") >= 0:
+                    block.users = _comment_values(_USER_RE, chunk, rows, last - first)
+            _check_finite(path, block, zero_based)
+            width = max(width, X.shape[1])
+            blocks.append(block)
+            if bar is not None:
+                bar.update(hi - lo)
+    finally:
+        if bar is not None:
+            bar.close()
+    del data
+
+    n_rows = sum(b.X.shape[0] for b in blocks)
+    if n_features is not None:
+        if width > n_features:
+            _raise_too_wide(path, blocks, n_features, zero_based)
+        width = int(n_features)
+    if n_rows == 0:
+        raise DataFormatError(path, None, "no data lines")
+
+    features = np.zeros((n_rows, width), dtype=np.float32)
+    labels = np.empty(n_rows, dtype=np.float64)
+    lines = np.empty(n_rows, dtype=np.int64)
+    row = 0
+    for block in blocks:
+        r = block.X.shape[0]
+        if r:
+            X = block.X
+            # scatter the CSR block straight into the dense array (no dense temporary)
+            counts = np.diff(X.indptr)
+            rr = np.repeat(np.arange(row, row + r, dtype=np.int64), counts)
+            features[rr, X.indices] = X.data
+            labels[row : row + r] = block.y
+            lines[row : row + r] = block.lines
+        row += r
+
+    qids = _collect_qids(path, blocks, n_rows, lines, query_file is not None)
+    doc_ids = _collect_optional(blocks, "docids", n_rows)
+    users_per_row = _collect_optional(blocks, "users", n_rows)
+    blocks.clear()
+
+    if query_file is not None:
+        sizes = read_query_file(query_file)
+        if int(sizes.sum()) != n_rows:
+            raise DataFormatError(
+                query_file, None, f"group sizes add up to {int(sizes.sum())} rows but {path} holds {n_rows} rows"
+            )
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        if qids is not None:
+            starts = offsets[:-1]
+            group = np.repeat(np.arange(len(sizes)), sizes)
+            mismatch = np.flatnonzero(qids != qids[starts][group])
+            if mismatch.size:
+                r = int(mismatch[0])
+                raise DataFormatError(
+                    path, int(lines[r]),
+                    f"qid {qids[r]} differs from qid {qids[starts[group[r]]]} of the group that "
+                    f"{query_file} (group {group[r] + 1}) puts this row in",
+                )
+            query_ids = qids[starts]
+        else:
+            query_ids = np.arange(len(sizes), dtype=np.int64)
+    else:
+        offsets, query_ids = _contiguous_queries(path, qids, lines)
+
+    user_ids = None
+    if users_per_row is not None:
+        user_ids = _per_query_value(path, users_per_row, offsets, lines, "user")
+
+    return RankingDataset(
+        features=features,
+        labels=labels,
+        query_offsets=offsets,
+        query_ids=query_ids,
+        user_ids=user_ids,
+        doc_ids=doc_ids,
+        meta={"source": str(path), "query_file": None if query_file is None else str(query_file)},
+    )
+
+
+def _progress_bar(size: int, progress, path: Path):
+    show = progress if progress is not None else (size > (64 << 20))
+    if not show:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=size, unit="B", unit_scale=True, desc=f"reading {path.name}",
+                disable=None if progress is None else False)
+
+
+def _split_lines(chunk: bytes) -> list[bytes]:
+    lines = chunk.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return lines
+
+
+def _tokens(line: bytes) -> list[bytes]:
+    hash_at = line.find(b"#")
+    if hash_at >= 0:
+        line = line[:hash_at]
+    return line.split()
+
+
+def _data_line_positions(chunk: bytes) -> np.ndarray:
+    """0-based positions (within the block) of lines that hold data, as scikit-learn counts them."""
+    return np.asarray([i for i, line in enumerate(_split_lines(chunk)) if _tokens(line)], dtype=np.int64)
+
+
+def _comment_values(pattern, chunk: bytes, rows: int, n_lines: int) -> list[str]:
+    """Per data row, the value of ``key = value`` in the row's comment ('' when absent)."""
+    if rows == n_lines:
+        found = pattern.findall(chunk)
+        if len(found) == rows:  # the common case: every line carries the key
+            return [v.decode("utf-8", "replace") for v in found]
+    values = []
+    for line in _split_lines(chunk):
+        if not _tokens(line):
+            continue
+        match = pattern.search(line)
+        values.append(match.group(1).decode("utf-8", "replace") if match else "")
+    return values
+
+
+def _locate_problem(chunk: bytes, first_line: int, zero_based: bool):
+    """Line number (1-based, in the file) and description of the first malformed line of a block."""
+    for i, line in enumerate(_split_lines(chunk)):
+        tokens = _tokens(line)
+        if not tokens:
+            continue
+        problem = _line_problem(tokens, zero_based)
+        if problem:
+            return first_line + i + 1, problem
+    return None, None
+
+
+def _show(token: bytes) -> str:
+    text = token.decode("utf-8", "replace")
+    return repr(text if len(text) <= 40 else text[:37] + "...")
+
+
+def _line_problem(tokens: list[bytes], zero_based: bool) -> str | None:
+    label = tokens[0]
+    try:
+        float(label)
+    except ValueError:
+        hint = " (is the label missing?)" if b":" in label else ""
+        return f"label {_show(label)} is not a number{hint}"
+    rest = tokens[1:]
+    if rest and rest[0].startswith(b"qid"):
+        parts = rest[0].split(b":", 1)
+        if len(parts) != 2 or parts[0] != b"qid":
+            return f"bad qid token {_show(rest[0])}: expected 'qid:<integer>'"
+        try:
+            np.int64(parts[1])
+            int(parts[1])
+        except (ValueError, OverflowError):
+            return f"qid {_show(parts[1])} is not an integer"
+        rest = rest[1:]
+    previous = -1
+    for position, token in enumerate(rest, start=1):
+        if b":" not in token:
+            return f"token {_show(token)} (feature {position} on the line) is not 'index:value'"
+        index_text, value_text = token.split(b":", 1)
+        if index_text == b"qid":
+            return f"token {_show(token)}: qid must come right after the label"
+        try:
+            index = int(index_text)
+        except ValueError:
+            return f"feature index {_show(index_text)} in token {_show(token)} is not an integer"
+        if index < 0 or (index == 0 and not zero_based):
+            extra = " (indices are 1-based; pass zero_based=True for a 0-based file)" if index == 0 else ""
+            return f"invalid feature index {index} in token {_show(token)}{extra}"
+        if index <= previous:
+            return f"feature indices must increase along a line: {index} comes after {previous}"
+        try:
+            float(value_text)
+        except ValueError:
+            return f"value {_show(value_text)} of feature {index} is not a number"
+        previous = index
+    return None
+
+
+def _check_finite(path: Path, block: _Block, zero_based: bool) -> None:
+    y = np.asarray(block.y)
+    if not np.all(np.isfinite(y)):
+        r = int(np.flatnonzero(~np.isfinite(y))[0])
+        raise DataFormatError(path, int(block.lines[r]), f"label is {y[r]} (labels must be finite numbers)")
+    data = block.X.data
+    if data.size and not np.all(np.isfinite(data)):
+        k = int(np.flatnonzero(~np.isfinite(data))[0])
+        r = int(np.searchsorted(block.X.indptr, k, side="right") - 1)
+        index = int(block.X.indices[k]) + (0 if zero_based else 1)
+        kind = "NaN" if np.isnan(data[k]) else "infinite"
+        raise DataFormatError(path, int(block.lines[r]), f"feature {index} is {kind} ({data[k]}); values must be finite")
+
+
+def _raise_too_wide(path: Path, blocks, n_features: int, zero_based: bool):
+    for block in blocks:
+        X = block.X
+        if X.shape[1] > n_features:
+            k = int(np.flatnonzero(X.indices >= n_features)[0])
+            r = int(np.searchsorted(X.indptr, k, side="right") - 1)
+            index = int(X.indices[k]) + (0 if zero_based else 1)
+            raise DataFormatError(path, int(block.lines[r]), f"feature index {index} exceeds n_features={n_features}")
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _collect_qids(path: Path, blocks, n_rows: int, lines: np.ndarray, have_query_file: bool):
+    """[N] int64 qids, or None when no line has one (then a query file must give the groups)."""
+    counts = [(len(b.qid), b.X.shape[0]) for b in blocks]
+    if all(q == 0 for q, _ in counts):
+        if not have_query_file:
+            raise DataFormatError(
+                path, int(lines[0]) if n_rows else 1,
+                "missing qid: the line has no 'qid:<id>' after the label and there is no .query file "
+                "(pass query_file= or add qid to every line)",
+            )
+        return None
+    if all(q == r for q, r in counts):
+        return np.concatenate([np.asarray(b.qid, dtype=np.int64) for b in blocks])
+    # Some lines lack a qid: find the first one.
+    raise _missing_qid(path, blocks)
+
+
+def _missing_qid(path: Path, blocks) -> DataFormatError:
+    for block in blocks:
+        if len(block.qid) == block.X.shape[0]:
+            continue
+        # the block's rows are in file order; re-read the file lines of this block
+        with open(path, "rb") as fh:
+            for number, raw in enumerate(fh, start=1):
+                if number < block.lines[0]:
+                    continue
+                tokens = _tokens(raw)
+                if tokens and not (len(tokens) > 1 and tokens[1].startswith(b"qid")):
+                    return DataFormatError(path, number, "missing qid: other lines have 'qid:<id>' after the label, this one does not")
+    return DataFormatError(path, None, "missing qid on some lines")  # pragma: no cover
+
+
+def _collect_optional(blocks, name: str, n_rows: int):
+    if all(getattr(b, name) is None for b in blocks):
+        return None
+    out = []
+    for b in blocks:
+        values = getattr(b, name)
+        out.extend(values if values is not None else [""] * b.X.shape[0])
+    if not any(out):
+        return None
+    return np.asarray(out, dtype=str)
+
+
+def _contiguous_queries(path: Path, qids: np.ndarray, lines: np.ndarray):
+    n = len(qids)
+    change = np.ones(n, dtype=bool)
+    change[1:] = qids[1:] != qids[:-1]
+    starts = np.flatnonzero(change)
+    run_q = qids[starts]
+    unique = np.unique(run_q)
+    if len(unique) != len(run_q):
+        order = np.argsort(run_q, kind="stable")
+        sorted_q = run_q[order]
+        repeated = order[1:][sorted_q[1:] == sorted_q[:-1]]
+        run = int(repeated.min())  # the first run that repeats an earlier query
+        q = run_q[run]
+        first_run = int(np.flatnonzero(run_q == q)[0])
+        raise DataFormatError(
+            path, int(lines[starts[run]]),
+            f"rows of query {q} are not contiguous: it starts on line {int(lines[starts[first_run]])} and "
+            f"comes back here after other queries (group each query's rows together, e.g. sort the file "
+            f"by qid keeping the row order)",
+        )
+    offsets = np.append(starts, n).astype(np.int64)
+    return offsets, run_q.astype(np.int64)
+
+
+def _per_query_value(path: Path, per_row: np.ndarray, offsets: np.ndarray, lines, what: str) -> np.ndarray:
+    starts = offsets[:-1]
+    lengths = np.diff(offsets)
+    first = np.repeat(per_row[starts], lengths)
+    bad = np.flatnonzero(per_row != first)
+    if bad.size:
+        r = int(bad[0])
+        raise DataFormatError(path, int(lines[r]), f"{what} {per_row[r]!r} differs from {what} {first[r]!r} of the query's first row")
+    values = per_row[starts]
+    try:
+        as_int = values.astype(np.int64)
+        if np.array_equal(as_int.astype(str), values):
+            return as_int
+    except ValueError:
+        pass
+    return values
+
+
+# --------------------------------------------------------------------------------------------------
+# Cache
+# --------------------------------------------------------------------------------------------------
+def _fingerprint(path: Path) -> dict:
+    st = path.stat()
+    digest = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as fh:
+        digest.update(fh.read(1 << 16))
+        if st.st_size > (1 << 17):
+            fh.seek(st.st_size - (1 << 16))
+            digest.update(fh.read(1 << 16))
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sample": digest.hexdigest()}
+
+
+def _cache_key(path: Path, query_file, n_features, zero_based) -> str:
+    key = {
+        "version": CACHE_FORMAT_VERSION,
+        "source": _fingerprint(path),
+        "query_file": None if query_file is None else _fingerprint(Path(query_file)),
+        "n_features": n_features,
+        "zero_based": bool(zero_based),
+    }
+    return json.dumps(key, sort_keys=True)
+
+
+def _cache_location(path: Path, cache_dir) -> Path:
+    name = path.name + CACHE_SUFFIX
+    if cache_dir is None and os.access(path.resolve().parent, os.W_OK):
+        return path.with_name(name)
+    folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    tag = hashlib.blake2b(str(path.resolve()).encode(), digest_size=6).hexdigest()
+    return folder / f"{path.name}.{tag}{CACHE_SUFFIX}"
+
+
+def _read_cache(cache_file: Path, key: str) -> RankingDataset | None:
+    if not cache_file.is_file():
+        return None
+    try:
+        with np.load(cache_file, allow_pickle=False) as z:
+            if str(z["key"]) != key:
+                return None
+            arrays = {name: z[name] for name in z.files if name not in ("key", "meta")}
+            meta = json.loads(str(z["meta"]))
+    except Exception:  # a damaged or foreign cache is rebuilt, never trusted
+        return None
+    meta["cache"] = str(cache_file)
+    return RankingDataset(
+        features=arrays["features"],
+        labels=arrays["labels"],
+        query_offsets=arrays["query_offsets"],
+        query_ids=arrays["query_ids"],
+        user_ids=arrays.get("user_ids"),
+        weights=arrays.get("weights"),
+        doc_ids=arrays.get("doc_ids"),
+        meta=meta,
+    )
+
+
+def _write_cache(cache_file: Path, key: str, ds: RankingDataset) -> None:
+    arrays = {
+        "key": np.asarray(key),
+        "meta": np.asarray(json.dumps(ds.meta)),
+        "features": ds.features,
+        "labels": ds.labels,
+        "query_offsets": ds.query_offsets,
+        "query_ids": ds.query_ids,
+    }
+    for name in ("user_ids", "weights", "doc_ids"):
+        value = getattr(ds, name)
+        if value is not None:
+            arrays[name] = value
+    try:
+        with atomic_path(cache_file) as tmp:
+            with open(tmp, "wb") as fh:  # a file object: np.savez would append ".npz" to a name
+                np.savez(fh, **arrays)
+    except OSError:
+        pass  # a cache that cannot be written only costs speed
+
+
+# --------------------------------------------------------------------------------------------------
+# Writing
+# --------------------------------------------------------------------------------------------------
+def format_float32(values) -> list[str]:
+    """Strings that read back (parsed as float64, then cast to float32) to exactly ``values``.
+
+    A value that is a short decimal (at most 6 decimals and |x| < 1e12, as in LETOR files) is written
+    as that decimal (Python's shortest ``repr`` of the double nearest to it); any other value gets
+    numpy's shortest float32 representation, checked by parsing it back, with 17 significant digits
+    of its exact double value as the last resort. Either way the round trip is bit-exact.
+
+    >>> format_float32(np.float32([0.25, -3.0, 1e-8, 0.1, 7.0e20, 0.007477]))
+    ['0.25', '-3.0', '1e-08', '0.1', '7e+20', '0.007477']
+    """
+    x = np.asarray(values, dtype=np.float32).reshape(-1)
+    x64 = x.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        short = np.round(x64, 6)
+        ok = np.isfinite(x64) & (np.abs(x64) < 1e12) & (short.astype(np.float32) == x)
+    if ok.all():
+        return list(map(repr, short.tolist()))
+    text = np.where(ok, short, 0.0).tolist()
+    out = list(map(repr, text))
+    bad = np.flatnonzero(~ok)
+    fallback = x[bad].astype(str)
+    with np.errstate(invalid="ignore", over="ignore"):
+        exact = fallback.astype(np.float64).astype(np.float32).view(np.uint32) == x[bad].view(np.uint32)
+    for i, s, good in zip(bad.tolist(), fallback.tolist(), exact.tolist()):
+        out[i] = s if good else "%.17g" % x64[i]
+    return out
+
+
+def _format_labels(labels: np.ndarray) -> list[str]:
+    if np.all(labels == np.round(labels)) and np.all(np.abs(labels) < 1e15):
+        return labels.astype(np.int64).astype(str).tolist()
+    return [repr(float(v)) for v in labels]
+
+
+def save_svmlight(ds: RankingDataset, path: str | os.PathLike, *, progress: bool | None = None) -> None:
+    """Write ``ds`` as SVMlight with ``qid`` (atomically); :func:`load_svmlight` reads it back exactly.
+
+    Features are written 1-based and only when non-zero, except the last column, which is written on
+    every line so that the width survives a round trip. float32 values are written so that they read
+    back bit-identical (:func:`format_float32`); labels as integers when they are whole numbers, else
+    with ``repr``. ``doc_ids`` and ``user_ids`` go into the line comment: ``# docid = D user = U``.
+    Weights are not written (SVMlight has no place for them).
+    """
+    if ds.query_ids.dtype.kind not in "iu":
+        try:
+            qids = ds.query_ids.astype(np.int64)
+        except ValueError:
+            raise LtrError("SVMlight needs integer query ids; these are not integers") from None
+    else:
+        qids = ds.query_ids.astype(np.int64)
+    n, width = ds.features.shape
+    qid_text = np.char.add("qid:", np.repeat(qids, ds.query_lengths).astype(str))
+    labels = _format_labels(ds.labels)
+    comments = None
+    if ds.doc_ids is not None or ds.user_ids is not None:
+        parts = []
+        if ds.doc_ids is not None:
+            if any(" " in d or "\t" in d for d in ds.doc_ids[: min(n, 1000)]) or any(
+                (not d) for d in ds.doc_ids
+            ):
+                raise LtrError("doc ids must be non-empty and hold no whitespace to be written in SVMlight comments")
+            parts.append(np.char.add("docid = ", ds.doc_ids.astype(str)))
+        if ds.user_ids is not None:
+            users = np.repeat(ds.user_ids.astype(str), ds.query_lengths)
+            parts.append(np.char.add("user = ", users))
+        comments = parts[0] if len(parts) == 1 else np.char.add(np.char.add(parts[0], " "), parts[1])
+        comments = comments.tolist()
+    prefix = [f"{j + 1}:" for j in range(width)]
+    bar = None
+    if (progress if progress is not None else n * max(width, 1) > 20_000_000):
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=n, unit="rows", desc=f"writing {Path(path).name}", disable=None if progress is None else False)
+    step = max(1, 2_000_000 // max(width, 1))
+    try:
+        with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+            for lo in range(0, n, step):
+                hi = min(n, lo + step)
+                block = ds.features[lo:hi]
+                keep = block != 0
+                if width:
+                    keep[:, -1] = True
+                rows_nz, cols_nz = np.nonzero(keep)
+                flat = list(map(operator.add, map(prefix.__getitem__, cols_nz.tolist()),
+                                format_float32(block[rows_nz, cols_nz])))
+                ends = np.cumsum(keep.sum(axis=1)).tolist()
+                out = []
+                start = 0
+                for i, end in enumerate(ends):
+                    r = lo + i
+                    line = f"{labels[r]} {qid_text[r]} " + " ".join(flat[start:end])
+                    if comments is not None:
+                        line += " # " + comments[r]
+                    out.append(line)
+                    start = end
+                fh.write("\n".join(out))
+                fh.write("\n")
+                if bar is not None:
+                    bar.update(hi - lo)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+# --------------------------------------------------------------------------------------------------
+# Splitting
+# --------------------------------------------------------------------------------------------------
+def split_by_query(
+    ds: RankingDataset,
+    fractions: Sequence[float] = (0.8, 0.1, 0.1),
+    seed: int = 0,
+    *,
+    by_user: bool = False,
+) -> tuple[RankingDataset, ...]:
+    """Split queries at random into parts of the given ``fractions`` (no query in two parts).
+
+    Deterministic given ``seed``. Each part keeps the original query order. With ``by_user=True``
+    all queries of a user land in the same part (the fractions then hold approximately, counted in
+    queries). Part sizes: the cumulative fractions times Q, rounded.
+    """
+    fractions = np.asarray(fractions, dtype=np.float64)
+    if fractions.ndim != 1 or len(fractions) < 1 or np.any(fractions < 0) or not math.isclose(fractions.sum(), 1.0, abs_tol=1e-6):
+        raise ValueError(f"fractions must be non-negative and add up to 1; got {fractions.tolist()}")
+    rng = np.random.default_rng(seed)
+    q = ds.n_queries
+    bounds = np.round(np.cumsum(fractions) * q).astype(np.int64)
+    bounds[-1] = q
+    if not by_user:
+        order = rng.permutation(q)
+        parts = np.split(order, bounds[:-1])
+    else:
+        if ds.user_ids is None:
+            raise ValueError("by_user=True needs user_ids")
+        users, inverse, counts = np.unique(ds.user_ids, return_inverse=True, return_counts=True)
+        user_order = rng.permutation(len(users))
+        cum = np.cumsum(counts[user_order])  # queries covered after each user
+        # a user goes to the part in which the middle of its block of queries falls
+        middle = cum - counts[user_order] / 2.0
+        part_of_user = np.empty(len(users), dtype=np.int64)
+        part_of_user[user_order] = np.searchsorted(bounds, middle, side="right")
+        part_of_user = np.minimum(part_of_user, len(fractions) - 1)
+        query_part = part_of_user[inverse.reshape(-1)]
+        parts = [np.flatnonzero(query_part == k) for k in range(len(fractions))]
+    out = []
+    for k, part in enumerate(parts):
+        sub = ds.subset(np.sort(part))
+        sub.meta = dict(ds.meta, split={"part": k, "fractions": fractions.tolist(), "seed": seed, "by_user": by_user})
+        out.append(sub)
+    return tuple(out)

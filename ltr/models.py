@@ -1,0 +1,289 @@
+"""Scoring models: a linear scorer and an MLP, both mapping features [..., F] to scores [...].
+
+A scorer is pointwise: the score of an item depends on its own feature vector only, so the same
+model ranks a padded batch ``[B, L, F]`` (training) and a flat block of rows ``[N, F]``
+(prediction). Batch normalisation is the one layer that looks across items while training; it is
+computed over the *valid* rows only (``mask``), so padding never shifts the statistics.
+
+An optional :class:`FeatureTransform` (log1p and/or standardisation, fitted on the training split)
+runs first inside the model, so a saved model carries its own input normalisation.
+
+Models are saved as a state dict (``model.pt``, loadable with ``torch.load(weights_only=True)``) plus
+a JSON description (``model.json``) from which :func:`build_model` rebuilds the architecture; no
+pickled Python objects are involved.
+
+>>> import torch
+>>> m = MLPScorer(4, hidden=(8,), dropout=0.1)
+>>> m(torch.zeros(2, 3, 4)).shape
+torch.Size([2, 3])
+>>> LinearScorer(4)(torch.zeros(5, 4)).shape
+torch.Size([5])
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from ltr.errors import LtrError
+from ltr.io_utils import atomic_path, atomic_write_json
+
+__all__ = [
+    "ACTIVATIONS",
+    "FeatureTransform",
+    "MaskedBatchNorm1d",
+    "LinearScorer",
+    "MLPScorer",
+    "build_model",
+    "model_config",
+    "save_model",
+    "load_model",
+]
+
+ACTIVATIONS = {
+    "relu": nn.ReLU,
+    "leaky_relu": nn.LeakyReLU,
+    "gelu": nn.GELU,
+    "elu": nn.ELU,
+    "silu": nn.SiLU,
+    "tanh": nn.Tanh,
+    "sigmoid": nn.Sigmoid,
+}
+
+MODEL_FILE = "model.pt"
+MODEL_JSON = "model.json"
+
+
+class FeatureTransform(nn.Module):
+    """Fixed per-feature input transform: ``x -> (f(x) - shift) / scale``.
+
+    ``f`` is ``sign(x) * log1p(|x|)`` on the features where ``log1p_mask`` is true and the identity
+    elsewhere. The three tensors are buffers, so they travel in the state dict.
+
+    >>> t = FeatureTransform.fit(np.array([[0.0, 1.0], [2.0, 3.0]]), kind="standard")
+    >>> t(torch.tensor([[1.0, 2.0]])).tolist()
+    [[0.0, 0.0]]
+    """
+
+    def __init__(self, n_features: int, kind: str = "standard"):
+        super().__init__()
+        if kind not in ("standard", "log1p", "log1p+standard"):
+            raise LtrError(f"unknown normalisation {kind!r}; choose standard, log1p or log1p+standard")
+        self.kind = kind
+        self.register_buffer("log1p_mask", torch.zeros(n_features, dtype=torch.bool))
+        self.register_buffer("shift", torch.zeros(n_features))
+        self.register_buffer("scale", torch.ones(n_features))
+
+    @classmethod
+    def fit(cls, features: np.ndarray, kind: str = "standard") -> "FeatureTransform":
+        """Fit on training features [N, F]; constant features get scale 1 (they stay constant)."""
+        x = np.asarray(features, dtype=np.float64)
+        t = cls(x.shape[1], kind)
+        if kind.startswith("log1p"):
+            t.log1p_mask.fill_(True)
+            x = np.sign(x) * np.log1p(np.abs(x))
+        if kind.endswith("standard"):
+            mean = x.mean(axis=0) if len(x) else np.zeros(x.shape[1])
+            std = x.std(axis=0) if len(x) else np.ones(x.shape[1])
+            std = np.where(std > 1e-12, std, 1.0)
+            t.shift.copy_(torch.from_numpy(mean))
+            t.scale.copy_(torch.from_numpy(std))
+        return t
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if bool(self.log1p_mask.any()):
+            x = torch.where(self.log1p_mask, torch.sign(x) * torch.log1p(torch.abs(x)), x)
+        return (x - self.shift) / self.scale
+
+
+class MaskedBatchNorm1d(nn.BatchNorm1d):
+    """Batch norm over the last axis of ``[..., H]``, with statistics from the rows where ``mask`` is true.
+
+    Padded rows are not normalised (they come out as 0) and do not enter the running statistics.
+    """
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:  # type: ignore[override]
+        shape = x.shape
+        flat = x.reshape(-1, shape[-1])
+        if mask is None:
+            return super().forward(flat).reshape(shape)
+        keep = mask.reshape(-1)
+        out = torch.zeros_like(flat)
+        out[keep] = super().forward(flat[keep])
+        return out.reshape(shape)
+
+
+class _Scorer(nn.Module):
+    """Common parts: the optional input transform and the JSON description."""
+
+    kind = "base"
+
+    def __init__(self, n_features: int):
+        super().__init__()
+        if int(n_features) < 1:
+            raise LtrError(f"n_features must be >= 1, got {n_features}")
+        self.n_features = int(n_features)
+        self.normalizer: FeatureTransform | None = None
+
+    def set_normalizer(self, transform: FeatureTransform | None) -> "_Scorer":
+        """Attach an input transform (fitted on training features) that runs before the first layer."""
+        if transform is not None and transform.shift.numel() != self.n_features:
+            raise LtrError(f"normaliser has {transform.shift.numel()} features, model has {self.n_features}")
+        self.normalizer = transform
+        return self
+
+    def _prepare(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[-1] != self.n_features:
+            raise LtrError(f"model expects {self.n_features} features, got input with {x.shape[-1]}")
+        return self.normalizer(x) if self.normalizer is not None else x
+
+    def config(self) -> dict[str, Any]:
+        cfg = self._arch()
+        cfg["normalizer"] = None if self.normalizer is None else self.normalizer.kind
+        return cfg
+
+    def _arch(self) -> dict[str, Any]:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+
+class LinearScorer(_Scorer):
+    """``score = w . x + b``."""
+
+    kind = "linear"
+
+    def __init__(self, n_features: int):
+        super().__init__(n_features)
+        self.linear = nn.Linear(self.n_features, 1)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        return self.linear(self._prepare(x)).squeeze(-1)
+
+    def _arch(self) -> dict[str, Any]:
+        return {"type": "linear", "n_features": self.n_features}
+
+
+class MLPScorer(_Scorer):
+    """Feed-forward scorer: ``[Linear -> (BatchNorm) -> activation -> (Dropout)] x len(hidden) -> Linear(1)``.
+
+    ``batch_norm=True`` normalises each hidden layer over the valid items of the batch (``mask``); in
+    eval mode it uses the running statistics, so prediction stays pointwise.
+    """
+
+    kind = "mlp"
+
+    def __init__(
+        self,
+        n_features: int,
+        hidden: Sequence[int] = (128, 64),
+        activation: str = "relu",
+        dropout: float = 0.0,
+        batch_norm: bool = False,
+    ):
+        super().__init__(n_features)
+        if activation not in ACTIVATIONS:
+            raise LtrError(f"unknown activation {activation!r}; choose one of {', '.join(ACTIVATIONS)}")
+        if not 0.0 <= float(dropout) < 1.0:
+            raise LtrError(f"dropout must be in [0, 1), got {dropout}")
+        hidden = tuple(int(h) for h in hidden)
+        if any(h < 1 for h in hidden):
+            raise LtrError(f"hidden widths must be >= 1, got {hidden}")
+        self.hidden, self.activation, self.dropout, self.batch_norm = hidden, activation, float(dropout), bool(batch_norm)
+        self.linears = nn.ModuleList()
+        self.norms = nn.ModuleList()
+        width = self.n_features
+        for h in hidden:
+            self.linears.append(nn.Linear(width, h))
+            if batch_norm:
+                self.norms.append(MaskedBatchNorm1d(h))
+            width = h
+        self.act = ACTIVATIONS[activation]()
+        self.drop = nn.Dropout(self.dropout) if self.dropout > 0 else nn.Identity()
+        self.out = nn.Linear(width, 1)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        h = self._prepare(x)
+        for i, linear in enumerate(self.linears):
+            h = linear(h)
+            if self.batch_norm:
+                h = self.norms[i](h, mask)
+            h = self.drop(self.act(h))
+        return self.out(h).squeeze(-1)
+
+    def _arch(self) -> dict[str, Any]:
+        return {
+            "type": "mlp",
+            "n_features": self.n_features,
+            "hidden": list(self.hidden),
+            "activation": self.activation,
+            "dropout": self.dropout,
+            "batch_norm": self.batch_norm,
+        }
+
+
+def model_config(model: nn.Module) -> dict[str, Any]:
+    """JSON-able description of a scorer (architecture + normaliser kind)."""
+    if not isinstance(model, _Scorer):
+        raise LtrError(f"cannot describe a {type(model).__name__}; use LinearScorer or MLPScorer")
+    return model.config()
+
+
+def build_model(config: dict[str, Any]) -> _Scorer:
+    """Rebuild an (untrained) scorer from :func:`model_config`'s description.
+
+    >>> build_model({"type": "mlp", "n_features": 3, "hidden": [4]}).hidden
+    (4,)
+    """
+    cfg = dict(config)
+    kind = cfg.pop("type", None)
+    norm = cfg.pop("normalizer", None)
+    try:
+        if kind == "linear":
+            model: _Scorer = LinearScorer(**cfg)
+        elif kind == "mlp":
+            model = MLPScorer(**cfg)
+        else:
+            raise LtrError(f"unknown model type {kind!r}; choose mlp or linear")
+    except TypeError as exc:
+        raise LtrError(f"bad model configuration {config}: {exc}") from None
+    if norm is not None:
+        model.set_normalizer(FeatureTransform(model.n_features, norm))
+    return model
+
+
+def save_model(model: nn.Module, folder: str | os.PathLike) -> Path:
+    """Write ``model.pt`` (state dict) and ``model.json`` (architecture) into ``folder``, atomically."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    with atomic_path(folder / MODEL_FILE) as tmp:
+        torch.save(state, tmp)
+    atomic_write_json(folder / MODEL_JSON, model_config(model))
+    return folder
+
+
+def load_model(folder: str | os.PathLike, map_location: str = "cpu") -> _Scorer:
+    """Load a model saved by :func:`save_model` (no pickle: ``torch.load(weights_only=True)``)."""
+    folder = Path(folder)
+    try:
+        config = json.loads((folder / MODEL_JSON).read_text())
+    except FileNotFoundError:
+        raise LtrError(f"{folder}: no {MODEL_JSON} (not a model folder written by ltr)") from None
+    except json.JSONDecodeError as exc:
+        raise LtrError(f"{folder / MODEL_JSON}: invalid JSON: {exc}") from None
+    model = build_model(config)
+    try:
+        state = torch.load(folder / MODEL_FILE, map_location=map_location, weights_only=True)
+    except FileNotFoundError:
+        raise LtrError(f"{folder}: no {MODEL_FILE}") from None
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as exc:
+        raise LtrError(f"{folder / MODEL_FILE}: weights do not match {MODEL_JSON}: {exc}") from None
+    model.eval()
+    return model

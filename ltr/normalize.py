@@ -1,0 +1,133 @@
+"""Feature normalisation fitted on the training split only, then applied unchanged to every split.
+
+Kinds (``x`` one feature column, statistics over the training rows):
+
+- ``"standard"``:        (x - mean) / std
+- ``"log1p"``:           sign(x) * log(1 + |x|)  (tames heavy-tailed counts; no statistics)
+- ``"log1p_standard"``:  the log1p transform, then standardised
+- ``"none"``:            x unchanged
+
+A feature that is constant on the training split has std 0; it is divided by 1 instead (it becomes 0
+after centring), so an unseen value on another split stays finite. The statistics are computed in
+float64 and the result is float32. ``to_dict`` / ``from_dict`` give a JSON-able form so a run can
+store the normaliser next to its model.
+
+>>> norm = Normalizer("standard").fit(np.array([[1.0, 5.0], [3.0, 5.0]]))
+>>> norm.transform(np.array([[2.0, 5.0], [5.0, 6.0]])).tolist()
+[[0.0, 0.0], [3.0, 1.0]]
+>>> Normalizer("log1p").fit_transform(np.array([[-np.e + 1, 0.0]])).round(6).tolist()
+[[-1.0, 0.0]]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ltr.data import RankingDataset
+
+__all__ = ["Normalizer", "KINDS"]
+
+KINDS = ("standard", "log1p", "log1p_standard", "none")
+
+
+def _signed_log1p(x: np.ndarray) -> np.ndarray:
+    return np.sign(x) * np.log1p(np.abs(x))
+
+
+class Normalizer:
+    """Per-feature normalisation: ``fit`` on the training split, ``transform`` any split.
+
+    ``fit`` / ``transform`` take a :class:`~ltr.data.RankingDataset` (transform returns one with new
+    features) or a 2-D array (transform returns an array).
+    """
+
+    def __init__(self, kind: str = "standard"):
+        if kind not in KINDS:
+            raise ValueError(f"unknown normalisation {kind!r}; choose one of {', '.join(KINDS)}")
+        self.kind = kind
+        self.mean_: np.ndarray | None = None
+        self.scale_: np.ndarray | None = None
+        self.n_features_: int | None = None
+
+    @staticmethod
+    def _matrix(data) -> np.ndarray:
+        x = data.features if isinstance(data, RankingDataset) else np.asarray(data)
+        if x.ndim != 2:
+            raise ValueError(f"features must be a 2-D array [N, F]; got shape {x.shape}")
+        return x
+
+    def _pre(self, x: np.ndarray) -> np.ndarray:
+        x = x.astype(np.float64)
+        return _signed_log1p(x) if self.kind in ("log1p", "log1p_standard") else x
+
+    def fit(self, data) -> "Normalizer":
+        """Learn the statistics from ``data`` (the training split)."""
+        x = self._matrix(data)
+        if not np.all(np.isfinite(x)):
+            raise ValueError("cannot fit a normaliser on non-finite feature values")
+        self.n_features_ = int(x.shape[1])
+        if self.kind in ("standard", "log1p_standard"):
+            if x.shape[0] == 0:
+                raise ValueError("cannot fit a standardising normaliser on zero rows")
+            z = self._pre(x)
+            mean = z.mean(axis=0)
+            std = z.std(axis=0)
+            self.mean_ = mean
+            self.scale_ = np.where(std > 0, std, 1.0)
+        return self
+
+    @property
+    def is_fitted(self) -> bool:
+        return self.n_features_ is not None
+
+    def transform(self, data):
+        """Apply the fitted normalisation (to a data set or an array; returns the same kind)."""
+        if not self.is_fitted:
+            raise RuntimeError("Normalizer.transform called before fit")
+        x = self._matrix(data)
+        if x.shape[1] != self.n_features_:
+            raise ValueError(f"expected {self.n_features_} features (as at fit time); got {x.shape[1]}")
+        if self.kind == "none":
+            out = np.asarray(x, dtype=np.float32)
+        else:
+            z = self._pre(x)
+            if self.kind in ("standard", "log1p_standard"):
+                z = (z - self.mean_) / self.scale_
+            out = z.astype(np.float32)
+        if isinstance(data, RankingDataset):
+            result = data.with_features(out)
+            result.meta["normalizer"] = self.kind
+            return result
+        return out
+
+    def fit_transform(self, data):
+        return self.fit(data).transform(data)
+
+    # ---- persistence --------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able state (lists of floats; float64 values survive JSON exactly)."""
+        return {
+            "kind": self.kind,
+            "n_features": self.n_features_,
+            "mean": None if self.mean_ is None else self.mean_.tolist(),
+            "scale": None if self.scale_ is None else self.scale_.tolist(),
+        }
+
+    @classmethod
+    def from_dict(cls, state: dict[str, Any]) -> "Normalizer":
+        norm = cls(state["kind"])
+        norm.n_features_ = None if state.get("n_features") is None else int(state["n_features"])
+        if state.get("mean") is not None:
+            norm.mean_ = np.asarray(state["mean"], dtype=np.float64)
+            norm.scale_ = np.asarray(state["scale"], dtype=np.float64)
+            if norm.mean_.shape != (norm.n_features_,) or norm.scale_.shape != (norm.n_features_,):
+                raise ValueError("normaliser state: mean and scale must have n_features entries")
+        elif norm.kind in ("standard", "log1p_standard") and norm.n_features_ is not None:
+            raise ValueError(f"normaliser state of kind {norm.kind!r} lacks mean and scale")
+        return norm
+
+    def __repr__(self) -> str:
+        fitted = f", n_features={self.n_features_}" if self.is_fitted else ", unfitted"
+        return f"Normalizer({self.kind!r}{fitted})"

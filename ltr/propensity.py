@@ -1,0 +1,216 @@
+"""Estimating examination propensities by position from intervention traffic in a click log.
+
+Under the position-based model a click at position r happens with probability
+``theta_r * a(item)``. Ordinary traffic cannot separate the two factors (the items at the top are
+also the ones the ranker believed best), so two kinds of intervention are used:
+
+* Randomized traffic (RandTop-k): a share of sessions shows the top-k set in a uniformly random
+  order. Every item is then equally likely at every position, so within such sessions
+  ``E[click at r] = theta_r * mean_a`` and ``theta_r / theta_1 = CTR_r / CTR_1``. Only sessions that
+  show at least ``n_positions`` items are used, so all positions see the same lists.
+* Swap interventions (Joachims et al., 2017): a share of sessions swaps the item at position 1 with
+  the item at a position k drawn uniformly from ``1..n_shown``; k = 1 is the control group. The item
+  the ranker put first is the same kind of item in every group, so
+  ``theta_k / theta_1 = P(click on the original top item | moved to k) / P(click on it | left at 1)``,
+  with the control restricted to sessions showing at least k items (the same lists as group k).
+
+Both return relative propensities (``theta_1 = 1``), with delta-method standard errors of the
+ratio of means and a normal interval. :func:`fit_power_law` fits ``theta_r = r^-eta`` to an estimate
+by weighted least squares on the log scale, which extends it to positions that were not estimated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as _st
+
+from ltr.click_models import MODE_RANDOMIZED, MODE_SWAP, ClickLog
+from ltr.errors import LtrError
+
+__all__ = [
+    "PropensityEstimate",
+    "estimate_from_randomized",
+    "estimate_from_swaps",
+    "fit_power_law",
+    "compare_to_truth",
+    "propensities_from_curve",
+]
+
+
+@dataclass(frozen=True)
+class PropensityEstimate:
+    """Relative examination propensity by position, ``theta[0] = 1`` for position 1.
+
+    ``se``: delta-method standard errors; ``low``/``high``: normal interval at ``confidence``;
+    ``clicks``/``sessions``: the numerator clicks and the sessions behind each position's rate.
+    """
+
+    positions: np.ndarray
+    theta: np.ndarray
+    se: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    clicks: np.ndarray
+    sessions: np.ndarray
+    method: str
+    confidence: float
+
+    def curve(self, n_positions: int, *, smooth: bool = False, floor: float = 1e-6) -> np.ndarray:
+        """Propensities for positions ``1..n_positions``: the estimate where it exists (floored at
+        ``floor`` so that inverse weights stay finite), the fitted power law beyond it (or
+        everywhere with ``smooth=True``)."""
+        eta = fit_power_law(self)
+        out = np.arange(1, n_positions + 1, dtype=np.float64) ** (-eta)
+        if not smooth:
+            m = min(n_positions, len(self.theta))
+            out[:m] = self.theta[:m]
+        return np.clip(out, floor, None)
+
+    def as_rows(self) -> list[dict]:
+        return [
+            {"position": int(p), "theta": float(t), "se": float(s), "low": float(lo), "high": float(hi),
+             "clicks": float(c), "sessions": int(n)}
+            for p, t, s, lo, hi, c, n in zip(self.positions, self.theta, self.se, self.low, self.high,
+                                            self.clicks, self.sessions)
+        ]
+
+
+def _shown_per_session(log: ClickLog) -> np.ndarray:
+    return np.bincount(log.session, minlength=log.n_sessions)
+
+
+def _normal_interval(theta, se, confidence):
+    z = _st.norm.ppf(0.5 + confidence / 2.0)
+    return theta - z * se, theta + z * se
+
+
+def _default_positions(log: ClickLog, n_positions: int | None) -> int:
+    if n_positions is not None:
+        if n_positions < 1:
+            raise LtrError(f"n_positions must be >= 1, got {n_positions}")
+        return int(n_positions)
+    if log.n_entries == 0:
+        raise LtrError("the click log is empty")
+    return int(log.position.max())
+
+
+def estimate_from_randomized(log: ClickLog, n_positions: int | None = None, *, confidence: float = 0.95) -> PropensityEstimate:
+    """``theta_r / theta_1 = CTR_r / CTR_1`` over randomized sessions showing >= n_positions items.
+
+    Standard error of a ratio of paired means R = mean(x) / mean(y) (x, y: clicks at r and at 1 in
+    the same sessions): ``sqrt(var(x - R y) / n) / mean(y)``.
+    """
+    n_pos = _default_positions(log, n_positions)
+    sessions = np.flatnonzero((log.session_mode == MODE_RANDOMIZED) & (_shown_per_session(log) >= n_pos))
+    if len(sessions) < 2:
+        raise LtrError(f"the log has {len(sessions)} randomized sessions showing >= {n_pos} items; "
+                       "simulate with a randomized share (randomize_fraction > 0) or ask for fewer positions")
+    slot = np.full(log.n_sessions, -1)
+    slot[sessions] = np.arange(len(sessions))
+    rows = (slot[log.session] >= 0) & (log.position <= n_pos)
+    x = np.zeros((len(sessions), n_pos))
+    x[slot[log.session[rows]], log.position[rows] - 1] = log.click[rows]
+    n = len(sessions)
+    mean = x.mean(axis=0)
+    if mean[0] <= 0:
+        raise LtrError("no clicks at position 1 in the randomized sessions: the estimate is undefined")
+    theta = mean / mean[0]
+    resid = x - theta[None, :] * x[:, [0]]
+    se = np.sqrt(resid.var(axis=0, ddof=1) / n) / mean[0]
+    low, high = _normal_interval(theta, se, confidence)
+    return PropensityEstimate(np.arange(1, n_pos + 1), theta, se, low, high, x.sum(axis=0),
+                              np.full(n_pos, n), "randomized", confidence)
+
+
+def estimate_from_swaps(log: ClickLog, n_positions: int | None = None, *, confidence: float = 0.95) -> PropensityEstimate:
+    """``theta_k / theta_1`` = click rate of the original top item moved to k / its rate left at 1.
+
+    Groups are independent, so ``se = R * sqrt(var_k / (n_k mean_k^2) + var_c / (n_c mean_c^2))``.
+    """
+    n_pos = _default_positions(log, n_positions)
+    swap = log.session_mode == MODE_SWAP
+    if not swap.any():
+        raise LtrError("the log has no swap sessions; simulate with swap_fraction > 0")
+    shown = _shown_per_session(log)
+    # The click on the item the production ranker put first, one value per session.
+    top = log.logged_rank == 1
+    top_click = np.zeros(log.n_sessions)
+    top_click[log.session[top]] = log.click[top]
+    control = swap & (log.session_swap == 1)
+    theta = np.ones(n_pos)
+    se = np.zeros(n_pos)
+    clicks = np.zeros(n_pos)
+    counts = np.zeros(n_pos, dtype=np.int64)
+    c_all = top_click[control]
+    if c_all.sum() <= 0:
+        raise LtrError("no clicks on the top item in the control (k = 1) swap sessions")
+    clicks[0], counts[0] = c_all.sum(), len(c_all)
+    for k in range(2, n_pos + 1):
+        group = top_click[swap & (log.session_swap == k)]
+        ctrl = top_click[control & (shown >= k)]
+        counts[k - 1], clicks[k - 1] = len(group), group.sum()
+        if len(group) < 2 or len(ctrl) < 2 or ctrl.mean() <= 0:
+            theta[k - 1], se[k - 1] = np.nan, np.nan
+            continue
+        r = group.mean() / ctrl.mean()
+        theta[k - 1] = r
+        rel_var = ctrl.var(ddof=1) / (len(ctrl) * ctrl.mean() ** 2)
+        if group.mean() > 0:
+            rel_var += group.var(ddof=1) / (len(group) * group.mean() ** 2)
+        se[k - 1] = r * np.sqrt(rel_var)
+    low, high = _normal_interval(theta, se, confidence)
+    return PropensityEstimate(np.arange(1, n_pos + 1), theta, se, low, high, clicks, counts, "swap", confidence)
+
+
+def fit_power_law(estimate: PropensityEstimate) -> float:
+    """``eta`` of ``theta_r = r^-eta`` fitted to an estimate (weighted least squares of log theta on
+    log r through the origin, weights ``(theta / se)^2`` = inverse variance of log theta).
+
+    >>> r = np.arange(1, 6)
+    >>> est = PropensityEstimate(r, r ** -1.3, np.full(5, 0.01), r * 0.0, r * 0.0, r * 0.0, r, "x", 0.95)
+    >>> round(fit_power_law(est), 10)
+    1.3
+    """
+    t, s, r = estimate.theta, estimate.se, estimate.positions.astype(np.float64)
+    ok = (r > 1) & np.isfinite(t) & (t > 0) & np.isfinite(s) & (s > 0)
+    if not ok.any():
+        return 0.0
+    w = (t[ok] / s[ok]) ** 2
+    lr, lt = np.log(r[ok]), np.log(t[ok])
+    return float(-(w * lr * lt).sum() / (w * lr * lr).sum())
+
+
+def compare_to_truth(estimate: PropensityEstimate, truth) -> list[dict]:
+    """Rows of position, true relative propensity, estimate, interval and whether it covers the truth.
+
+    ``truth`` is the simulator's examination curve (any scale: it is divided by its first value).
+    """
+    t = np.asarray(truth, dtype=np.float64).ravel()
+    if len(t) < len(estimate.theta):
+        raise ValueError(f"truth has {len(t)} positions, the estimate {len(estimate.theta)}")
+    t = t[: len(estimate.theta)] / t[0]
+    rows = []
+    for row, true in zip(estimate.as_rows(), t):
+        row = {"position": row["position"], "truth": float(true), **{k: v for k, v in row.items() if k != "position"}}
+        row["covered"] = bool(row["low"] <= true <= row["high"]) if row["position"] > 1 else True
+        rows.append(row)
+    return rows
+
+
+def propensities_from_curve(log: ClickLog, curve) -> np.ndarray:
+    """Per-entry propensities ``curve[position - 1]`` (for IPS with an estimated curve).
+
+    >>> import numpy as np
+    >>> from ltr.click_models import ClickLog
+    >>> z = np.zeros(3, dtype=np.int64)
+    >>> log = ClickLog(z, z, z, np.array([1, 2, 3]), z, z.astype(np.int8), np.ones(3), np.zeros(1, np.int64),
+    ...                np.zeros(1, np.int8), np.zeros(1, np.int64))
+    >>> propensities_from_curve(log, [1.0, 0.6, 0.3])
+    array([1. , 0.6, 0.3])
+    """
+    c = np.asarray(curve, dtype=np.float64).ravel()
+    if log.n_entries and log.position.max() > len(c):
+        raise LtrError(f"the propensity curve has {len(c)} positions, the log shows up to {log.position.max()}")
+    return c[log.position - 1]

@@ -1,0 +1,299 @@
+"""Seeded MSLR-like ranking data with a hidden non-linear teacher, empty queries and users.
+
+How a data set is made (every draw comes from one ``numpy.random.Generator(seed)``):
+
+1. **List lengths** ``n_q = clip(round(LogNormal(mu, sigma)), 1, max_list_length)``, with ``sigma``
+   = ``length_sigma`` (1.0: heavy right tail) and ``mu`` solved numerically so that the mean of the
+   clipped, rounded law is ``mean_list_length`` (MSLR-WEB10K: about 120 documents per query, 1 to
+   about 1000).
+2. **Latent item vectors** ``z_i = 0.6 * c_q + e_i`` in R^8 (``c_q`` a query centre, ``e_i`` item
+   noise, both standard normal).
+3. **Teacher** (hidden, non-linear): ``t_i = w2 . tanh(W1 z_i + b1) + 0.5 * z_i1 * z_i2``, 24 hidden
+   units, scaled to unit variance. The grade score is ``s_i = t_i + d_q + label_noise * eps_i``,
+   where ``d_q ~ N(0, 0.5^2)`` shifts a whole query (some queries have many relevant documents,
+   some few).
+4. **Grades 0..4** by global quantiles of ``s`` at the MSLR-WEB10K label shares
+   (0: 52%, 1: 32%, 2: 13.4%, 3: 1.8%, 4: 0.8%). Then exactly ``round(empty_query_share * Q)``
+   queries (chosen at random) get all grades 0, and every other query that came out without a
+   relevant document gets grade 1 on its best-scored one, so the share of queries with no relevant
+   item is the asked one.
+5. **Features** (``n_features``, 136 by default), in a shuffled column order: 40% informative ones,
+   each a noisy projection ``u = z . a_j + noise_j * N(0, 1)`` of the latent vector through one of
+   three monotone transforms, like MSLR's mix of feature kinds: counts ``round(exp(0.9 u + 1))``,
+   scores ``softplus(2 u)`` and ratios ``sigmoid(u)``; 10% query-level ones (equal within a query, as
+   MSLR's query-length or IDF features); the rest are noise of the same kinds. Non-count values are
+   rounded to 4 decimals, as in LETOR files.
+6. **Users** with heavy-tailed activity: when ``n_users`` is None, per-user query counts are drawn
+   from a Zipf law (``P(k) ~ k^-2``: about 60% of users are newcomers with one query, a few are
+   very active), capped at ``max(1, Q // 10)``, and dealt to the queries in random order; with
+   ``n_users`` given, each query picks user ``u`` with probability ``~ (u + 1)^-1.1``.
+
+Because the grades come from ``tanh`` units and a product of latent coordinates seen only through
+monotone non-linear feature transforms, a linear scorer cannot rank as well as the teacher while a
+non-linear one (MLP, gradient-boosted trees) gets closer: better models truly score higher.
+"""
+
+from __future__ import annotations
+
+import math
+from types import MappingProxyType
+
+import numpy as np
+
+from ltr.data import RankingDataset, split_by_query
+
+__all__ = ["make_mslr_like", "make_synthetic_splits", "generate", "DEFAULT", "LABEL_SHARES", "GENERATOR_VERSION"]
+
+GENERATOR_VERSION = 1
+LABEL_SHARES = (0.52, 0.32, 0.134, 0.018, 0.008)  # MSLR-WEB10K grade shares, rounded
+_LATENT = 8
+_HIDDEN = 24
+
+#: The small size used by the README demo and ``ltr synth`` when no size is given.
+DEFAULT = MappingProxyType({"n_queries": 300, "n_features": 136, "mean_list_length": 120, "seed": 0})
+
+
+def _lognormal_mu(mean: float, sigma: float, max_length: int) -> float:
+    """mu such that E[clip(round(LogNormal(mu, sigma)), 1, max_length)] = mean (bisection on a grid)."""
+    if mean <= 1.0:
+        return -10.0
+    p = (np.arange(4000) + 0.5) / 4000
+    from scipy.special import ndtri
+
+    z = ndtri(p)
+
+    def clipped_mean(mu):
+        return float(np.clip(np.round(np.exp(mu + sigma * z)), 1, max_length).mean())
+
+    lo, hi = -5.0, math.log(max_length) + 5.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if clipped_mean(mid) < mean:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+def _check(name, value, lo=None, hi=None, integer=False):
+    if integer and (isinstance(value, bool) or int(value) != value):
+        raise ValueError(f"{name} must be an integer; got {value!r}")
+    if lo is not None and value < lo:
+        raise ValueError(f"{name} must be >= {lo}; got {value!r}")
+    if hi is not None and value > hi:
+        raise ValueError(f"{name} must be <= {hi}; got {value!r}")
+
+
+def make_mslr_like(
+    n_queries: int = 1000,
+    n_features: int = 136,
+    *,
+    mean_list_length: float = 120,
+    max_list_length: int = 1000,
+    empty_query_share: float = 0.05,
+    n_users: int | None = None,
+    label_noise: float = 0.6,
+    length_sigma: float = 1.0,
+    seed: int = 0,
+    return_teacher: bool = False,
+):
+    """A seeded MSLR-like data set (see the module docstring for the recipe).
+
+    With ``return_teacher=True`` the result is ``(ds, teacher)``, ``teacher`` [N] being the hidden
+    noise-free teacher score of each item (the ranking an ideal model would approach).
+
+    The description (all parameters, the seed, the generator version and a few realised statistics)
+    is in ``ds.meta["description"]``; it is JSON-able.
+
+    >>> ds = make_mslr_like(50, 10, mean_list_length=20, seed=1)
+    >>> ds.n_queries, ds.n_features, int(ds.labels.max()) <= 4
+    (50, 10, True)
+    >>> bool(np.array_equal(ds.features, make_mslr_like(50, 10, mean_list_length=20, seed=1).features))
+    True
+    """
+    _check("n_queries", n_queries, lo=1, integer=True)
+    _check("n_features", n_features, lo=1, integer=True)
+    _check("max_list_length", max_list_length, lo=1, integer=True)
+    _check("mean_list_length", mean_list_length, lo=1, hi=max_list_length)
+    _check("empty_query_share", empty_query_share, lo=0.0, hi=1.0)
+    _check("label_noise", label_noise, lo=0.0)
+    _check("length_sigma", length_sigma, lo=0.0)
+    if n_users is not None:
+        _check("n_users", n_users, lo=1, integer=True)
+    n_queries, n_features, max_list_length = int(n_queries), int(n_features), int(max_list_length)
+    rng = np.random.default_rng(seed)
+
+    # 1. list lengths
+    mu = _lognormal_mu(float(mean_list_length), float(length_sigma), max_list_length)
+    lengths = np.clip(np.round(rng.lognormal(mu, length_sigma, size=n_queries)), 1, max_list_length).astype(np.int64)
+    offsets = np.zeros(n_queries + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    n = int(offsets[-1])
+    qidx = np.repeat(np.arange(n_queries), lengths)
+
+    # 2. latent vectors
+    centres = rng.standard_normal((n_queries, _LATENT))
+    z = 0.6 * centres[qidx] + rng.standard_normal((n, _LATENT))
+
+    # 3. teacher and grade scores
+    w1 = rng.standard_normal((_LATENT, _HIDDEN)) / math.sqrt(_LATENT) * 1.5
+    b1 = rng.standard_normal(_HIDDEN) * 0.5
+    w2 = rng.standard_normal(_HIDDEN)
+    teacher = np.tanh(z @ w1 + b1) @ w2 + 0.5 * z[:, 0] * z[:, 1]
+    teacher = (teacher - teacher.mean()) / (teacher.std() + 1e-12)
+    difficulty = 0.5 * rng.standard_normal(n_queries)
+    score = teacher + difficulty[qidx] + label_noise * rng.standard_normal(n)
+
+    # 4. grades, then the share of queries without a relevant item
+    cuts = np.quantile(score, np.cumsum(LABEL_SHARES)[:-1])
+    labels = np.searchsorted(cuts, score, side="right").astype(np.float64)
+    n_empty = int(round(empty_query_share * n_queries))
+    empty = np.zeros(n_queries, dtype=bool)
+    empty[rng.choice(n_queries, size=n_empty, replace=False)] = True
+    labels[empty[qidx]] = 0.0
+    best_grade = np.maximum.reduceat(labels, offsets[:-1])
+    lacking = np.flatnonzero((best_grade == 0) & ~empty)
+    if lacking.size:
+        # the best-scored item of each such query becomes grade 1
+        order = np.lexsort((-score, qidx))  # by query, then score descending
+        first_in_query = order[offsets[:-1]]
+        labels[first_in_query[lacking]] = 1.0
+
+    # 5. features
+    n_informative = max(1, int(round(0.4 * n_features)))
+    n_query_level = int(round(0.1 * n_features)) if n_features - n_informative >= 2 else 0
+    n_noise = n_features - n_informative - n_query_level
+    kinds = rng.integers(0, 3, size=n_features)  # 0 count, 1 score, 2 ratio
+    directions = rng.standard_normal((_LATENT, n_informative)) * (rng.random((_LATENT, n_informative)) < 0.4)
+    directions[rng.integers(0, _LATENT, size=n_informative), np.arange(n_informative)] += 1.0
+    directions /= np.linalg.norm(directions, axis=0, keepdims=True)
+    noise_level = rng.uniform(0.3, 1.5, size=n_informative)
+    # float32 throughout: the features are float32 anyway and this halves the generator's time
+    raw = np.empty((n, n_features), dtype=np.float32)
+    raw[:, :n_informative] = (z @ directions).astype(np.float32)
+    raw[:, :n_informative] += noise_level.astype(np.float32) * rng.standard_normal((n, n_informative), dtype=np.float32)
+    if n_query_level:
+        per_query = centres @ rng.standard_normal((_LATENT, n_query_level)) / math.sqrt(_LATENT)
+        raw[:, n_informative : n_informative + n_query_level] = (
+            per_query + 0.5 * rng.standard_normal((n_queries, n_query_level))
+        )[qidx]
+    raw[:, n_features - n_noise :] = rng.standard_normal((n, n_noise), dtype=np.float32)
+    features = np.empty((n, n_features), dtype=np.float32)
+    for kind in range(3):
+        cols = np.flatnonzero(kinds == kind)
+        if not cols.size:
+            continue
+        u = raw[:, cols]
+        if kind == 0:
+            values = np.round(np.exp(np.minimum(np.float32(0.9) * u + np.float32(1.0), np.float32(12.0))))
+        elif kind == 1:
+            values = np.round(np.log1p(np.exp(np.minimum(np.float32(2.0) * u, np.float32(30.0)))), 4)
+        else:
+            values = np.round(np.float32(1.0) / (np.float32(1.0) + np.exp(-u)), 4)
+        features[:, cols] = values
+    del raw
+    permutation = rng.permutation(n_features)  # column c of the output is generated column permutation[c]
+    features = np.ascontiguousarray(features[:, permutation])
+    position = np.argsort(permutation)  # where generated column j ended up
+    informative_columns = np.sort(position[:n_informative])
+
+    # 6. users
+    if n_users is None:
+        cap = max(1, n_queries // 10)
+        counts = np.minimum(rng.zipf(2.0, size=n_queries), cap)
+        covered = np.cumsum(counts)
+        n_used = int(np.searchsorted(covered, n_queries) + 1)
+        counts = counts[:n_used]
+        counts[-1] -= int(covered[n_used - 1] - n_queries)
+        user_of_query = rng.permutation(np.repeat(np.arange(n_used), counts))
+    else:
+        weights = (np.arange(n_users) + 1.0) ** -1.1
+        user_of_query = rng.choice(n_users, size=n_queries, p=weights / weights.sum())
+    user_ids = user_of_query.astype(np.int64)
+
+    label_counts = np.bincount(labels.astype(np.int64), minlength=5)
+    has_relevant = np.maximum.reduceat(labels, offsets[:-1]) > 0
+    description = {
+        "generator": "ltr.synthetic.make_mslr_like",
+        "version": GENERATOR_VERSION,
+        "parameters": {
+            "n_queries": n_queries,
+            "n_features": n_features,
+            "mean_list_length": float(mean_list_length),
+            "max_list_length": max_list_length,
+            "empty_query_share": float(empty_query_share),
+            "n_users": n_users,
+            "label_noise": float(label_noise),
+            "length_sigma": float(length_sigma),
+            "seed": seed,
+        },
+        "recipe": {
+            "lengths": f"clip(round(lognormal(mu={mu:.6f}, sigma={length_sigma})), 1, {max_list_length})",
+            "teacher": f"w2 . tanh(W1 z + b1) + 0.5 z1 z2, z in R^{_LATENT}, {_HIDDEN} hidden units, unit variance",
+            "grade_score": f"teacher + N(0, 0.5^2) per query + N(0, {label_noise}^2) per item",
+            "label_shares": list(LABEL_SHARES),
+            "informative_features": (informative_columns + 1).tolist(),
+            "feature_kinds": {"count": int((kinds == 0).sum()), "score": int((kinds == 1).sum()), "ratio": int((kinds == 2).sum())},
+            "users": "zipf(2) queries per user, capped at Q // 10" if n_users is None else f"p(u) ~ (u + 1)^-1.1 over {n_users} users",
+        },
+        "statistics": {
+            "n_items": n,
+            "mean_list_length": float(lengths.mean()),
+            "min_list_length": int(lengths.min()),
+            "max_list_length": int(lengths.max()),
+            "label_counts": label_counts.tolist(),
+            "share_without_relevant": float(1.0 - has_relevant.mean()),
+            "n_users": int(len(np.unique(user_ids))),
+            "users_with_one_query": int((np.bincount(user_ids) == 1).sum()),
+        },
+    }
+    ds = RankingDataset(
+        features=features,
+        labels=labels,
+        query_offsets=offsets,
+        query_ids=np.arange(1, n_queries + 1, dtype=np.int64),
+        user_ids=user_ids,
+        meta={"description": description},
+    )
+    return (ds, teacher) if return_teacher else ds
+
+
+#: Alias used by the ablation runner.
+generate = make_mslr_like
+
+
+def make_synthetic_splits(
+    n_queries: int = 1000,
+    n_features: int = 136,
+    *,
+    valid_share: float = 0.1,
+    test_share: float = 0.1,
+    split_seed: int | None = None,
+    by_user: bool = False,
+    seed: int = 0,
+    **kwargs,
+) -> tuple[RankingDataset, RankingDataset, RankingDataset]:
+    """(train, valid, test) of one :func:`make_mslr_like` data set, split by query.
+
+    ``split_seed`` defaults to ``seed``. Each part's ``meta["description"]`` is the generator's
+    description plus the split.
+    """
+    _check("valid_share", valid_share, lo=0.0, hi=1.0)
+    _check("test_share", test_share, lo=0.0, hi=1.0)
+    if valid_share + test_share >= 1.0:
+        raise ValueError(f"valid_share + test_share must be below 1; got {valid_share} + {test_share}")
+    ds = make_mslr_like(n_queries, n_features, seed=seed, **kwargs)
+    split_seed = seed if split_seed is None else split_seed
+    fractions = (1.0 - valid_share - test_share, valid_share, test_share)
+    parts = split_by_query(ds, fractions, seed=split_seed, by_user=by_user)
+    description = dict(ds.meta["description"])
+    description["split"] = {
+        "fractions": list(fractions),
+        "seed": split_seed,
+        "by_user": by_user,
+        "queries": [p.n_queries for p in parts],
+        "items": [p.n_items for p in parts],
+    }
+    for part in parts:
+        part.meta = {"description": description, "split": part.meta.get("split")}
+    return parts

@@ -1,0 +1,377 @@
+"""The trainer: Adam over padded query batches, validation every epoch, early stopping, best weights.
+
+::
+
+    model = MLPScorer(train.n_features)
+    result = Trainer(model, losses.get_loss("lambdarank"), TrainConfig(epochs=30)).fit(train, valid)
+    result.best_epoch, result.valid_metrics      # the model now holds the best epoch's weights
+
+One epoch visits every training query once, in batches of ``batch_size`` queries padded to their
+longest list (:func:`ltr.batching.iterate_batches`, length-bucketed); the batch order of epoch ``e``
+is a pure function of ``(seed, e)`` (the sampler's ``set_epoch``), so a resumed run sees the same batches as an uninterrupted one.
+After each epoch the validation set is scored (eval mode, no gradients, flat rows) and judged by
+``metrics.evaluate``; the ``monitor`` metric (higher is better) picks the best epoch, whose weights are
+kept in memory and in the checkpoint and loaded back into the model when training ends.
+
+Checkpoint (``checkpoint_dir/last.pt``, atomic, ``torch.load(weights_only=True)``): model and optimiser
+state, number of finished epochs, best value / epoch / weights, the early-stopping counter, the history,
+the RNG states (torch, numpy, python) and the next sampler epoch. A loss that is NaN or infinite raises
+:class:`NonFiniteLossError` naming the epoch and the batch; no checkpoint is written for that epoch,
+so ``last.pt`` still holds the last good one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from torch import nn
+
+from ltr.checkpoint import CHECKPOINT_NAME, load_checkpoint, rng_state, save_checkpoint, set_rng_state
+from ltr.config import DEFAULT_METRICS, TrainConfig
+from ltr.errors import LtrError
+
+__all__ = [
+    "TrainConfig",
+    "DEFAULT_METRICS",
+    "FitResult",
+    "Trainer",
+    "NonFiniteLossError",
+    "resolve_device",
+    "seed_everything",
+    "evaluate_scores",
+]
+
+# Keys of TrainConfig that may change between a run and its resumption without changing its result.
+_RESUME_FREE_KEYS = {"epochs", "progress", "log_dir", "checkpoint_dir", "resume", "device", "eval_rows", "histograms", "patience"}
+
+
+class NonFiniteLossError(LtrError):
+    """The training loss became NaN or infinite."""
+
+    def __init__(self, epoch: int, batch: int, value: float, checkpoint: str | None):
+        self.epoch, self.batch, self.value, self.checkpoint = epoch, batch, value, checkpoint
+        where = f"last good checkpoint kept: {checkpoint}" if checkpoint else "no checkpoint was configured"
+        super().__init__(f"training loss is {value} at epoch {epoch}, batch {batch}; stopped ({where})")
+
+
+@dataclass
+class FitResult:
+    """What :meth:`Trainer.fit` returns; ``model`` holds the best epoch's weights."""
+
+    best_epoch: int
+    best_value: float
+    monitor: str  # stamped name of the monitored metric
+    history: list[dict[str, Any]]
+    model: nn.Module
+    valid_metrics: dict[str, float]  # at the best epoch
+    test_metrics: dict[str, float] | None = None
+    epochs_run: int = 0
+    stopped_early: bool = False
+    wall_time_s: float = 0.0
+    tensorboard_tags: dict[str, str] = field(default_factory=dict)
+
+
+def resolve_device(device: str) -> torch.device:
+    """``"cpu"``, ``"cuda[:N]"`` (an error when CUDA is absent) or ``"auto"``."""
+    device = str(device)
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise LtrError(f"device {device!r} was asked for but CUDA is not available (torch {torch.__version__}); use device='cpu'")
+        return torch.device(device)
+    if device != "cpu":
+        raise LtrError(f"unknown device {device!r}; use cpu, cuda, cuda:N or auto")
+    return torch.device("cpu")
+
+
+def seed_everything(seed: int) -> None:
+    """Seed torch, numpy's global generator and python's ``random``."""
+    torch.manual_seed(seed)
+    np.random.seed(seed % 2**32)
+    random.seed(seed)
+
+
+def evaluate_scores(scores: np.ndarray, ds, metric_names, preset=None, conventions=None):
+    """``metrics.evaluate`` on a data set's labels and query offsets -> EvaluationResult."""
+    import metrics
+
+    return metrics.evaluate(scores, ds.labels, ds.query_offsets, list(metric_names), preset=preset, **(conventions or {}))
+
+
+class Trainer:
+    """Fit a scorer with a ranking loss; see the module docstring.
+
+    ``loss(scores [B, L], labels [B, L], mask [B, L], weights=...)`` is any module of :mod:`losses`;
+    ``weights`` is passed only when the training set carries per-item weights.
+    ``hparams``: extra hyper-parameters for the TensorBoard HParams view (model and loss settings).
+    ``callbacks``: functions ``f(trainer, epoch, record)`` called after each finished (and
+    checkpointed) epoch; raising from one stops training (used by tests to simulate a kill).
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        loss: nn.Module,
+        config: TrainConfig | None = None,
+        *,
+        hparams: dict[str, Any] | None = None,
+        callbacks: list[Callable[["Trainer", int, dict], None]] | None = None,
+    ):
+        self.config = config or TrainConfig()
+        self.device = resolve_device(self.config.device)
+        self.model = model.to(self.device)
+        self.loss = loss.to(self.device) if isinstance(loss, nn.Module) else loss
+        self.hparams = dict(hparams or {})
+        self.callbacks = list(callbacks or [])
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.config.lr, weight_decay=self.config.weight_decay)
+        self.logger = None
+
+    # ------------------------------------------------------------------ prediction
+    @torch.no_grad()
+    def predict(self, ds) -> np.ndarray:
+        """Scores [N] for every row of ``ds`` (eval mode, no gradients, ``eval_rows`` rows at a time)."""
+        return predict_scores(self.model, ds.features, device=self.device, rows=self.config.eval_rows)
+
+    def evaluate(self, ds) -> Any:
+        """``metrics.evaluate`` of the current model on ``ds`` with the configured metrics."""
+        return evaluate_scores(self.predict(ds), ds, self.config.metrics, self.config.preset, self.config.conventions)
+
+    # ------------------------------------------------------------------ checkpoints
+    @property
+    def checkpoint_path(self) -> Path | None:
+        d = self.config.checkpoint_dir
+        return None if d is None else Path(d) / CHECKPOINT_NAME
+
+    def _config_fingerprint(self) -> dict[str, Any]:
+        return {k: v for k, v in self.config.to_dict().items() if k not in _RESUME_FREE_KEYS}
+
+    def _state(self, epochs_done: int, st: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "format": "ltr-checkpoint-1",
+            "epochs_done": epochs_done,
+            "next_sampler_epoch": epochs_done,
+            "seed": int(self.config.seed),
+            "model": {k: v.detach().cpu().clone() for k, v in self.model.state_dict().items()},
+            "optimizer": self.optimizer.state_dict(),
+            "best_value": st["best_value"],
+            "best_epoch": st["best_epoch"],
+            "best_model": st["best_model"],
+            "best_metrics": st["best_metrics"],
+            "bad_epochs": st["bad_epochs"],
+            "history": st["history"],
+            "rng": rng_state(),
+            "config": self._config_fingerprint(),
+        }
+
+    def _restore(self, ckpt: dict[str, Any], st: dict[str, Any]) -> int:
+        if ckpt.get("format") != "ltr-checkpoint-1":
+            raise LtrError(f"{self.checkpoint_path}: not an ltr checkpoint")
+        mine = self._config_fingerprint()
+        theirs = ckpt["config"]
+        diff = sorted(k for k in set(mine) | set(theirs) if _norm(mine.get(k)) != _norm(theirs.get(k)))
+        if diff:
+            raise LtrError(
+                f"{self.checkpoint_path}: cannot resume, the configuration differs in {', '.join(diff)} "
+                f"(checkpoint: {[theirs.get(k) for k in diff]}, now: {[mine.get(k) for k in diff]})"
+            )
+        try:
+            self.model.load_state_dict(ckpt["model"])
+        except RuntimeError as exc:
+            raise LtrError(f"{self.checkpoint_path}: checkpoint does not fit this model: {exc}") from None
+        self.optimizer.load_state_dict(ckpt["optimizer"])
+        for key in ("best_value", "best_epoch", "best_model", "best_metrics", "bad_epochs", "history"):
+            st[key] = ckpt[key]
+        set_rng_state(ckpt["rng"])
+        return int(ckpt["epochs_done"])
+
+    # ------------------------------------------------------------------ training
+    def fit(self, train_ds, valid_ds, test_ds=None) -> FitResult:
+        """Train on ``train_ds``, validate on ``valid_ds`` each epoch; return the best epoch's result.
+
+        ``test_ds`` (optional) is scored once, with the best weights, after training.
+        """
+        from tqdm.auto import tqdm
+
+        from ltr.batching import iterate_batches
+
+        cfg = self.config
+        n_features = getattr(self.model, "n_features", None)
+        for name, ds in (("training", train_ds), ("validation", valid_ds), ("test", test_ds)):
+            if ds is None:
+                continue
+            if n_features is not None and ds.n_features != n_features:
+                raise LtrError(f"the {name} set has {ds.n_features} features, the model expects {n_features}")
+            if ds.n_queries == 0:
+                raise LtrError(f"the {name} set has no queries")
+        t0 = time.perf_counter()
+
+        st: dict[str, Any] = {
+            "best_value": -math.inf,
+            "best_epoch": 0,
+            "best_model": None,
+            "best_metrics": {},
+            "bad_epochs": 0,
+            "history": [],
+        }
+        start = 0
+        ckpt_path = self.checkpoint_path
+        if cfg.resume and ckpt_path is not None and ckpt_path.exists():
+            start = self._restore(load_checkpoint(ckpt_path), st)
+        else:
+            seed_everything(cfg.seed)
+
+        if cfg.log_dir is not None:
+            from ltr.tensorboard_log import TensorBoardLogger
+
+            self.logger = TensorBoardLogger(cfg.log_dir, purge_step=start + 1 if start else None)
+        use_weights = getattr(train_ds, "weights", None) is not None
+        stopped_early = False
+        monitor_name = cfg.monitor
+        try:
+            if cfg.patience is not None and st["bad_epochs"] >= cfg.patience:
+                stopped_early = True  # the checkpointed run had already stopped
+            epoch_bar = tqdm(range(start, cfg.epochs), desc="epochs", disable=not cfg.progress, initial=start, total=cfg.epochs)
+            for e in (range(0) if stopped_early else epoch_bar):
+                epoch = e + 1
+                t_epoch = time.perf_counter()
+                self.model.train()
+                total, count = 0.0, 0
+                batches = iterate_batches(
+                    train_ds, cfg.batch_size, shuffle=True, seed=cfg.seed, epoch=e, device=self.device,
+                    bucket_size=cfg.bucket_size,
+                )
+                n_batches = -(-train_ds.n_queries // cfg.batch_size)
+                for b, batch in enumerate(tqdm(batches, desc=f"epoch {epoch}", total=n_batches, leave=False, disable=not cfg.progress), 1):
+                    scores = self.model(batch.features, mask=batch.mask)
+                    if use_weights and batch.weights is not None:
+                        value = self.loss(scores, batch.labels, batch.mask, weights=batch.weights)
+                    else:
+                        value = self.loss(scores, batch.labels, batch.mask)
+                    v = float(value.detach())
+                    if not math.isfinite(v):
+                        raise NonFiniteLossError(epoch, b, v, str(ckpt_path) if ckpt_path and ckpt_path.exists() else None)
+                    total += v
+                    count += 1
+                    if not value.requires_grad:  # e.g. a batch of empty queries: nothing to learn
+                        continue
+                    self.optimizer.zero_grad(set_to_none=True)
+                    value.backward()
+                    if cfg.grad_clip is not None:
+                        nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
+                    self.optimizer.step()
+                train_loss = total / max(count, 1)
+
+                valid_scores = self.predict(valid_ds)
+                ev = evaluate_scores(valid_scores, valid_ds, cfg.metrics, cfg.preset, cfg.conventions)
+                monitor_name = ev.names[cfg.monitor]
+                valid = {k: float(v) for k, v in ev.mean.items()}
+                value_now = valid[monitor_name]
+                improved = math.isfinite(value_now) and value_now > st["best_value"] + cfg.min_delta
+                if improved or st["best_model"] is None:
+                    st["best_value"] = value_now if math.isfinite(value_now) else st["best_value"]
+                    st["best_epoch"] = epoch
+                    st["best_model"] = {k: v.detach().cpu().clone() for k, v in self.model.state_dict().items()}
+                    st["best_metrics"] = valid
+                    st["bad_epochs"] = 0
+                else:
+                    st["bad_epochs"] += 1
+                record = {
+                    "epoch": epoch,
+                    "train_loss": train_loss,
+                    "valid": valid,
+                    "improved": bool(improved),
+                    "seconds": time.perf_counter() - t_epoch,
+                }
+                st["history"].append(record)
+
+                if self.logger is not None:
+                    self.logger.scalar("train/loss", train_loss, epoch)
+                    self.logger.metrics("valid", valid, epoch)
+                    if cfg.histograms:
+                        self.logger.histogram("valid/scores", valid_scores, epoch)
+                    self.logger.flush()
+                if ckpt_path is not None:
+                    save_checkpoint(ckpt_path, self._state(epoch, st))
+                epoch_bar.set_postfix(loss=f"{train_loss:.4f}", **{cfg.monitor: f"{value_now:.4f}"})
+                for callback in self.callbacks:
+                    callback(self, epoch, record)
+                if cfg.patience is not None and st["bad_epochs"] >= cfg.patience:
+                    stopped_early = True
+                    break
+            epoch_bar.close()
+
+            if st["best_model"] is not None:
+                self.model.load_state_dict(st["best_model"])
+            if st["history"]:
+                monitor_name = next(
+                    (k for k in st["history"][-1]["valid"] if k.split("[")[0] == cfg.monitor.split("[")[0]), monitor_name
+                )
+            test_metrics = None
+            if test_ds is not None:
+                ev = self.evaluate(test_ds)
+                test_metrics = {k: float(v) for k, v in ev.mean.items()}
+            result = FitResult(
+                best_epoch=int(st["best_epoch"]),
+                best_value=float(st["best_value"]),
+                monitor=monitor_name,
+                history=list(st["history"]),
+                model=self.model,
+                valid_metrics=dict(st["best_metrics"]),
+                test_metrics=test_metrics,
+                epochs_run=len(st["history"]),
+                stopped_early=stopped_early,
+                wall_time_s=time.perf_counter() - t0,
+            )
+            if self.logger is not None:
+                final = {"valid": result.valid_metrics}
+                if test_metrics is not None:
+                    final["test"] = test_metrics
+                    self.logger.metrics("test", test_metrics, result.best_epoch)
+                hp = {**self._hparam_config(), **self.hparams, "best_epoch": result.best_epoch}
+                self.logger.hparams(hp, final, result.best_epoch)
+                result.tensorboard_tags = dict(self.logger.tags)
+                self.logger.flush()
+            return result
+        finally:
+            if self.logger is not None:
+                self.logger.close()
+                self.logger = None
+
+    def _hparam_config(self) -> dict[str, Any]:
+        d = self.config.to_dict()
+        keep = ("epochs", "batch_size", "lr", "weight_decay", "patience", "monitor", "seed", "grad_clip", "preset")
+        return {k: d[k] for k in keep}
+
+
+def _norm(v: Any) -> Any:
+    # lists and tuples compare equal after a checkpoint round trip
+    if isinstance(v, (list, tuple)):
+        return [_norm(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _norm(x) for k, x in v.items()}
+    return v
+
+
+@torch.no_grad()
+def predict_scores(model: nn.Module, features: np.ndarray, *, device: torch.device | str = "cpu", rows: int = 65536) -> np.ndarray:
+    """Score flat rows [N, F] in blocks of ``rows`` (eval mode; the model's train/eval mode is restored)."""
+    was_training = model.training
+    model.eval()
+    try:
+        x = np.ascontiguousarray(features, dtype=np.float32)
+        out = np.empty(len(x), dtype=np.float64)
+        for start in range(0, len(x), rows):
+            block = torch.from_numpy(x[start : start + rows]).to(device)
+            out[start : start + len(block)] = model(block).double().cpu().numpy()
+        return out
+    finally:
+        model.train(was_training)

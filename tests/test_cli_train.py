@@ -1,0 +1,151 @@
+"""``ltr train`` / ``ltr gbdt`` / ``ltr predict`` end to end, their run folders and their refusals."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import metrics
+from ltr.cli import build_parser, main
+from ltr.data import load_svmlight, save_svmlight
+from ltr.models import load_model
+from ltr.training import predict_scores
+
+from test_training import make_ds
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cli_data")
+    paths = {}
+    for name, (nq, seed) in {"train": (40, 21), "valid": (12, 22), "test": (12, 23)}.items():
+        paths[name] = d / f"{name}.txt"
+        save_svmlight(make_ds(nq, seed), paths[name])
+    return paths
+
+
+def read_run(path):
+    rows = [line.split() for line in path.read_text().splitlines()]
+    assert all(len(r) == 6 and r[1] == "Q0" for r in rows)
+    return rows
+
+
+def run_scores(rows, ds):
+    """Scores back in data-set row order (doc id = row index within its query)."""
+    scores = np.full(ds.n_items, np.nan)
+    qpos = {str(q): i for i, q in enumerate(ds.query_ids)}
+    for qid, _, doc, rank, score, _ in rows:
+        scores[ds.query_offsets[qpos[qid]] + int(doc)] = float(score)
+    return scores
+
+
+def test_train_then_predict(files, tmp_path, capsys):
+    out = tmp_path / "run"
+    code = main(["train", "--train", str(files["train"]), "--valid", str(files["valid"]), "--test", str(files["test"]),
+                 "--loss", "ranknet", "--model", "mlp", "--hidden", "12,6", "--epochs", "3", "--seed", "4",
+                 "--normalize", "standard", "--out", str(out), "--quiet"])
+    assert code == 0
+    assert sorted(p.name for p in out.iterdir()) == ["model.json", "model.pt", "summary.json", "tensorboard"]
+    assert list((out / "tensorboard").glob("events.out.tfevents.*"))
+    assert not list(tmp_path.glob(".run.partial-*"))
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["seed"] == 4 and summary["config"]["loss"] == {"name": "ranknet"}
+    assert summary["config"]["model"]["hidden"] == [12, 6] and summary["config"]["train"]["epochs"] == 3
+    assert set(summary["versions"]) >= {"python", "torch", "lightgbm", "numpy", "ltr"}
+    assert summary["wall_time_s"] > 0 and len(summary["history"]) == 3
+    test_metrics = summary["metrics"]["test"]
+    ndcg_name = next(k for k in test_metrics if k.startswith("ndcg@10["))
+
+    # the saved model reproduces the summary's test metric
+    test = load_svmlight(files["test"], n_features=6, cache=False)
+    model = load_model(out)
+    assert model.normalizer is not None and model.hidden == (12, 6)
+    scores = predict_scores(model, test.features)
+    ev = metrics.evaluate(scores, test.labels, test.query_offsets, ["ndcg@10"])
+    assert ev.mean[ndcg_name] == pytest.approx(test_metrics[ndcg_name], abs=1e-12)
+
+    run_file = tmp_path / "test.run"
+    assert main(["predict", "--model", str(out), "--data", str(files["test"]), "--out", str(run_file)]) == 0
+    rows = read_run(run_file)
+    assert len(rows) == test.n_items and {r[5] for r in rows} == {"run"}
+    np.testing.assert_allclose(run_scores(rows, test), scores, rtol=1e-6)
+    # ranks are 1..n within each query, by descending score
+    for q, qid in enumerate(test.query_ids):
+        mine = [r for r in rows if r[0] == str(qid)]
+        assert [int(r[3]) for r in mine] == list(range(1, len(mine) + 1))
+        assert all(float(a[4]) >= float(b[4]) for a, b in zip(mine, mine[1:]))
+
+
+def test_gbdt_then_predict(files, tmp_path):
+    out = tmp_path / "gbdt"
+    cfg = tmp_path / "g.toml"
+    cfg.write_text("[lightgbm]\nnum_leaves = 7\nmin_data_in_leaf = 5\nnum_threads = 1\n[gbdt]\nnum_boost_round = 20\nearly_stopping_rounds = 5\n")
+    code = main(["gbdt", "--train", str(files["train"]), "--valid", str(files["valid"]), "--test", str(files["test"]),
+                 "--config", str(cfg), "--out", str(out), "--quiet"])
+    assert code == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["config"]["lightgbm"]["num_leaves"] == 7 and summary["label_gain"] == [0.0, 1.0, 3.0, 7.0, 15.0]
+    best = summary["best_iteration"]
+    # LightGBM's own validation ndcg@10 at the best round = the project's under the lightgbm preset
+    valid = load_svmlight(files["valid"], n_features=6, cache=False)
+    run_file = tmp_path / "valid.run"
+    assert main(["predict", "--model", str(out), "--data", str(files["valid"]), "--out", str(run_file), "--tag", "lgb"]) == 0
+    scores = run_scores(read_run(run_file), valid)
+    ev = metrics.evaluate(scores, valid.labels, valid.query_offsets, ["ndcg@10"], preset="lightgbm")
+    assert ev.mean[ev.names["ndcg@10"]] == pytest.approx(summary["lightgbm_evals_result"]["valid"]["ndcg@10"][best - 1], abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--train", "MISSING"], "file not found"),
+        (["--loss", "hinge"], "hinge"),
+        (["--config", "BADKEY"], "unknown key 'epoch'"),
+        (["--hidden", "12,x"], "--hidden must be comma-separated integers"),
+        (["--device", "cuda:7"], "cuda:7"),
+    ],
+)
+def test_train_refuses_bad_input_and_writes_nothing(files, tmp_path, capsys, extra, message):
+    bad_cfg = tmp_path / "bad.toml"
+    bad_cfg.write_text("[train]\nepoch = 3\n")
+    args = {"--train": str(files["train"]), "--valid": str(files["valid"]), "--loss": "ranknet", "--epochs": "1"}
+    for flag, value in zip(extra[::2], extra[1::2]):
+        args[flag] = {"MISSING": str(tmp_path / "nope.txt"), "BADKEY": str(bad_cfg)}.get(value, value)
+    out = tmp_path / "out"
+    argv = ["train", *[x for kv in args.items() for x in kv], "--out", str(out), "--quiet"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert not out.exists() and [p.name for p in tmp_path.iterdir()] == ["bad.toml"]
+
+
+def test_existing_output_is_refused_unless_forced(files, tmp_path, capsys):
+    out = tmp_path / "taken"
+    out.mkdir()
+    (out / "keep.txt").write_text("x")
+    argv = ["gbdt", "--train", str(files["train"]), "--valid", str(files["valid"]), "--num-boost-round", "3", "--out", str(out), "--quiet"]
+    assert main(argv) == 2
+    assert "already exists" in capsys.readouterr().err and (out / "keep.txt").exists()
+    assert main(argv + ["--force"]) == 0
+    assert not (out / "keep.txt").exists() and (out / "model.txt").exists()
+
+
+def test_predict_refuses_bad_model_folder(files, tmp_path, capsys):
+    assert main(["predict", "--model", str(tmp_path), "--data", str(files["test"]), "--out", str(tmp_path / "r.run")]) == 2
+    assert "no model.json" in capsys.readouterr().err
+    assert not (tmp_path / "r.run").exists()
+
+
+@pytest.mark.parametrize("command", ["train", "gbdt", "predict"])
+def test_every_option_is_documented(command):
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command").choices[command]
+    for action in sub._actions:
+        if action.option_strings and action.dest != "help":
+            assert action.help and len(action.help) > 10, action.option_strings
+    text = sub.format_help()
+    for action in sub._actions:
+        for opt in action.option_strings:
+            assert opt in text

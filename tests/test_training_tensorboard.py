@@ -1,0 +1,63 @@
+"""TensorBoard logs read back with TensorBoard's own reader and checked against the run's result."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import losses
+from ltr.config import TrainConfig
+from ltr.models import MLPScorer
+from ltr.tensorboard_log import metric_tag
+from ltr.training import Trainer
+
+from test_training import F, make_ds
+
+event_accumulator = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
+plugin_data_pb2 = pytest.importorskip("tensorboard.plugins.hparams.plugin_data_pb2")
+
+
+def test_event_files_hold_the_run(tmp_path):
+    train, valid, test = make_ds(32, 11), make_ds(12, 12), make_ds(10, 13)
+    torch.manual_seed(0)
+    model = MLPScorer(F, hidden=(8,))
+    config = TrainConfig(epochs=3, batch_size=8, lr=0.01, patience=None, progress=False,
+                         metrics=("ndcg@5", "map", "mrr"), log_dir=str(tmp_path / "tb"))
+    result = Trainer(model, losses.get_loss("lambdarank"), config, hparams={"loss.name": "lambdarank"}).fit(train, valid, test)
+
+    ea = event_accumulator.EventAccumulator(str(tmp_path / "tb"), size_guidance={"scalars": 0, "histograms": 0, "tensors": 0})
+    ea.Reload()
+    tags = ea.Tags()
+    loss_events = ea.Scalars("train/loss")
+    assert [e.step for e in loss_events] == [1, 2, 3]
+    # event files hold float32: compare at float32 precision
+    np.testing.assert_allclose([e.value for e in loss_events], [h["train_loss"] for h in result.history], rtol=1e-6)
+    for name in result.history[0]["valid"]:
+        assert "[" in name and "]" in name  # stamped names, kept verbatim in the tag
+        tag = metric_tag("valid", name)
+        assert tag == f"valid/{name}"
+        assert tag in tags["scalars"]
+        values = [e.value for e in ea.Scalars(tag)]
+        np.testing.assert_allclose(values, [h["valid"][name] for h in result.history], rtol=1e-6)
+    for name, value in result.test_metrics.items():
+        assert ea.Scalars(metric_tag("test", name))[0].value == pytest.approx(value, rel=1e-6)
+        assert ea.Scalars(metric_tag("hparams/test", name))[0].value == pytest.approx(value, rel=1e-6)
+    for name, value in result.valid_metrics.items():
+        assert ea.Scalars(metric_tag("hparams/valid", name))[0].value == pytest.approx(value, rel=1e-6)
+
+    # histograms of the validation scores, one per epoch, counting every validation item
+    hist = ea.Histograms("valid/scores")
+    assert [h.step for h in hist] == [1, 2, 3]
+    assert all(h.histogram_value.num == valid.n_items for h in hist)
+
+    # hparams: the plugin's session start info holds the hyper-parameters
+    content = ea.PluginTagToContent("hparams")
+    start = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/session_start_info"]).session_start_info
+    assert start.hparams["lr"].number_value == pytest.approx(0.01)
+    assert start.hparams["loss.name"].string_value == "lambdarank"
+    assert start.hparams["best_epoch"].number_value == result.best_epoch
+    experiment = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/experiment"]).experiment
+    metric_tags = {m.name.tag for m in experiment.metric_infos}
+    assert metric_tag("hparams/valid", result.monitor) in metric_tags
+    assert result.tensorboard_tags[f"valid:{result.monitor}"] == metric_tag("valid", result.monitor)
