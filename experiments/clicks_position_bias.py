@@ -46,10 +46,13 @@ def load_data(name: str, seed: int):
         return make_synthetic_splits(800, 40, mean_list_length=30, max_list_length=120, empty_query_share=0.0,
                                      valid_share=0.1, test_share=0.2, seed=seed)
     if name == "mq2008":
-        path = SHARED / "letor4-mq2008" / "S1.txt"
-        if not path.exists():
+        from ltr.data import concat_datasets
+
+        paths = [SHARED / "letor4-mq2008" / f"S{i}.txt" for i in range(1, 6)]
+        if not all(p.exists() for p in paths):
             return None
-        ds = load_svmlight(path)
+        # S1..S5 together hold every MQ2008 query once (784 queries).
+        ds = concat_datasets([load_svmlight(p) for p in paths])
         return split_by_query(ds, (0.7, 0.1, 0.2), seed=seed)
     raise ValueError(name)
 
@@ -90,7 +93,7 @@ def neural_scores(train, valid, test, loss_name: str, seed: int, epochs: int):
 
     torch.manual_seed(seed)
     model = MLPScorer(train.n_features, hidden=(64, 32))
-    model.set_normalizer(FeatureTransform.fit(train.features, kind="log1p+standard"))
+    model.set_normalizer(FeatureTransform.fit(train.features, kind="log1p_standard"))
     cfg = TrainConfig(epochs=epochs, batch_size=64, lr=2e-3, patience=4, monitor="ndcg@10", metrics=("ndcg@10",),
                       seed=seed, progress=False)
     trainer = Trainer(model, losses.get_loss(loss_name), cfg)
@@ -154,7 +157,9 @@ def training_study(name, train, valid, test, produce, args, seed):
                           max_label=max_label, top_k=10, sessions_per_query=args.train_sessions,
                           randomize_fraction=args.randomize_fraction, seed=1000 + seed)
     est = estimate_from_randomized(log, 10)
-    est_prop = propensities_from_curve(log, est.curve(10))
+    # The power law fitted to the randomized estimate: a raw ratio from a few hundred sessions can
+    # be near 0 at deep positions, and its inverse would dominate the loss.
+    est_prop = propensities_from_curve(log, est.curve(10, smooth=True))
     raw, position = click_training_set(train, log, weighting="none")
     ips_true, _ = click_training_set(train, log, weighting="ips")
     ips_est, _ = click_training_set(train, log, weighting="ips", propensity=est_prop)

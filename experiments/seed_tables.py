@@ -24,9 +24,9 @@ def ranked(labels):
 def table(title, header, rows):
     print(f"\n{title}")
     widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(header)]
-    print("  ".join(str(h).ljust(w) for h, w in zip(header, widths)))
+    print("  ".join(str(h).ljust(w) for h, w in zip(header, widths)).rstrip())
     for r in rows:
-        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
 
 
 def f4(x):

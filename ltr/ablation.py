@@ -62,6 +62,11 @@ __all__ = [
     "run_ablation",
     "load_cells",
     "fold_parts",
+    "load_splits",
+    "parse_method",
+    "cell_fingerprint",
+    "read_cell",
+    "config_copy",
     "AblationRun",
 ]
 
@@ -190,7 +195,7 @@ def quick_config() -> AblationConfig:
         datasets=[DatasetSpec("synthetic", "synthetic", {"n_queries": 500, "mean_list_length": 40, "seed": 0})],
         methods=["ranknet", "lambdarank", "lambdarank@10", "lightgbm"],
         seeds=[0, 1, 2, 3, 4],
-        train={"epochs": 8, "batch_size": 32, "lr": 2e-3, "patience": 3, "monitor": "ndcg@10"},
+        train={"epochs": 15, "batch_size": 32, "lr": 2e-3, "patience": 4, "monitor": "ndcg@10"},
         model={"type": "mlp", "hidden": [32], "normalize": "standard"},
         lightgbm={"num_leaves": 15, "learning_rate": 0.1, **_LGB_SEEDED},
         gbdt={"num_boost_round": 100, "early_stopping_rounds": 15},

@@ -686,10 +686,7 @@ def reliability_figure(labels, series: Mapping[str, Any], n_bins: int = 15, titl
     ``series`` maps a name (e.g. "before", "after") to probabilities. The axes span the range the
     curves use, not [0, 1], so that low click rates are visible.
     """
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    # A bare Figure (no pyplot): no GUI backend is touched and nothing global is registered.
     from matplotlib.figure import Figure
 
     y = np.asarray(labels, dtype=np.float64)
@@ -712,7 +709,6 @@ def reliability_figure(labels, series: Mapping[str, Any], n_bins: int = 15, titl
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    del plt  # only imported to register the backend
     return fig
 
 

@@ -11,7 +11,7 @@ unknown key is an error that names it (a typo must not silently fall back to a d
     [model]                 # ltr train: MLPScorer / LinearScorer arguments
     type = "mlp"
     hidden = [128, 64]
-    normalize = "standard"  # none | standard | log1p | log1p+standard (fitted on the training split)
+    normalize = "standard"  # none | standard | log1p | log1p_standard (fitted on the training split)
 
     [loss]                  # ltr train: losses.get_loss(name, **rest)
     name = "lambdarank"

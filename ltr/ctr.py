@@ -221,7 +221,9 @@ def train_ctr_model(train: Impressions, valid: Impressions, *, hidden=(32,), epo
                     lr: float = 3e-3, seed: int = 0, progress: bool = False, log_dir=None):
     """A pointwise CTR model: :class:`ltr.models.MLPScorer` (``hidden=()`` gives a linear model) trained
     with :class:`ltr.training.Trainer` and :class:`losses.PointwiseBCE` (binary cross-entropy on the
-    logit), one "query" per request. Early stopping watches ``ndcg@10`` per request on ``valid``.
+    logit), one "query" per request. The output bias starts at the logit of the training click rate.
+    Early stopping watches ``ndcg@10`` per request on ``valid`` (the trainer monitors ranking metrics);
+    seeded: the same ``seed`` gives the same weights.
 
     Returns ``(trainer, fit_result)``; ``sigmoid(trainer.predict(ds))`` are the predicted CTRs.
     """
@@ -229,8 +231,17 @@ def train_ctr_model(train: Impressions, valid: Impressions, *, hidden=(32,), epo
     from ltr.models import LinearScorer, MLPScorer
     from ltr.training import TrainConfig, Trainer
 
+    import torch
+
     n_features = train.features.shape[1]
+    torch.manual_seed(seed)  # the initial weights: the trainer seeds only when fit starts
     model = MLPScorer(n_features, hidden=tuple(hidden)) if hidden else LinearScorer(n_features)
+    # Start the output bias at the training click rate's logit (a constant model that is already
+    # calibrated on the training data), instead of at p = 0.5.
+    last = model.out if hidden else model.linear
+    rate = float(np.clip(train.clicks.mean(), 1e-6, 1 - 1e-6))
+    with torch.no_grad():
+        last.bias.fill_(float(logit(rate)))
     cfg = TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, patience=3, monitor="ndcg@10",
                       metrics=("ndcg@10",), seed=seed, progress=progress, log_dir=log_dir)
     trainer = Trainer(model, PointwiseBCE(), cfg)

@@ -391,20 +391,39 @@ _USER_RE = re.compile(rb"^[^#\n]*#[^\n]*?\buser[ \t]*=[ \t]*([^\s]+)", re.M)
 
 
 class _Block:
-    """The parsed content of one block of lines."""
+    """What is kept of one parsed block of lines (the features go straight into the dense array)."""
 
-    __slots__ = ("X", "y", "qid", "lines", "docids", "users")
+    __slots__ = ("rows", "y", "qid", "lines", "docids", "users")
+
+
+def _line_starts(buffer, size: int) -> np.ndarray:
+    """Byte offsets at which lines start (windowed, so no file-sized temporary is made)."""
+    parts = [np.zeros(1, dtype=np.int64)]
+    window = 64 << 20
+    for lo in range(0, size, window):
+        hi = min(size, lo + window)
+        found = np.flatnonzero(np.frombuffer(buffer, dtype=np.uint8, count=hi - lo, offset=lo) == 10)
+        parts.append(found.astype(np.int64) + (lo + 1))
+    starts = np.concatenate(parts)
+    if starts[-1] >= size:  # the file ends with a newline: no line starts there
+        starts = starts[:-1]
+    return starts
 
 
 def _parse_file(path: Path, query_file, n_features, zero_based, progress) -> RankingDataset:
+    import mmap
+
+    size = path.stat().st_size
+    if size == 0:
+        raise DataFormatError(path, None, "the file is empty")
+    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        return _parse_buffer(path, data, size, query_file, n_features, zero_based, progress)
+
+
+def _parse_buffer(path: Path, data, size: int, query_file, n_features, zero_based, progress) -> RankingDataset:
     from sklearn.datasets import load_svmlight_file  # imported here: keeps `import ltr.data` light
 
-    data = path.read_bytes()
-    size = len(data)
-    newline_at = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
-    line_starts = np.concatenate([[0], newline_at + 1])
-    if line_starts[-1] >= size:  # file ends with a newline: no line starts there
-        line_starts = line_starts[:-1]
+    line_starts = _line_starts(data, size)
     n_lines = len(line_starts)
     has_comments = data.find(b"#") >= 0
 
@@ -416,12 +435,14 @@ def _parse_file(path: Path, query_file, n_features, zero_based, progress) -> Ran
         limit = line_starts[start] + _BLOCK_BYTES
         if stop < n_lines and line_starts[stop] > limit:
             stop = max(start + 1, int(np.searchsorted(line_starts, limit, side="right")) - 1)
-            stop = max(stop, start + 1)
         bounds.append(stop)
 
-    bar = _progress_bar(size, progress, path)
+    # The dense array is filled block by block; its width grows if a later block has a larger index.
+    width = int(n_features) if n_features is not None else 0
+    features = np.zeros((n_lines, width), dtype=np.float32)
     blocks: list[_Block] = []
-    width = 0
+    row = 0
+    bar = _progress_bar(size, progress, path)
     try:
         for b in range(len(bounds) - 1):
             first, last = bounds[b], bounds[b + 1]
@@ -438,8 +459,8 @@ def _parse_file(path: Path, query_file, n_features, zero_based, progress) -> Ran
                     raise DataFormatError(path, None, f"scikit-learn could not parse lines {first + 1}-{last}: {exc}") from None
                 raise DataFormatError(path, line, what) from None
             block = _Block()
-            block.X, block.y, block.qid = X, y, qid
-            rows = X.shape[0]
+            block.rows = rows = X.shape[0]
+            block.y, block.qid = np.asarray(y, dtype=np.float64), np.asarray(qid, dtype=np.int64)
             if rows == last - first:
                 block.lines = np.arange(first + 1, last + 1, dtype=np.int64)
             else:  # blank or comment-only lines in this block: find which lines hold the rows
@@ -449,39 +470,32 @@ def _parse_file(path: Path, query_file, n_features, zero_based, progress) -> Ran
                 block.docids = _comment_values(_DOCID_RE, chunk, rows, last - first)
                 if chunk.find(b"user") >= 0:
                     block.users = _comment_values(_USER_RE, chunk, rows, last - first)
-            _check_finite(path, block, zero_based)
-            width = max(width, X.shape[1])
+            _check_finite(path, block, X, zero_based)
+            if X.shape[1] > width:
+                if n_features is not None:
+                    _raise_too_wide(path, block, X, n_features, zero_based)
+                grown = np.zeros((n_lines, X.shape[1]), dtype=np.float32)
+                grown[:row, :width] = features[:row]
+                features, width = grown, X.shape[1]
+            if rows:
+                # scatter the CSR block straight into the dense array
+                counts = np.diff(X.indptr)
+                target = np.repeat(np.arange(row, row + rows, dtype=np.int64), counts)
+                features[target, X.indices] = X.data
+            row += rows
             blocks.append(block)
             if bar is not None:
                 bar.update(hi - lo)
     finally:
         if bar is not None:
             bar.close()
-    del data
 
-    n_rows = sum(b.X.shape[0] for b in blocks)
-    if n_features is not None:
-        if width > n_features:
-            _raise_too_wide(path, blocks, n_features, zero_based)
-        width = int(n_features)
+    n_rows = row
     if n_rows == 0:
         raise DataFormatError(path, None, "no data lines")
-
-    features = np.zeros((n_rows, width), dtype=np.float32)
-    labels = np.empty(n_rows, dtype=np.float64)
-    lines = np.empty(n_rows, dtype=np.int64)
-    row = 0
-    for block in blocks:
-        r = block.X.shape[0]
-        if r:
-            X = block.X
-            # scatter the CSR block straight into the dense array (no dense temporary)
-            counts = np.diff(X.indptr)
-            rr = np.repeat(np.arange(row, row + r, dtype=np.int64), counts)
-            features[rr, X.indices] = X.data
-            labels[row : row + r] = block.y
-            lines[row : row + r] = block.lines
-        row += r
+    features = features[:n_rows] if n_rows == n_lines else features[:n_rows].copy()
+    labels = np.concatenate([b.y for b in blocks])
+    lines = np.concatenate([b.lines for b in blocks])
 
     qids = _collect_qids(path, blocks, n_rows, lines, query_file is not None)
     doc_ids = _collect_optional(blocks, "docids", n_rows)
@@ -630,34 +644,30 @@ def _line_problem(tokens: list[bytes], zero_based: bool) -> str | None:
     return None
 
 
-def _check_finite(path: Path, block: _Block, zero_based: bool) -> None:
-    y = np.asarray(block.y)
+def _check_finite(path: Path, block: _Block, X, zero_based: bool) -> None:
+    y = block.y
     if not np.all(np.isfinite(y)):
         r = int(np.flatnonzero(~np.isfinite(y))[0])
         raise DataFormatError(path, int(block.lines[r]), f"label is {y[r]} (labels must be finite numbers)")
-    data = block.X.data
+    data = X.data
     if data.size and not np.all(np.isfinite(data)):
         k = int(np.flatnonzero(~np.isfinite(data))[0])
-        r = int(np.searchsorted(block.X.indptr, k, side="right") - 1)
-        index = int(block.X.indices[k]) + (0 if zero_based else 1)
+        r = int(np.searchsorted(X.indptr, k, side="right") - 1)
+        index = int(X.indices[k]) + (0 if zero_based else 1)
         kind = "NaN" if np.isnan(data[k]) else "infinite"
         raise DataFormatError(path, int(block.lines[r]), f"feature {index} is {kind} ({data[k]}); values must be finite")
 
 
-def _raise_too_wide(path: Path, blocks, n_features: int, zero_based: bool):
-    for block in blocks:
-        X = block.X
-        if X.shape[1] > n_features:
-            k = int(np.flatnonzero(X.indices >= n_features)[0])
-            r = int(np.searchsorted(X.indptr, k, side="right") - 1)
-            index = int(X.indices[k]) + (0 if zero_based else 1)
-            raise DataFormatError(path, int(block.lines[r]), f"feature index {index} exceeds n_features={n_features}")
-    raise AssertionError("unreachable")  # pragma: no cover
+def _raise_too_wide(path: Path, block: _Block, X, n_features: int, zero_based: bool):
+    k = int(np.flatnonzero(X.indices >= n_features)[0])
+    r = int(np.searchsorted(X.indptr, k, side="right") - 1)
+    index = int(X.indices[k]) + (0 if zero_based else 1)
+    raise DataFormatError(path, int(block.lines[r]), f"feature index {index} exceeds n_features={n_features}")
 
 
 def _collect_qids(path: Path, blocks, n_rows: int, lines: np.ndarray, have_query_file: bool):
     """[N] int64 qids, or None when no line has one (then a query file must give the groups)."""
-    counts = [(len(b.qid), b.X.shape[0]) for b in blocks]
+    counts = [(len(b.qid), b.rows) for b in blocks]
     if all(q == 0 for q, _ in counts):
         if not have_query_file:
             raise DataFormatError(
@@ -674,7 +684,7 @@ def _collect_qids(path: Path, blocks, n_rows: int, lines: np.ndarray, have_query
 
 def _missing_qid(path: Path, blocks) -> DataFormatError:
     for block in blocks:
-        if len(block.qid) == block.X.shape[0]:
+        if len(block.qid) == block.rows:
             continue
         # the block's rows are in file order; re-read the file lines of this block
         with open(path, "rb") as fh:
@@ -693,7 +703,7 @@ def _collect_optional(blocks, name: str, n_rows: int):
     out = []
     for b in blocks:
         values = getattr(b, name)
-        out.extend(values if values is not None else [""] * b.X.shape[0])
+        out.extend(values if values is not None else [""] * b.rows)
     if not any(out):
         return None
     return np.asarray(out, dtype=str)

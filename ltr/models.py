@@ -61,43 +61,51 @@ MODEL_JSON = "model.json"
 
 
 class FeatureTransform(nn.Module):
-    """Fixed per-feature input transform: ``x -> (f(x) - shift) / scale``.
+    """Fixed per-feature input transform inside the model: ``x -> (f(x) - shift) / scale``.
 
     ``f`` is ``sign(x) * log1p(|x|)`` on the features where ``log1p_mask`` is true and the identity
-    elsewhere. The three tensors are buffers, so they travel in the state dict.
+    elsewhere. The statistics come from :class:`ltr.normalize.Normalizer` fitted on the training
+    split (kinds ``standard``, ``log1p``, ``log1p_standard``); they are buffers, so they travel in the
+    model's state dict and a saved model normalises its own inputs.
 
     >>> t = FeatureTransform.fit(np.array([[0.0, 1.0], [2.0, 3.0]]), kind="standard")
     >>> t(torch.tensor([[1.0, 2.0]])).tolist()
     [[0.0, 0.0]]
     """
 
+    KINDS = ("standard", "log1p", "log1p_standard")
+
     def __init__(self, n_features: int, kind: str = "standard"):
         super().__init__()
-        if kind not in ("standard", "log1p", "log1p+standard"):
-            raise LtrError(f"unknown normalisation {kind!r}; choose standard, log1p or log1p+standard")
+        if kind not in self.KINDS:
+            raise LtrError(f"unknown normalisation {kind!r}; choose one of {', '.join(self.KINDS)}")
         self.kind = kind
-        self.register_buffer("log1p_mask", torch.zeros(n_features, dtype=torch.bool))
+        self.register_buffer("log1p_mask", torch.full((n_features,), kind.startswith("log1p"), dtype=torch.bool))
         self.register_buffer("shift", torch.zeros(n_features))
         self.register_buffer("scale", torch.ones(n_features))
 
     @classmethod
-    def fit(cls, features: np.ndarray, kind: str = "standard") -> "FeatureTransform":
-        """Fit on training features [N, F]; constant features get scale 1 (they stay constant)."""
-        x = np.asarray(features, dtype=np.float64)
-        t = cls(x.shape[1], kind)
-        if kind.startswith("log1p"):
-            t.log1p_mask.fill_(True)
-            x = np.sign(x) * np.log1p(np.abs(x))
-        if kind.endswith("standard"):
-            mean = x.mean(axis=0) if len(x) else np.zeros(x.shape[1])
-            std = x.std(axis=0) if len(x) else np.ones(x.shape[1])
-            std = np.where(std > 1e-12, std, 1.0)
-            t.shift.copy_(torch.from_numpy(mean))
-            t.scale.copy_(torch.from_numpy(std))
+    def from_normalizer(cls, normalizer) -> "FeatureTransform":
+        """The in-model equivalent of a fitted :class:`ltr.normalize.Normalizer`."""
+        if not normalizer.is_fitted:
+            raise LtrError("the normaliser must be fitted on the training split first")
+        t = cls(normalizer.n_features_, normalizer.kind)
+        if normalizer.mean_ is not None:
+            t.shift.copy_(torch.from_numpy(np.asarray(normalizer.mean_, dtype=np.float64)))
+            t.scale.copy_(torch.from_numpy(np.asarray(normalizer.scale_, dtype=np.float64)))
         return t
 
+    @classmethod
+    def fit(cls, features: np.ndarray, kind: str = "standard") -> "FeatureTransform":
+        """Fit a :class:`ltr.normalize.Normalizer` of ``kind`` on training features [N, F]."""
+        from ltr.normalize import Normalizer
+
+        if kind not in cls.KINDS:
+            raise LtrError(f"unknown normalisation {kind!r}; choose one of {', '.join(cls.KINDS)}")
+        return cls.from_normalizer(Normalizer(kind).fit(np.asarray(features)))
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if bool(self.log1p_mask.any()):
+        if self.kind != "standard":
             x = torch.where(self.log1p_mask, torch.sign(x) * torch.log1p(torch.abs(x)), x)
         return (x - self.shift) / self.scale
 

@@ -138,8 +138,10 @@ def make_mslr_like(
     # 3. teacher and grade scores
     w1 = rng.standard_normal((_LATENT, _HIDDEN)) / math.sqrt(_LATENT) * 1.5
     b1 = rng.standard_normal(_HIDDEN) * 0.5
-    w2 = rng.standard_normal(_HIDDEN)
-    teacher = np.tanh(z @ w1 + b1) @ w2 + 0.5 * z[:, 0] * z[:, 1]
+    w2 = rng.standard_normal(_HIDDEN) / math.sqrt(_HIDDEN)
+    # tanh units, one interaction and one non-monotone effect (a middle value of z3 is best, as for
+    # document length): a linear scorer over monotone views of z cannot express the last two
+    teacher = np.tanh(z @ w1 + b1) @ w2 + 0.5 * z[:, 0] * z[:, 1] - 0.6 * z[:, 2] ** 2
     teacher = (teacher - teacher.mean()) / (teacher.std() + 1e-12)
     difficulty = 0.5 * rng.standard_normal(n_queries)
     score = teacher + difficulty[qidx] + label_noise * rng.standard_normal(n)

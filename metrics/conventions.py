@@ -12,15 +12,15 @@ default and irrelevant to the metric are omitted; ``scores=float32``, ``unjudged
 
 Presets reproduce established evaluators exactly (see ../shared/reference/CONVENTIONS.md):
 
-=========  ======  =====  ============  ========  ==========  ===============  =======
-preset     gain    empty  ties          AP norm   relevant    gain 0 below     scores
-=========  ======  =====  ============  ========  ==========  ===============  =======
-toolkit    exp2    skip   stable        R         label >= 1  (none)           float64
-trec_eval  linear  zero   docid_desc    R         label >= 1  label 0          float32
-sklearn    linear  zero   average       R         label >= 1  (none)           float64
-lightgbm   exp2    one    stable        min(R,K)  label >= 1  (none)           float64
-ranx       linear  zero   stable        R         label >= 1  the threshold    float64
-=========  ======  =====  ============  ========  ==========  ===============  =======
+=========  ======  =====  ============  ========  ==========  ===================  =======
+preset     gain    empty  ties          AP norm   relevant    labels worth 0       scores
+=========  ======  =====  ============  ========  ==========  ===================  =======
+toolkit    exp2    skip   stable        R         label >= 1  (none)               float64
+trec_eval  linear  zero   docid_desc    R         label >= 1  < 0 (as unjudged)    float32
+sklearn    linear  zero   average       R         label >= 1  (none)               float64
+lightgbm   exp2    one    stable        min(R,K)  label >= 1  (none)               float64
+ranx       linear  zero   stable        R         label >= 1  < the threshold      float64
+=========  ======  =====  ============  ========  ==========  ===================  =======
 
 trec_eval and ranx count |R| and build the ideal DCG over the qrels (judged documents that were not
 retrieved included) when those are passed (``qrels_labels``/``qrels_offsets``, as ``ltr eval`` does).
@@ -86,6 +86,8 @@ class Conventions:
     unjudged : items whose label is NaN are ``"nonrelevant"`` (gain 0) or ``"remove"``d before ranking.
     zero_gain_below : labels below this value get gain 0 (trec_eval: 0; ranx: its relevance level);
         the string ``"threshold"`` means the value of ``threshold``; None keeps every gain.
+    unjudged_below : labels below this value mean "judged as not part of the pool" and are treated
+        as unjudged (NaN): trec_eval reads negative qrels so (0 in its preset); None = no such labels.
     score_dtype : ``"float32"`` rounds scores to float32 before ranking (trec_eval 9.0.x compares them so).
     """
 
@@ -97,6 +99,7 @@ class Conventions:
     threshold: float = 1.0
     unjudged: str = "nonrelevant"
     zero_gain_below: Union[float, str, None] = None
+    unjudged_below: Union[float, None] = None
     score_dtype: str = "float64"
 
     def __post_init__(self) -> None:
@@ -133,7 +136,7 @@ class Conventions:
         >>> Conventions().stamp("ndcg@10", "ndcg")
         'ndcg@10[gain=exp2,discount=log2,ideal=min(R,K),empty=skip,ties=stable]'
         >>> get_conventions("trec_eval").stamp("map", "ap", qrels=True)
-        'map[rel>=1,norm=R,empty=zero,ties=docid_desc,scores=float32,R=qrels]'
+        'map[rel>=1,norm=R,empty=zero,ties=docid_desc,unjudged_below=0,scores=float32,R=qrels]'
         """
         parts = []
         for field in _FIELDS_BY_KIND[kind]:
@@ -154,6 +157,8 @@ class Conventions:
             parts.append(f"zero_gain_below={_fmt_number(floor)}")
         if self.unjudged != "nonrelevant":
             parts.append(f"unjudged={self.unjudged}")
+        if self.unjudged_below is not None:
+            parts.append(f"unjudged_below={_fmt_number(self.unjudged_below)}")
         if self.score_dtype != "float64":
             parts.append(f"scores={self.score_dtype}")
         if qrels and kind != "dcg":  # |R| (and the ideal DCG) counted over the qrels
@@ -163,10 +168,10 @@ class Conventions:
 
 PRESETS: dict[str, Conventions] = {
     "toolkit": Conventions(),
-    # trec_eval 9.0.x / pytrec_eval: gain = level, negative levels worth 0, ties by docno descending,
+    # trec_eval 9.0.x / pytrec_eval: gain = level, negative levels are unjudged (worth 0; -J removes them), ties by docno descending,
     # scores compared as float32, empty queries 0 and counted, |R| and the ideal from the qrels.
     "trec_eval": Conventions(
-        gain="linear", empty="zero", ties="docid_desc", zero_gain_below=0.0, score_dtype="float32"
+        gain="linear", empty="zero", ties="docid_desc", unjudged_below=0.0, score_dtype="float32"
     ),
     # scikit-learn ndcg_score / dcg_score: linear gain, tie-averaged DCG, a query without relevant item is 0.
     "sklearn": Conventions(gain="linear", empty="zero", ties="average"),

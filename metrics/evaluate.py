@@ -47,7 +47,7 @@ _TREC_CUT = re.compile(r"^(ndcg_cut|map_cut|p|recall|success)_(\d+)$", re.IGNORE
 _PLAIN = re.compile(r"^([a-z_\-]+)(?:@(\d+))?$", re.IGNORECASE)
 
 # stamped-name field -> Conventions field (fields that only describe, like ideal=, are checked)
-_STAMP_FIELDS = {"gain", "discount", "ideal", "empty", "ties", "rel", "norm", "zero_gain_below", "unjudged", "scores", "R"}
+_STAMP_FIELDS = {"gain", "discount", "ideal", "empty", "ties", "rel", "norm", "zero_gain_below", "unjudged_below", "unjudged", "scores", "R"}
 
 
 def parse_metric_name(name: str) -> tuple[str, str, int | None, dict]:
@@ -115,8 +115,8 @@ def _parse_stamp(inner: str, name: str) -> dict:
             out["map_norm"] = value
         elif key == "scores":
             out["score_dtype"] = value
-        elif key == "zero_gain_below":
-            out["zero_gain_below"] = float(value)
+        elif key in ("zero_gain_below", "unjudged_below"):
+            out[key] = float(value)
         elif key == "discount" and value != "log2":
             raise ValueError(f"metric {name!r}: discount {value!r} cannot be given by name; pass discount=")
         elif key == "gain" and value not in ("exp2", "linear"):

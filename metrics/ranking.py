@@ -239,6 +239,8 @@ class RankedLists:
             raise ValueError(f"item_gain has {ig.size} entries, expected {s.size}")
         if (qrels_labels is None) != (qrels_offsets is None):
             raise ValueError("qrels_labels and qrels_offsets go together")
+        if conv.unjudged_below is not None:
+            y = np.where(y < conv.unjudged_below, np.nan, y)
         if conv.unjudged == "remove":
             keep = ~np.isnan(y)
             if not keep.all():
@@ -259,6 +261,8 @@ class RankedLists:
         self.has_qrels = qrels_labels is not None
         if self.has_qrels:
             ql = _numpy(qrels_labels, np.float64).reshape(-1)
+            if conv.unjudged_below is not None:
+                ql = np.where(ql < conv.unjudged_below, np.nan, ql)
             qo = _check_offsets(qrels_offsets, ql.size, "qrels_offsets")
             if qo.size != offsets.size:
                 raise ValueError(f"qrels_offsets describes {qo.size - 1} queries, the run {offsets.size - 1}")

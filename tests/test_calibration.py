@@ -4,6 +4,7 @@ and the report files."""
 
 from __future__ import annotations
 
+import functools
 import json
 import warnings
 
@@ -272,6 +273,7 @@ def test_cli_reports_bad_input_with_file_and_line(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
+@functools.lru_cache(maxsize=None)
 def _open_bandit(policy):
     import csv
 

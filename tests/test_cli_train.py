@@ -149,3 +149,25 @@ def test_every_option_is_documented(command):
     for action in sub._actions:
         for opt in action.option_strings:
             assert opt in text
+
+
+def test_synth_train_predict_eval_end_to_end(tmp_path, capsys):
+    data = tmp_path / "data"
+    assert main(["synth", "--out", str(data), "--queries", "60", "--features", "10", "--mean-length", "12",
+                 "--max-length", "40", "--seed", "3", "--quiet"]) == 0
+    run_dir = tmp_path / "run"
+    assert main(["train", "--train", str(data / "train.txt"), "--valid", str(data / "valid.txt"), "--test", str(data / "test.txt"),
+                 "--loss", "lambdarank", "--model", "linear", "--normalize", "log1p_standard", "--epochs", "2",
+                 "--metrics", "ndcg@10,map", "--out", str(run_dir), "--quiet"]) == 0
+    summary = json.loads((run_dir / "summary.json").read_text())
+    run_file, qrels = tmp_path / "test.run", tmp_path / "test.qrels"
+    assert main(["predict", "--model", str(run_dir), "--data", str(data / "test.txt"), "--out", str(run_file), "--qrels", str(qrels)]) == 0
+    report = tmp_path / "eval.json"
+    capsys.readouterr()
+    assert main(["eval", "--qrels", str(qrels), "--run", str(run_file), "--metrics", "ndcg@10,map", "--output", str(report)]) == 0
+    # ltr eval stamps that its ideal DCG / |R| come from the qrels (here: the same labels as the data)
+    evaluated = {k.replace(",R=qrels]", "]"): v for k, v in json.loads(report.read_text())["mean"].items()}
+    # ltr eval on the written run + qrels gives the metrics the trainer reported for the test split
+    assert len(summary["metrics"]["test"]) == 2
+    for name, value in summary["metrics"]["test"].items():
+        assert evaluated[name] == pytest.approx(value, abs=1e-9), name

@@ -79,7 +79,7 @@ def test_save_load_roundtrip_without_pickle(tmp_path):
     rng = np.random.default_rng(1)
     feats = rng.normal(3.0, 2.0, size=(50, 6)).astype(np.float32)
     m = MLPScorer(6, hidden=(8, 3), activation="elu", dropout=0.2, batch_norm=True)
-    m.set_normalizer(FeatureTransform.fit(feats, "log1p+standard"))
+    m.set_normalizer(FeatureTransform.fit(feats, "log1p_standard"))
     m.train()
     m(torch.from_numpy(feats).reshape(5, 10, 6))  # move the batch-norm running stats away from their init
     m.eval()
@@ -87,7 +87,7 @@ def test_save_load_roundtrip_without_pickle(tmp_path):
     config = json.loads((tmp_path / "model.json").read_text())
     assert config == {
         "type": "mlp", "n_features": 6, "hidden": [8, 3], "activation": "elu", "dropout": 0.2,
-        "batch_norm": True, "normalizer": "log1p+standard",
+        "batch_norm": True, "normalizer": "log1p_standard",
     }
     state = torch.load(tmp_path / "model.pt", weights_only=True)  # plain tensors only
     assert all(isinstance(v, torch.Tensor) for v in state.values())

@@ -63,35 +63,28 @@ def test_empty_share_is_tunable():
         assert 1 - has_relevant.mean() == pytest.approx(share, abs=1e-9)
 
 
-def test_a_better_model_truly_scores_higher(mslr_like):
-    ds, teacher = mslr_like
-    train = ds.subset(np.arange(600))
-    test = ds.subset(np.arange(600, 1000))
-    rows = ds.row_indices(np.arange(600, 1000))
+def test_a_better_model_truly_scores_higher():
+    # chance < linear least squares < least squares on log and squared-log features < the hidden teacher
+    ds, teacher = make_mslr_like(400, 40, mean_list_length=40, seed=2, return_teacher=True)
+    train, test = ds.subset(np.arange(250)), ds.subset(np.arange(250, 400))
+    rows = ds.row_indices(np.arange(250, 400))
 
     def ndcg10(scores):
         return float(np.nanmean(metrics.ndcg(scores, test.labels, test.query_offsets, k=10)))
 
-    def lstsq_scores(transform):
-        x = transform(train.features.astype(np.float64))
-        x = np.column_stack([x, np.ones(len(x))])
+    def least_squares(transform):
+        x = np.column_stack([transform(train.features.astype(np.float64)), np.ones(train.n_items)])
         coef = np.linalg.lstsq(x, train.labels, rcond=None)[0]
         return np.column_stack([transform(test.features.astype(np.float64)), np.ones(test.n_items)]) @ coef
 
-    linear = ndcg10(lstsq_scores(lambda x: x))
-    # a richer (still simple) model: pairwise products of the log features
-    rng = np.random.default_rng(0)
-    pairs = rng.integers(0, 136, size=(400, 2))
-
-    def quadratic(x):
-        lx = np.log1p(x)
-        return np.column_stack([lx, lx[:, pairs[:, 0]] * lx[:, pairs[:, 1]]])
-
-    richer = ndcg10(lstsq_scores(quadratic))
-    oracle = ndcg10(teacher[rows])
     chance = ndcg10(np.random.default_rng(1).random(test.n_items))
-    assert chance + 0.15 < linear < richer < oracle
-    assert oracle - linear > 0.08
+    linear = ndcg10(least_squares(lambda x: x))
+    richer = ndcg10(least_squares(lambda x: np.column_stack([np.log1p(x), np.log1p(x) ** 2])))
+    oracle = ndcg10(teacher[rows])
+    # measured: 0.418 < 0.588 < 0.648 < 0.832
+    assert chance + 0.1 < linear
+    assert linear + 0.03 < richer
+    assert richer + 0.1 < oracle
 
 
 def test_splits_partition_the_queries():

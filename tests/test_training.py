@@ -231,10 +231,16 @@ def test_feature_count_mismatch_is_clear(data):
         Trainer(MLPScorer(5), losses.RankNet(), cfg()).fit(train, valid)
 
 
-def test_device_selection():
+def test_device_selection(data):
     assert resolve_device("cpu").type == "cpu"
     if torch.cuda.is_available():
         assert resolve_device("cuda").type == "cuda"
+        train, valid = data
+        on_cpu = Trainer(mlp(seed=3), losses.RankNet(), cfg(epochs=2)).fit(train, valid)
+        on_gpu = Trainer(mlp(seed=3), losses.RankNet(), cfg(epochs=2, device="cuda")).fit(train, valid)
+        assert next(on_gpu.model.parameters()).is_cuda
+        for a, b in zip(on_cpu.history, on_gpu.history):
+            assert a["train_loss"] == pytest.approx(b["train_loss"], rel=1e-3)
     else:
         with pytest.raises(LtrError, match="CUDA is not available"):
             resolve_device("cuda")

@@ -1,5 +1,8 @@
 """``ltr predict``: score a data file with a trained model folder and write a TREC run file.
 
+With ``--qrels FILE`` the data's labels are written too, as TREC qrels with the same document ids,
+so that ``ltr eval --qrels FILE --run RUN`` scores the run.
+
 The model folder is one written by ``ltr train`` (``model.pt`` + ``model.json``) or ``ltr gbdt``
 (``model.txt`` + ``model.json``). The run file has one line per row of the data file,
 ``qid Q0 docid rank score tag``, ranks 1.. within each query by descending score (ties keep file
@@ -30,6 +33,7 @@ def register(subparsers) -> None:
     p.add_argument("--model", required=True, metavar="DIR", help="run folder holding model.json (from ltr train or ltr gbdt)")
     p.add_argument("--data", required=True, metavar="FILE", help="data to score (SVMlight/LETOR)")
     p.add_argument("--out", required=True, metavar="RUN", help="TREC run file to write")
+    p.add_argument("--qrels", default=None, metavar="FILE", help="also write the data's labels as a TREC qrels file with the same document ids, for `ltr eval --qrels FILE --run RUN`")
     p.add_argument("--tag", default=None, help="run tag, the sixth column (default: the model folder's name)")
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto (neural models only)")
     p.set_defaults(func=run)
@@ -59,29 +63,30 @@ def load_scorer(folder: str | os.PathLike, device: str = "cpu"):
     return (lambda x: predict_scores(model, x, device=dev)), model.n_features
 
 
-def run_lines(ds, scores: np.ndarray, tag: str) -> list[str]:
-    """TREC run lines, ranked by descending score within each query (stable: ties keep file order).
-
-    ``ds`` needs ``query_offsets``, ``query_ids`` and optionally ``doc_ids``.
-    """
+def doc_ids_of(ds) -> np.ndarray:
+    """The data set's ``doc_ids``, or each row's index within its query ("0", "1", ...)."""
+    if getattr(ds, "doc_ids", None) is not None:
+        return np.asarray(ds.doc_ids)
     offsets = np.asarray(ds.query_offsets)
-    doc_ids = getattr(ds, "doc_ids", None)
-    lines = []
-    for q in range(len(offsets) - 1):
-        lo, hi = int(offsets[q]), int(offsets[q + 1])
-        order = np.argsort(-scores[lo:hi], kind="stable")
-        qid = ds.query_ids[q]
-        for rank, j in enumerate(order, 1):
-            doc = doc_ids[lo + j] if doc_ids is not None else str(j)
-            lines.append(f"{qid} Q0 {doc} {rank} {scores[lo + j]:.9g} {tag}")
-    return lines
+    return (np.arange(offsets[-1]) - np.repeat(offsets[:-1], np.diff(offsets))).astype(str)
 
 
 def write_run(ds, scores: np.ndarray, path: str | os.PathLike, tag: str) -> None:
-    """Write the run file atomically (``ltr.trec.write_run`` when that module offers it)."""
-    from ltr.io_utils import atomic_write_text
+    """Write the run file atomically with :func:`ltr.trec.write_run` (stable ranking, exact scores)."""
+    from ltr.trec import run_from_arrays
+    from ltr.trec import write_run as write_trec_run
 
-    atomic_write_text(path, "\n".join(run_lines(ds, scores, tag)) + "\n")
+    write_trec_run(path, run_from_arrays(ds.query_ids, doc_ids_of(ds), scores, ds.query_offsets), tag=tag)
+
+
+def write_qrels(ds, path: str | os.PathLike) -> None:
+    """The data set's labels as TREC qrels (``qid 0 docid label``), doc ids as in :func:`write_run`."""
+    from ltr.trec import write_qrels as write_trec_qrels
+
+    docs = doc_ids_of(ds)
+    off = np.asarray(ds.query_offsets)
+    qrels = {str(q): {str(docs[i]): float(ds.labels[i]) for i in range(off[j], off[j + 1])} for j, q in enumerate(ds.query_ids)}
+    write_trec_qrels(path, qrels)
 
 
 def run(args) -> int:
@@ -91,10 +96,10 @@ def run(args) -> int:
     ds = load_data(args.data, "data", n_features)
     if ds.n_features != n_features:
         raise LtrError(f"--data {args.data} has {ds.n_features} features, the model expects {n_features}")
-    tag = args.tag or Path(args.model).resolve().name
-    if any(c.isspace() for c in tag):
-        raise LtrError(f"--tag must not contain spaces: {tag!r}")
+    tag = args.tag or Path(args.model).resolve().name.replace(" ", "_")
     scores = score(ds.features)
     write_run(ds, scores, args.out, tag)
+    if args.qrels:
+        write_qrels(ds, args.qrels)
     print(f"wrote {ds.n_items} lines for {ds.n_queries} queries to {args.out}")
     return 0

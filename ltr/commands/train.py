@@ -18,7 +18,7 @@ from typing import Any
 from ltr.errors import LtrError
 
 MODEL_KEYS = ("type", "hidden", "activation", "dropout", "batch_norm", "normalize")
-NORMALIZE_CHOICES = ("none", "standard", "log1p", "log1p+standard")
+NORMALIZE_CHOICES = ("none", "standard", "log1p", "log1p_standard")
 
 
 def register(subparsers) -> None:
