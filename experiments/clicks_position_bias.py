@@ -91,6 +91,7 @@ def neural_scores(train, valid, test, loss_name: str, seed: int, epochs: int):
 
     import torch
 
+    torch.set_num_threads(1)  # tiny models: threads only add contention on a shared machine
     torch.manual_seed(seed)
     model = MLPScorer(train.n_features, hidden=(64, 32))
     model.set_normalizer(FeatureTransform.fit(train.features, kind="log1p_standard"))
@@ -262,12 +263,12 @@ def main(argv=None) -> int:
     p.add_argument("--data", default="synthetic,mq2008", help="comma-separated: synthetic, mq2008")
     p.add_argument("--seeds", type=int, default=3, help="seeds for the training study")
     p.add_argument("--eta", type=float, default=1.0, help="position bias theta_r = 1/r^eta")
-    p.add_argument("--eps", type=float, default=0.1, help="click probability of an examined irrelevant item")
-    p.add_argument("--production-share", type=float, default=0.03, help="share of labelled training queries the production ranker was fitted on")
+    p.add_argument("--eps", type=float, default=0.05, help="click probability of an examined irrelevant item")
+    p.add_argument("--production-share", type=float, default=0.01, help="share of labelled training queries the production ranker was fitted on")
     p.add_argument("--eval-sessions", type=int, default=50, help="sessions per test query for (a)")
-    p.add_argument("--train-sessions", type=int, default=8, help="sessions per training query for (b)")
+    p.add_argument("--train-sessions", type=int, default=30, help="sessions per training query for (b)")
     p.add_argument("--randomize-fraction", type=float, default=0.1, help="share of randomized training sessions (propensity estimate)")
-    p.add_argument("--epochs", type=int, default=25, help="maximum epochs of the neural rankers")
+    p.add_argument("--epochs", type=int, default=15, help="maximum epochs of the neural rankers")
     args = p.parse_args(argv)
 
     from ltr.io_utils import atomic_write_json, atomic_write_text

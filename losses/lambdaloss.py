@@ -61,13 +61,18 @@ class _LambdaLossWeights:
         self.to_log2 = 1.0 / math.log(2.0)
 
     def block(self, p0, p1, q0, q1):
+        out = self.unmasked_block(p0, p1, q0, q1)
+        both = self.ndcg.valid[:, p0:p1, None] & self.ndcg.valid[:, None, q0:q1]
+        return out * both.to(out.dtype)
+
+    def unmasked_block(self, p0, p1, q0, q1):
         dist = (torch.arange(q0, q1, device=self.g.device)[None, :]
                 - torch.arange(p0, p1, device=self.g.device)[:, None]).abs()
         # delta at distance n >= 1 is |d(n) - d(n + 1)|; distance 0 (the diagonal) weighs 0.
         delta = (self.inv_d[(dist - 1).clamp(min=0)] - self.inv_d[dist]).abs() * (dist > 0)
         weight = self.mu * delta[None] * (self.g[:, p0:p1, None] - self.g[:, None, q0:q1]).abs()
         if self.with_rho:
-            weight = weight + self.ndcg.block(p0, p1, q0, q1)
+            weight = weight + self.ndcg.unmasked_block(p0, p1, q0, q1)
         return weight * self.to_log2
 
 

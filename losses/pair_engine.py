@@ -50,10 +50,11 @@ def pairwise_logistic(
     Args:
         scores, labels, mask, weights: checked ``[B, L]`` tensors (see ``losses._inputs``).
         sigma: slope of the logistic.
-        order: ``[B, L]`` permutation giving the rank positions (padding last); default: real
-            items first in input order.
+        order: ``[B, L]`` permutation giving the rank positions, padding after the real items of
+            each row (a ValueError otherwise); default: real items first in input order.
         pair_weight: None (all 1) or an object with ``block(p0, p1, q0, q1) -> [B, p1-p0, q1-q0]``
-            giving detached non-negative weights for rank positions p in [p0, p1), q in [q0, q1).
+            giving detached non-negative weights for rank positions p in [p0, p1), q in [q0, q1)
+            (e.g. :func:`metrics.prepare_swap_deltas`); its ``unmasked_block`` is used if present.
         top: keep only pairs whose better-ranked item is in the first ``top`` positions.
         block_elements: pairs per block (memory knob; does not change the result).
     """
@@ -85,35 +86,47 @@ def _value_and_grad(scores, labels, mask, weights, sigma, order, pair_weight, to
     n_valid = int(mask.sum(dim=1).max()) if n_items else 0
     if n_valid < 2:
         return per_query, grad_out
-    # Rank coordinates, cut after the last real item of the longest query (padding is last).
+    # Rank coordinates, cut after the last real item of the longest query.
     # Padded scores may be NaN or inf; 0 * NaN would leak, so they are zeroed first.
-    s = scores.masked_fill(~mask, 0.0).gather(1, order)[:, :n_valid]
+    s = (scores.masked_fill(~mask, 0.0) * sigma).gather(1, order)[:, :n_valid]
     y = labels.gather(1, order)[:, :n_valid]
     m = mask.gather(1, order)[:, :n_valid]
+    if bool((m[:, 1:] & ~m[:, :-1]).any()):
+        raise ValueError("order must put the padding of every row after its real items")
+    # With padding last, a pair p < q is real iff q is: one column factor masks both.
+    col_valid = m.to(s.dtype)[:, None, :]
     w = None if weights is None else weights.gather(1, order)[:, :n_valid]
+    weight_block = None
+    if pair_weight is not None:
+        # Values at padded positions are irrelevant here (their sign factor is 0).
+        weight_block = getattr(pair_weight, "unmasked_block", pair_weight.block)
     n_rows = n_valid - 1 if top is None else min(int(top), n_valid - 1)
     grad = torch.zeros_like(s)
-    positions = torch.arange(n_valid, device=s.device)
     p0 = 0
     while p0 < n_rows:
         n_cols = n_valid - p0 - 1
         p1 = min(n_rows, p0 + max(1, block_elements // max(1, n_batch * n_cols)))
         q0 = p0 + 1
+        # sgn = sign(y_p - y_q) on real pairs with q > p, else 0 (fewest full-size passes: the
+        # engine is bound by memory traffic, one pass per elementwise op).
         sgn = torch.sign(y[:, p0:p1, None] - y[:, None, q0:])
-        keep = (positions[q0:][None, :] > positions[p0:p1, None])[None] & (sgn != 0)
-        keep &= m[:, p0:p1, None] & m[:, None, q0:]
-        a = keep.to(s.dtype)
-        if pair_weight is not None:
-            a = a * pair_weight.block(p0, p1, q0, n_valid)
+        sgn *= col_valid[:, :, q0:]
+        if p1 > q0:  # only the first p1 - q0 columns can hold q <= p
+            tri = torch.arange(q0, p1, device=s.device)[None, :] > torch.arange(p0, p1, device=s.device)[:, None]
+            sgn[:, :, : p1 - q0] *= tri.to(s.dtype)
+        # c = sgn * a_pq: the signed pair weight (a_pq = |c|)
+        c = sgn if weight_block is None else sgn * weight_block(p0, p1, q0, n_valid)
         if w is not None:
-            a = a * torch.where(sgn > 0, w[:, p0:p1, None], w[:, None, q0:])
+            c = c * torch.where(sgn > 0, w[:, p0:p1, None], w[:, None, q0:])
         # z = -sigma * (s_better - s_worse); the pair's loss is softplus(z) = -logsigmoid(-z).
-        z = (s[:, None, q0:] - s[:, p0:p1, None]) * (sigma * sgn)
-        per_query += (a * -F.logsigmoid(-z)).sum(dim=(1, 2))
-        lam = a * torch.sigmoid(z) * (sigma * sgn)  # d loss / d s_q; d loss / d s_p is its negative
+        z = s[:, None, q0:] - s[:, p0:p1, None]
+        z *= sgn
+        lam = c * torch.sigmoid(z)  # d loss / d (sigma s_q); d loss / d (sigma s_p) is its negative
+        log_p = F.logsigmoid(z.neg_())
+        per_query -= torch.bmm(c.abs().view(n_batch, 1, -1), log_p.view(n_batch, -1, 1)).view(n_batch)
         grad[:, p0:p1] -= lam.sum(dim=2)
         grad[:, q0:] += lam.sum(dim=1)
         p0 = p1
     # Back from rank coordinates to item coordinates (order is a permutation per row).
-    grad_out.scatter_(1, order[:, :n_valid], grad)
+    grad_out.scatter_(1, order[:, :n_valid], grad * sigma)
     return per_query, grad_out

@@ -508,10 +508,9 @@ def _predict(model, ds) -> np.ndarray:
     return predict_scores(model, ds.features)
 
 
-def _cell_worker(cell_fn: Callable, cell: Cell, config: AblationConfig, threads: int) -> dict:
-    # runs in a worker process; keep BLAS / OpenMP to the configured threads so results match serial runs
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ.setdefault(var, str(threads))
+def _cell_worker(cell_fn: Callable, cell: Cell, config: AblationConfig) -> dict:
+    # runs in a worker process; run_cell itself pins torch / LightGBM to threads_per_cell threads,
+    # so a cell computes the same numbers here as in the main process
     return cell_fn(cell, config)
 
 
@@ -591,7 +590,7 @@ def run_ablation(config: AblationConfig, out: str | os.PathLike, *, workers: int
 
             ctx = mp.get_context("spawn")  # fork after torch / OpenMP start-up can deadlock
             with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-                pending = {pool.submit(_cell_worker, cell_fn, c, config, config.threads_per_cell): c for c in todo}
+                pending = {pool.submit(_cell_worker, cell_fn, c, config): c for c in todo}
                 try:
                     while pending:
                         finished, _ = wait(pending, return_when=FIRST_COMPLETED)

@@ -105,50 +105,129 @@ def _bit_length(n: int) -> int:
     return int(n).bit_length()
 
 
-def _stable_order(scores: np.ndarray, offsets: np.ndarray, qidx: np.ndarray, pos: np.ndarray) -> np.ndarray:
+def _has_nan(x: np.ndarray) -> bool:
+    # one pass: a NaN anywhere makes the sum NaN (an overflowing sum falls back to the exact test)
+    total = x.sum()
+    return bool(np.isnan(total)) and bool(np.isnan(x).any())
+
+
+# Element-wise work runs over blocks of this many items: the temporaries stay in cache and are
+# reused, instead of allocating (and page-faulting in) several arrays of N elements.
+_CHUNK = 1 << 18
+
+
+def _blocks(n: int, chunk: int | None = None):
+    chunk = chunk or _CHUNK
+    for a in range(0, n, chunk):
+        yield a, min(a + chunk, n)
+
+
+def _segment_runs(seg_offsets: np.ndarray, n: int):
+    """Yield ``(a, b, q0, lens)``: block [a, b) of [0, n) holds ``lens[j]`` items of segment q0 + j."""
+    for a, b in _blocks(n):
+        q0 = int(np.searchsorted(seg_offsets, a, side="right")) - 1
+        q1 = int(np.searchsorted(seg_offsets, b - 1, side="right")) - 1
+        lens = np.minimum(seg_offsets[q0 + 1:q1 + 2], b) - np.maximum(seg_offsets[q0:q1 + 1], a)
+        yield a, b, q0, lens
+
+
+def _segment_blocks(seg_offsets: np.ndarray, n: int):
+    """Yield ``(a, b, q0, q)`` over [0, n): ``q`` [b-a] is the segment of each element, q0 its minimum."""
+    for a, b, q0, lens in _segment_runs(seg_offsets, n):
+        yield a, b, q0, np.repeat(np.arange(q0, q0 + lens.size, dtype=np.int64), lens)
+
+
+def _stable_order(scores: np.ndarray, offsets: np.ndarray, relevant: tuple | None = None):
     """Permutation ranking each query's items by score descending, ties in input order.
 
+    With ``relevant=(labels, threshold, out)`` the positions (in ranked order) of the items with
+    label >= threshold are also collected while the permutation is decoded (the blocks are in
+    cache then) and stored in the list ``out`` (left empty if a collision re-sort changed them).
+
     One ``np.sort`` of unique uint64 keys ``query | truncated descending score bits | position``;
-    the permutation is decoded from the key (row start of its query + position).
+    the permutation is decoded from the key (row start of its query + position). Distinct scores
+    that share the truncated bits are then re-sorted exactly (only those runs).
     """
     n = scores.size
     n_q = offsets.size - 1
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    max_len = int(np.max(np.diff(offsets)))
+    lengths = np.diff(offsets)
+    starts = offsets[:-1]
+    max_len = int(lengths.max())
     q_bits = _bit_length(n_q - 1)
     p_bits = _bit_length(max_len - 1)
     s_bits = 64 - q_bits - p_bits
     if s_bits < 16:  # absurd shapes only: fall back to a comparison sort
+        qidx = np.repeat(np.arange(n_q), lengths)
+        pos = np.arange(n) - np.repeat(starts, lengths)
         return np.lexsort((pos, -scores, qidx))
-    # Order-preserving map of float64 to uint64 (ascending), then complemented: ascending key order
-    # is descending score. +0.0 turns -0.0 into +0.0 so that the two zeros tie, as they compare.
-    u = (scores + 0.0).view(np.uint64)
-    neg = (u & _SIGN) != 0
-    desc = np.where(neg, u, ~(u | _SIGN))
-    key = desc >> np.uint64(64 - s_bits)
-    key <<= np.uint64(p_bits)
-    key |= pos.astype(np.uint64)
-    if q_bits:
-        key |= qidx.astype(np.uint64) << np.uint64(s_bits + p_bits)
+    shift = s_bits + p_bits
+    # (q << shift) - start_q, per query: adding the row index gives query | position
+    high = (np.arange(n_q, dtype=np.int64) << shift) - starts if q_bits else -starts
+    key = np.empty(n, dtype=np.uint64)
+    runs = list(_segment_runs(offsets, n))
+    for a, b, q0, lens in runs:
+        # Order-preserving map of x = -score to integers (ascending key = descending score):
+        # negative x flip every bit, the others set the sign bit. 0.0 - score also turns -0.0
+        # into +0.0, so that the two zeros tie, as they compare.
+        bits = np.subtract(0.0, scores[a:b]).view(np.int64)
+        flip = bits >> 63
+        flip |= np.int64(-(2**63))
+        bits ^= flip
+        k = bits.view(np.uint64)
+        k >>= np.uint64(64 - s_bits)
+        k <<= np.uint64(p_bits)
+        low = np.repeat(high[q0:q0 + lens.size], lens)
+        low += np.arange(a, b, dtype=np.int64)
+        k |= low.view(np.uint64)
+        key[a:b] = k
     key.sort()
-    perm = (key & np.uint64((1 << p_bits) - 1)).astype(np.int64) if p_bits else np.zeros(n, np.int64)
-    perm += offsets[:-1][qidx]
-    # Distinct scores that share the truncated bits are still in position order: re-sort those runs.
-    trunc = key >> np.uint64(p_bits)
-    same = np.flatnonzero(trunc[1:] == trunc[:-1])
-    if same.size:
+    same_parts, rel_parts = [], []
+    pmask = np.uint64((1 << p_bits) - 1)
+    for a, b, q0, lens in runs:  # queries keep their rows: the sorted blocks hold the same queries
+        kc = key[a:b]
+        trunc = kc >> np.uint64(p_bits)
+        same_parts.append(np.flatnonzero(trunc[1:] == trunc[:-1]) + a)
+        if b < n and (key[b - 1] >> np.uint64(p_bits)) == (key[b] >> np.uint64(p_bits)):
+            same_parts.append(np.array([b - 1]))
+        # decode in place: row = start of the query + position (low bits)
+        kc &= pmask
+        kc.view(np.int64)[:] += np.repeat(starts[q0:q0 + lens.size], lens)
+        if relevant is not None:
+            rel_parts.append(np.flatnonzero(relevant[0][kc.view(np.int64)] >= relevant[1]) + a)
+    perm = key.view(np.int64)
+    same = np.concatenate(same_parts) if same_parts else np.zeros(0, dtype=np.int64)
+    if same.size:  # pairs (i, i+1) sharing the query and the truncated score bits
         differs = scores[perm[same]] != scores[perm[same + 1]]
         if differs.any():
-            run_start = np.ones(n, dtype=bool)
-            run_start[1:] = trunc[1:] != trunc[:-1]
-            run_id = np.cumsum(run_start) - 1
-            bad = np.zeros(int(run_id[-1]) + 1, dtype=bool)
-            bad[run_id[same[differs]]] = True
-            sel = np.flatnonzero(bad[run_id])
-            sub = perm[sel]
-            perm[sel] = sub[np.lexsort((pos[sub], -scores[sub], run_id[sel]))]
+            _resort_collisions(scores, perm, same, differs, offsets)
+            rel_parts = None
+    if relevant is not None and rel_parts is not None:
+        relevant[2].append(np.concatenate(rel_parts))
     return perm
+
+
+def _resort_collisions(scores, perm, same, differs, offsets) -> None:
+    """Re-sort, exactly, the runs of equal truncated keys that hold distinct scores (in place)."""
+    # consecutive pair indices form one run of items [first pair, last pair + 1]
+    new_run = np.ones(same.size, dtype=bool)
+    new_run[1:] = same[1:] != same[:-1] + 1
+    run_of_pair = np.cumsum(new_run) - 1
+    bad = np.zeros(int(run_of_pair[-1]) + 1, dtype=bool)
+    bad[run_of_pair[differs]] = True
+    first = same[new_run]
+    # last pair of each run: the pair just before the next run's first pair
+    ends = np.empty(first.size, dtype=np.int64)
+    ends[:-1] = same[np.flatnonzero(new_run)[1:] - 1]
+    ends[-1] = same[-1]
+    first, ends = first[bad], ends[bad]
+    sizes = ends - first + 2
+    items = np.repeat(first - np.cumsum(np.r_[0, sizes[:-1]]), sizes) + np.arange(int(sizes.sum()))
+    run_id = np.repeat(np.arange(first.size), sizes)
+    rows = perm[items]
+    pos = rows - offsets[np.searchsorted(offsets, rows, side="right") - 1]
+    perm[items] = rows[np.lexsort((pos, -scores[rows], run_id))]
 
 
 def rank_order(
@@ -172,17 +251,16 @@ def rank_order(
     """
     s = _numpy(scores, np.float64)
     offsets = _check_offsets(query_offsets, s.size)
-    if np.isnan(s).any():
+    if _has_nan(s):
         raise ValueError("scores contain NaN")
+    return _order(s, offsets, ties, labels, doc_ids)
+
+
+def _order(s, offsets, ties, labels, doc_ids):
+    if ties in ("stable", "average"):
+        return _stable_order(s, offsets)
     lengths = np.diff(offsets)
     qidx = np.repeat(np.arange(offsets.size - 1, dtype=np.int64), lengths)
-    pos = np.arange(s.size, dtype=np.int64) - np.repeat(offsets[:-1], lengths)
-    return _order(s, offsets, qidx, pos, ties, labels, doc_ids)
-
-
-def _order(s, offsets, qidx, pos, ties, labels, doc_ids):
-    if ties in ("stable", "average"):
-        return _stable_order(s, offsets, qidx, pos)
     if ties == "docid_desc":
         if doc_ids is None:
             raise ValueError("ties='docid_desc' needs doc_ids")
@@ -192,7 +270,7 @@ def _order(s, offsets, qidx, pos, ties, labels, doc_ids):
         if labels is None:
             raise ValueError("ties='pessimistic' needs labels")
         y = np.nan_to_num(_numpy(labels, np.float64), nan=-np.inf)
-        return np.lexsort((pos, y, -s, qidx))
+        return np.lexsort((np.arange(s.size), y, -s, qidx))
     raise ValueError(f"unknown ties rule {ties!r}")
 
 
@@ -229,7 +307,7 @@ class RankedLists:
         if s.shape != y.shape:
             raise ValueError(f"scores has {s.size} items but labels has {y.size}")
         offsets = _check_offsets(query_offsets, s.size)
-        if np.isnan(s).any():
+        if _has_nan(s):
             raise ValueError("scores contain NaN")
         ids = None if doc_ids is None else np.asarray(doc_ids).reshape(-1)
         if ids is not None and ids.size != s.size:
@@ -285,7 +363,15 @@ class RankedLists:
     @cached_property
     def perm(self) -> np.ndarray:
         """[N] rows in ranked order (query-major)."""
-        return _order(self.scores, self.offsets, self.qidx, self.pos, self.conventions.ties, self.labels, self.doc_ids)
+        if self.conventions.ties in ("stable", "average"):
+            # the relevant positions for the convention's threshold come out of the same pass
+            t = float(self.conventions.threshold)
+            out: list = []
+            perm = _stable_order(self.scores, self.offsets, (self.labels, t, out))
+            if out:
+                self._cache[("ridx", t)] = out[0]
+            return perm
+        return _order(self.scores, self.offsets, self.conventions.ties, self.labels, self.doc_ids)
 
     @cached_property
     def max_len(self) -> int:
@@ -295,9 +381,12 @@ class RankedLists:
     def _relevant_sorted_index(self, threshold: float) -> np.ndarray:
         """Positions (in ranked order) of the items with label >= threshold, ascending."""
         key = ("ridx", threshold)
+        perm = self.perm  # may fill the cache for the conventions' threshold
         if key not in self._cache:
-            rel = self.labels >= threshold  # NaN (unjudged) is never relevant
-            self._cache[key] = np.flatnonzero(rel[self.perm])
+            labels = self.labels
+            # NaN (unjudged) is never relevant
+            parts = [np.flatnonzero(labels[perm[a:b]] >= threshold) + a for a, b in _blocks(self.n_items)]
+            self._cache[key] = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
         return self._cache[key]
 
     def _first_rel(self, threshold: float) -> np.ndarray:
@@ -314,6 +403,14 @@ class RankedLists:
         end = self.starts + (self.lengths if k is None else np.minimum(k, self.lengths))
         return (np.searchsorted(ridx, end) - self._first_rel(threshold)).astype(np.float64)
 
+    def _rel_in_list(self, threshold: float) -> np.ndarray:
+        """[Q] relevant items in each ranked list (int)."""
+        key = ("inlist", threshold)
+        if key not in self._cache:
+            ridx = self._relevant_sorted_index(threshold)
+            self._cache[key] = np.searchsorted(ridx, self.offsets[1:]) - self._first_rel(threshold)
+        return self._cache[key]
+
     def n_relevant(self, threshold: float) -> np.ndarray:
         """[Q] |R|: relevant items in the list, or in the qrels when they were given."""
         key = ("R", threshold)
@@ -323,8 +420,7 @@ class RankedLists:
                 qq = np.repeat(np.arange(qo.size - 1), np.diff(qo))
                 r = np.bincount(qq, weights=self.qrels_labels >= threshold, minlength=qo.size - 1)
             else:
-                ridx = self._relevant_sorted_index(threshold)
-                r = np.searchsorted(ridx, self.offsets[1:]) - self._first_rel(threshold)
+                r = self._rel_in_list(threshold)
             self._cache[key] = np.asarray(r, dtype=np.float64)
         return self._cache[key]
 
@@ -393,7 +489,7 @@ class RankedLists:
         kc = self.max_len if k is None else min(int(k), self.max_len)
         if kc == 0:
             out = np.zeros(n_q)
-        elif self.conventions.ties != "average" and n_q * kc <= 2 * self.n_items:
+        elif self.conventions.ties != "average" and n_q * kc <= self.n_items // 2:
             # dense [Q, K] gather of the top-K rows only
             cols = np.arange(kc)
             valid = cols[None, :] < self.lengths[:, None]
@@ -402,7 +498,20 @@ class RankedLists:
             ig = None if self.item_gain is None else self.item_gain[rows]
             g = self._gains_of(self.labels[rows], ig)
             g = np.where(valid, g, 0.0)
-            out = g @ self._discount_table(kc, k)
+            out = (g * self._discount_table(kc, k)).sum(axis=1)  # (not BLAS: no thread start-up)
+        elif self.conventions.ties != "average":
+            # block by block over the ranked items, keeping ranks <= k
+            disc = self._discount_table(kc, k)
+            out = np.zeros(n_q)
+            for a, b, q0, q in _segment_blocks(self.offsets, self.n_items):
+                pos = np.arange(a, b) - self.starts[q]
+                rows = self.perm[a:b]
+                if kc < self.max_len:
+                    keep = pos < kc
+                    q, pos, rows = q[keep], pos[keep], rows[keep]
+                ig = None if self.item_gain is None else self.item_gain[rows]
+                part = np.bincount(q - q0, weights=self._gains_of(self.labels[rows], ig) * disc[pos])
+                out[q0:q0 + part.size] += part
         else:
             g = self._sorted_gains_full()
             disc = self._discount_table(self.max_len, k)
@@ -410,49 +519,71 @@ class RankedLists:
         self._cache[key] = out
         return out
 
+    def _ideal_source(self):
+        if self.has_qrels:
+            return self.qrels_labels, self.qrels_offsets
+        return self.labels, self.offsets
+
+    @cached_property
+    def _level_counts(self):
+        """Items per (query, grade) when the judged labels are a few integer grades, else None.
+
+        Returns ``(counts [Q, G] ordered by decreasing positive gain, gains [G])``.
+        """
+        labels, offsets = self._ideal_source()
+        if self.item_gain is not None or labels.size == 0:
+            return None
+        lo, hi = np.fmin.reduce(labels), np.fmax.reduce(labels)  # NaN (unjudged) ignored
+        if not (np.isfinite(lo) and np.isfinite(hi)) or hi - lo > 64:
+            return None
+        n_levels = int(hi - lo) + 2  # the last one collects unjudged items, dropped below
+        n_q = offsets.size - 1
+        nan = _has_nan(labels)
+        counts = np.zeros((n_q, n_levels), dtype=np.int64)
+        for a, b, q0, lens in _segment_runs(offsets, labels.size):
+            block = labels[a:b] - lo if lo else labels[a:b].copy()
+            if nan:
+                block[np.isnan(block)] = n_levels - 1
+            code = block.astype(np.int64)
+            if not np.array_equal(code, block):
+                return None  # non-integer grades: the general path sorts the gains
+            code += np.repeat(np.arange(0, lens.size * n_levels, n_levels, dtype=np.int64), lens)
+            part = np.bincount(code, minlength=lens.size * n_levels)
+            counts[q0:q0 + lens.size] += part.reshape(-1, n_levels)
+        counts = counts[:, :-1]
+        g_level = self._gains_of(np.arange(lo, hi + 1, dtype=np.float64))
+        order = np.argsort(-g_level, kind="stable")
+        order = order[g_level[order] > 0]  # the ideal ranking holds the positive gains only
+        return counts[:, order], g_level[order]
+
     def ideal_dcg(self, k: int | None) -> np.ndarray:
         """[Q] ideal DCG@k: positive judged gains sorted descending, top min(|R|, k)."""
         key = ("idcg", k)
         if key in self._cache:
             return self._cache[key]
-        if self.has_qrels:
-            labels, offsets = self.qrels_labels, self.qrels_offsets
-        else:
-            labels, offsets = self.labels, self.offsets
+        labels, offsets = self._ideal_source()
         lengths = np.diff(offsets)
         n_q = lengths.size
         max_len = int(lengths.max()) if n_q else 0
-        finite = labels[~np.isnan(labels)]
-        by_level = (
-            self.item_gain is None
-            and finite.size > 0
-            and np.all(finite == np.floor(finite))
-            and finite.max() - finite.min() <= 64
-        )
-        if n_q == 0 or max_len == 0 or finite.size == 0:
+        by_level = self._level_counts if max_len else None
+        if n_q == 0 or max_len == 0:
             out = np.zeros(n_q)
-        elif by_level:
-            # Count items per (query, grade); grades sorted by gain fill the ideal ranks in order.
-            lo = finite.min()
-            levels = np.arange(lo, finite.max() + 1)
-            g_level = self._gains_of(levels)
-            order = np.argsort(-g_level, kind="stable")
-            order = order[g_level[order] > 0]
-            qq = np.repeat(np.arange(n_q), lengths)
-            ok = ~np.isnan(labels)
-            code = qq[ok] * levels.size + (labels[ok] - lo).astype(np.int64)
-            counts = np.bincount(code, minlength=n_q * levels.size).reshape(n_q, levels.size)[:, order]
-            hi = np.cumsum(counts, axis=1)
-            lo_c = hi - counts
-            dcum = np.concatenate([[0.0], np.cumsum(self._discount_table(max_len, k))])
-            out = (dcum[hi] - dcum[lo_c]) @ g_level[order] if order.size else np.zeros(n_q)
+        elif by_level is not None:
+            # grades sorted by gain fill the ideal ranks in order: grade j takes ranks (lo_j, hi_j]
+            counts, gains = by_level
+            if gains.size == 0:
+                out = np.zeros(n_q)
+            else:
+                hi = np.cumsum(counts, axis=1)
+                dcum = np.concatenate([[0.0], np.cumsum(self._discount_table(max_len, k))])
+                out = ((dcum[hi] - dcum[hi - counts]) * gains).sum(axis=1)
         else:
             ig = self.item_gain if not self.has_qrels else None
             g = self._gains_of(labels, ig)
             g = np.where(g > 0, g, 0.0)
             qq = np.repeat(np.arange(n_q, dtype=np.int64), lengths)
             pos = np.arange(g.size, dtype=np.int64) - np.repeat(offsets[:-1], lengths)
-            perm = _stable_order(g, offsets, qq, pos)
+            perm = _stable_order(g, offsets)
             disc = self._discount_table(max_len, k)
             out = np.bincount(qq, weights=g[perm] * disc[pos], minlength=n_q)
         self._cache[key] = out
@@ -503,13 +634,21 @@ class RankedLists:
                 return self._empty(np.where(ok, 1.0 / rank, 0.0), empty)
             if kind == "ap":
                 ridx = self._relevant_sorted_index(t)
-                q = self.qidx[ridx]
-                rank = self.pos[ridx] + 1
-                hits_so_far = np.arange(1, ridx.size + 1) - self._first_rel(t)[q]
-                prec = hits_so_far / rank
-                if k is not None:
-                    prec = np.where(rank <= k, prec, 0.0)
-                total = np.bincount(q, weights=prec, minlength=self.n_queries)
+                first = self._first_rel(t)
+                # precision at each relevant item: (hits so far) / rank, both from its position
+                seg = np.append(first, ridx.size)
+                total = np.zeros(self.n_queries)
+                for a, b, q0, lens in _segment_runs(seg, ridx.size):
+                    qs = slice(q0, q0 + lens.size)
+                    rank = ridx[a:b] - np.repeat(self.starts[qs] - 1, lens)
+                    prec = np.arange(a, b, dtype=np.float64)
+                    prec -= np.repeat(first[qs] - 1, lens)  # hits so far (this item included)
+                    prec /= rank
+                    if k is not None:
+                        prec[rank > k] = 0.0
+                    nonempty = lens > 0
+                    at = np.concatenate([[0], np.cumsum(lens)[:-1]])[nonempty]
+                    total[q0:q0 + lens.size][nonempty] += np.add.reduceat(prec, at)
                 norm = r if (conv.map_norm == "R" or k is None) else np.minimum(r, k)
                 return self._empty(total / norm, empty)
         raise ValueError(f"unknown metric kind {kind!r}: use one of {', '.join(KINDS)}")

@@ -171,3 +171,27 @@ def test_synth_train_predict_eval_end_to_end(tmp_path, capsys):
     assert len(summary["metrics"]["test"]) == 2
     for name, value in summary["metrics"]["test"].items():
         assert evaluated[name] == pytest.approx(value, abs=1e-9), name
+
+
+def test_toml_config_and_command_line_precedence(files, tmp_path):
+    cfg = tmp_path / "run.toml"
+    cfg.write_text('[train]\nepochs = 5\nbatch_size = 4\nmetrics = ["map"]\nmonitor = "map"\n'
+                   '[model]\ntype = "mlp"\nhidden = [5]\nactivation = "tanh"\n[loss]\nname = "ranknet"\nsigma = 2.0\n')
+    out = tmp_path / "run"
+    assert main(["train", "--train", str(files["train"]), "--valid", str(files["valid"]), "--config", str(cfg),
+                 "--epochs", "1", "--out", str(out), "--quiet"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["config"]["train"]["epochs"] == 1  # the command line wins over the file
+    assert summary["config"]["train"]["batch_size"] == 4 and summary["config"]["loss"] == {"name": "ranknet", "sigma": 2.0}
+    assert summary["monitor"].startswith("map[") and list(summary["metrics"]["valid"]) == [summary["monitor"]]
+    model = load_model(out)
+    assert model.hidden == (5,) and model.activation == "tanh"
+
+
+def test_gbdt_refuses_negative_labels(files, tmp_path, capsys):
+    bad = tmp_path / "neg.txt"
+    bad.write_text("-1 qid:1 1:0.5\n0 qid:1 1:0.2\n1 qid:2 1:0.1\n0 qid:2 1:0.3\n")
+    out = tmp_path / "out"
+    assert main(["gbdt", "--train", str(bad), "--valid", str(bad), "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "non-negative labels; row 0 has label -1.0" in err and not out.exists()

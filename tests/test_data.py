@@ -16,7 +16,7 @@ from ltr.data import (
     save_svmlight,
     split_by_query,
 )
-from ltr.errors import DataFormatError
+from ltr.errors import DataFormatError, LtrError
 
 
 def small_dataset(seed=0, n_queries=7, n_features=5, doc_ids=True, users=True):
@@ -126,6 +126,20 @@ def test_crlf_blank_and_comment_lines(tmp_path):
     assert ds.labels.tolist() == [2, 0, 1]
 
 
+def test_doc_ids_when_some_comments_lack_them(tmp_path):
+    text = "1 qid:1 1:1 # docid = A\n0 qid:1 1:2 # no id here\n0 qid:2 1:3 #docid=C # extra\n1 qid:2 1:4\n"
+    ds = load_svmlight(write(tmp_path, text), cache=False)
+    assert ds.doc_ids.tolist() == ["A", "", "C", ""]
+    assert load_svmlight(write(tmp_path, "1 qid:1 1:1 # a note\n", name="n.txt"), cache=False).doc_ids is None
+
+
+def test_users_must_be_constant_within_a_query(tmp_path):
+    text = "1 qid:1 1:1 # user = 4\n0 qid:1 1:2 # user = 5\n"
+    with pytest.raises(DataFormatError, match="user '5' differs from user '4'") as info:
+        load_svmlight(write(tmp_path, text), cache=False)
+    assert info.value.line == 2
+
+
 def test_query_sidecar(tmp_path):
     path = write(tmp_path, "1 1:1\n0 1:2\n0 2:3\n2 1:4\n", name="g.txt")
     (tmp_path / "g.txt.query").write_text("3\n1\n")
@@ -180,8 +194,7 @@ def test_missing_qid_everywhere_without_sidecar(tmp_path):
 
 def test_error_located_deep_in_a_large_file(tmp_path):
     lines = [f"{i % 3} qid:{i // 10} 1:{i}.5 2:1" for i in range(10_000)]
-    lines[7_321] = "1 qid:732 1:0.5 2:#"  # an empty value after the colon, comment follows
-    lines[7_321] = "1 qid:732 1:0.5 2:x"
+    lines[7_321] = "1 qid:732 1:0.5 2:x"  # in the fourth block of lines
     path = write(tmp_path, "\n".join(lines) + "\n", name="big.txt")
     with pytest.raises(DataFormatError) as info:
         load_svmlight(path, cache=False)
@@ -204,24 +217,32 @@ def test_n_features_too_small_names_the_line(tmp_path):
 
 
 def test_cli_prints_data_errors_without_traceback(tmp_path, capsys):
-    pytest.importorskip("ltr.commands.synth")
     from ltr.cli import main
 
     assert main(["synth", "--out", str(tmp_path / "o"), "--queries", "0"]) == 2
-    assert "error" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith("ltr synth: error: bad option: n_queries must be >= 1") and "Traceback" not in err
+
+
+def test_empty_file_and_comment_only_file(tmp_path):
+    with pytest.raises(DataFormatError, match="empty"):
+        load_svmlight(write(tmp_path, "", name="empty.txt"), cache=False)
+    with pytest.raises(DataFormatError, match="no data lines"):
+        load_svmlight(write(tmp_path, "# nothing\n\n", name="comments.txt"), cache=False)
 
 
 # ---- cache ----------------------------------------------------------------------------------------
 def test_cache_is_used_and_invalidated_when_the_source_changes(tmp_path):
-    path = write(tmp_path, "1 qid:1 1:0.5\n0 qid:1 1:0.25\n")
+    path = write(tmp_path, "1 qid:1 1:0.5 # docid = a user = 3\n0 qid:1 1:0.25 # docid = b user = 3\n")
     first = load_svmlight(path)
+    assert first.doc_ids.tolist() == ["a", "b"] and first.user_ids.tolist() == [3]
     cache_file = tmp_path / "data.txt.ltrcache.npz"
     assert cache_file.is_file() and "cache" not in first.meta
     second = load_svmlight(path)
     assert second.meta["cache"] == str(cache_file) and second.equals(first)
     # same size, new value: the cache must not be used
     stat = os.stat(path)
-    path.write_text("1 qid:1 1:0.5\n0 qid:1 1:0.75\n")
+    path.write_text("1 qid:1 1:0.5 # docid = a user = 3\n0 qid:1 1:0.75 # docid = b user = 3\n")
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # even with the old mtime
     third = load_svmlight(path)
     assert third.features[1, 0] == 0.75 and "cache" not in third.meta
@@ -252,6 +273,8 @@ def test_split_by_query_partitions_queries_deterministically():
     again = split_by_query(ds, (0.6, 0.2, 0.2), seed=3)
     assert all(a.equals(b) for a, b in zip(parts, again))
     other = split_by_query(ds, (0.6, 0.2, 0.2), seed=4)
+    train, valid, empty = split_by_query(ds, (0.8, 0.2, 0.0), seed=0)
+    assert (train.n_queries, valid.n_queries, empty.n_queries, empty.n_features) == (40, 10, 0, 5)
     assert set(other[0].query_ids.tolist()) != ids[0]
     with pytest.raises(ValueError, match="add up to 1"):
         split_by_query(ds, (0.5, 0.2))
@@ -306,3 +329,10 @@ def test_mslr_crlf_sample(tmp_path):
     assert test.query_ids[:3].tolist() == [13, 28, 43]
     assert (test.query_ids[-1], test.query_lengths[-1]) == (643, 26)
     assert np.bincount(test.labels.astype(int)).tolist() == [2847, 1442, 579, 98, 34]
+
+
+def test_unwritable_doc_ids_are_refused(tmp_path):
+    ds = RankingDataset(np.ones((2, 1)), [0, 1], [0, 2], [1], doc_ids=["ok", "two words"])
+    with pytest.raises(LtrError, match="doc id 'two words' \\(row 1\\)"):
+        save_svmlight(ds, tmp_path / "x.txt")
+    assert not (tmp_path / "x.txt").exists()

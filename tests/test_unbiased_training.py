@@ -84,7 +84,7 @@ def _fit(train, valid, seed=0):
 
     torch.manual_seed(seed)
     model = LinearScorer(train.n_features)
-    cfg = TrainConfig(epochs=2, batch_size=16, lr=0.05, patience=None, seed=seed, progress=False, metrics=("ndcg@10",))
+    cfg = TrainConfig(epochs=1, batch_size=16, lr=0.05, patience=None, seed=seed, progress=False, metrics=("ndcg@10",))
     result = Trainer(model, losses.get_loss("lambdarank"), cfg).fit(train, valid)
     return np.concatenate([p.detach().numpy().ravel() for p in result.model.parameters()]), result
 

@@ -7,7 +7,6 @@ on the same ``--out`` re-runs only the missing (or stale) cells and rebuilds the
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from ltr.errors import LtrError
