@@ -7,7 +7,8 @@
    - a cached load (the ``.ltrcache.npz`` beside the file),
    - the peer: scikit-learn's ``load_svmlight_file(query_id=False)`` on the same file (raw parse, no
      query structure; ``query_id=True`` grows its qid array one element at a time, which is quadratic,
-     so it is timed on a ``--peer-rows`` prefix only, against ``load_svmlight`` on the same prefix).
+     so it is timed on a ``--peer-rows`` prefix only, against ``load_svmlight`` on the same prefix, and
+     on 100,000 short rows, where that growth dominates).
 2. Prints the padding ratio (padded slots / all slots) of the batches of ``BucketBatchSampler`` on
    the default synthetic data: bucketed (the default), random batches (bucket of one batch) and
    fully sorted, for batch sizes 16 and 64.
@@ -55,6 +56,8 @@ def make_rows(n_rows: int, seed: int = 0):
 
 
 def bench_load(n_rows: int, peer: bool, peer_rows: int) -> None:
+    import sklearn.datasets  # noqa: F401  (imported before any timing: ltr.data imports it lazily)
+
     from ltr.data import load_svmlight, save_svmlight
 
     ds, t_gen = timed(lambda: make_rows(n_rows))
@@ -87,6 +90,14 @@ def bench_load(n_rows: int, peer: bool, peer_rows: int) -> None:
             _, t_sk = timed(lambda: load_svmlight_file(str(prefix), dtype=np.float32, query_id=True))
             print(f"prefix of {small.n_items:,} rows with qid: ltr {t_ours:.2f} s, "
                   f"sklearn load_svmlight_file(query_id=True) {t_sk:.2f} s (ratio sklearn/ltr {t_sk / t_ours:.2f}x)")
+            # short lines make scikit-learn's per-line growth of its qid array (np.append) dominate
+            short = Path(tmp) / "short.txt"
+            short.write_text("".join(f"{i % 3} qid:{i // 10} 1:{i % 7} 2:0.5\n" for i in range(100_000)))
+            _, t_raw = timed(lambda: load_svmlight_file(str(short)))
+            _, t_sk = timed(lambda: load_svmlight_file(str(short), query_id=True))
+            _, t_ours = timed(lambda: load_svmlight(short, cache=False, progress=False))
+            print(f"100,000 short rows (2 features): sklearn without qid {t_raw:.2f} s, sklearn query_id=True "
+                  f"{t_sk:.2f} s, ltr {t_ours:.2f} s (sklearn query_id=True / ltr = {t_sk / t_ours:.1f}x)")
 
 
 def bench_padding() -> None:

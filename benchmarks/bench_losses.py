@@ -10,8 +10,8 @@ uniform in [0.6 L, L]; L * 0.8 for B = 1), it times forward + backward of
 
 in this one process (2 torch threads, median of repeats; wall time and this process's CPU time,
 which is the fairer figure on a shared machine), and measures the peak memory of one forward +
-backward in a fresh subprocess per (configuration, method): ``ru_maxrss`` after the run minus the
-RSS right before it (torch, data and the model of the loss already loaded).
+backward in a fresh subprocess per (configuration, method): the peak RSS during the run minus the
+RSS right before it (torch, the data and the loss already loaded; see ``worker``).
 
 allRank's package ``__init__`` imports torchvision and gcsfs (not installed: allRank is installed
 with ``--no-deps``), so the file that defines ``lambdaLoss`` is loaded directly with its two
@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -101,8 +102,9 @@ def make_step(method, lambda_loss=None):
     return step
 
 
-def time_step(step, batch, repeats):
-    step(*batch)  # warm-up
+def time_step(step, batch, repeats, warm=True):
+    if warm:
+        step(*batch)
     walls, cpus = [], []
     for _ in range(repeats):
         w0, c0 = time.perf_counter(), time.process_time()
@@ -112,17 +114,37 @@ def time_step(step, batch, repeats):
     return statistics.median(walls), statistics.median(cpus)
 
 
+def _proc_status_kb(field):
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise KeyError(field)
+
+
 def worker(method, n_lists, length):
-    """Subprocess body: RSS growth of one forward + backward (MB)."""
+    """Subprocess body: peak RSS growth of one forward + backward (MB).
+
+    On Linux ``ru_maxrss`` survives ``exec``: a child started from a big parent reports the
+    parent's peak. So the high-water mark of this process is reset (``/proc/self/clear_refs``,
+    value 5) right before the step and read back as ``VmHWM``; ``ru_maxrss`` is the fallback.
+    """
     torch.set_num_threads(THREADS)
     lambda_loss, _ = load_allrank_lambdaloss() if method.startswith("allRank") else (None, "")
     step = make_step(method, lambda_loss)
     small = make_batch(2, 8)
     step(*small)  # load every lazy piece of code first
     batch = make_batch(n_lists, length)
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    step(*batch)
-    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        before = _proc_status_kb("VmRSS")
+        step(*batch)
+        after = _proc_status_kb("VmHWM")
+    except OSError:
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        step(*batch)
+        after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(json.dumps({"peak_mb": (after - before) / 1024.0, "rss_mb": after / 1024.0}))
 
 
@@ -149,14 +171,16 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="first three configurations only, 2 repeats")
     parser.add_argument("--allrank-everywhere", action="store_true", help="also run allRank at (1, 10000)")
     parser.add_argument("--no-memory", action="store_true", help="skip the per-cell memory subprocesses")
+    parser.add_argument("--threads", type=int, default=THREADS, help="torch threads (default 2)")
     parser.add_argument("--worker", nargs=3, metavar=("METHOD", "B", "L"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         worker(args.worker[0], int(args.worker[1]), int(args.worker[2]))
         return 0
-    torch.set_num_threads(THREADS)
+    torch.set_num_threads(args.threads)
     lambda_loss, where = load_allrank_lambdaloss()
-    print(f"torch {torch.__version__}, {THREADS} threads; {where}")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"torch {torch.__version__}, {args.threads} threads, {os.cpu_count()} CPUs, load average {load:.1f}; {where}")
     if lambda_loss is not None:
         ours, theirs = check_same_values(lambda_loss)
         print(f"same loss check (8 x 50, float64): ltr LambdaRank {ours:.10f}  allRank {theirs:.10f}  "
@@ -167,11 +191,24 @@ def main(argv=None):
     for n_lists, length in configs:
         batch = make_batch(n_lists, length)
         padding = 1.0 - float(batch[2].float().mean())
+        methods = [m for m in METHODS if not (m.startswith("allRank") and (
+            lambda_loss is None or (length >= 10000 and not args.allrank_everywhere)))]
+        steps = {m: make_step(m, lambda_loss) for m in methods}
+        for m in methods:
+            steps[m](*batch)  # warm-up
+        # Round-robin repeats, so that a load spike on a shared machine hits every method alike.
+        walls = {m: [] for m in methods}
+        cpus = {m: [] for m in methods}
+        for _ in range(1 if length >= 10000 else repeats):
+            for m in methods:
+                wall, cpu = time_step(steps[m], batch, 1, warm=False)
+                walls[m].append(wall)
+                cpus[m].append(cpu)
         for method in METHODS:
-            if method.startswith("allRank") and (lambda_loss is None or (length >= 10000 and not args.allrank_everywhere)):
+            if method not in methods:
                 rows.append((n_lists, length, padding, method, None, None, None, "not run"))
                 continue
-            wall, cpu = time_step(make_step(method, lambda_loss), batch, 1 if length >= 10000 else repeats)
+            wall, cpu = statistics.median(walls[method]), statistics.median(cpus[method])
             mem, note = (None, "") if args.no_memory else peak_memory(method, n_lists, length)
             rows.append((n_lists, length, padding, method, wall, cpu, None if mem is None else mem["peak_mb"], note))
             peak = "-" if mem is None else f"{mem['peak_mb']:.0f} MB"
@@ -190,7 +227,7 @@ def main(argv=None):
         aw, ac, ap = cell[(16, 1000, "allRank lambdaLoss")]
         lw, lc, lp = cell[(16, 1000, "ltr LambdaRank")]
         print(f"(16, 1000) LambdaRank vs allRank: {aw / lw:.1f}x faster (wall), {ac / lc:.1f}x (cpu)  [target >= 6x]")
-        if ap is not None and lp is not None:
+        if ap and lp is not None:
             print(f"(16, 1000) peak memory: ltr {lp:.0f} MB vs allRank {ap:.0f} MB = {lp / ap:.2f}  [target <= 0.25]")
     if (16, 1000, "ltr LambdaRank k=10") in cell:
         kw, kc, _ = cell[(16, 1000, "ltr LambdaRank k=10")]

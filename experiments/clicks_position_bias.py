@@ -151,7 +151,7 @@ def training_study(name, train, valid, test, produce, args, seed):
 
     from ltr.click_models import simulate_clicks
     from ltr.ips import click_training_set
-    from ltr.propensity import estimate_from_randomized, propensities_from_curve
+    from ltr.propensity import estimate_from_randomized, fit_power_law, propensities_from_curve
 
     max_label = float(max(train.labels.max(), test.labels.max()))
     log = simulate_clicks(train.labels, train.query_offsets, produce(train), eta=args.eta, eps=args.eps,
@@ -180,7 +180,7 @@ def training_study(name, train, valid, test, produce, args, seed):
     out["LightGBM, raw clicks + position"] = ndcg(lightgbm_scores(raw, valid, test, position=position, seed=seed))
     out["LambdaRank, true labels (skyline)"] = ndcg(neural_scores(train, valid, test, "lambdarank", seed, e))
     info = {"sessions": log.n_sessions, "clicks": log.n_clicks, "train_lists": raw.n_queries,
-            "eta_fit": float(__import__("ltr.propensity", fromlist=["fit_power_law"]).fit_power_law(est)),
+            "eta_fit": fit_power_law(est),
             "propensity_estimate": est.theta.tolist()}
     return out, info
 
@@ -211,6 +211,38 @@ def train_table(results):
             lines.append(f"| {name} | {method} | {ci.mean:.4f} [{ci.low:.4f}, {ci.high:.4f}] | "
                          + ", ".join(f"{m:.4f}" for m in means) + " |")
     return "\n".join(lines), summary
+
+
+PAIRS = (
+    ("LambdaRank, IPS (true propensity)", "LambdaRank, raw clicks"),
+    ("LambdaRank, IPS (estimated propensity)", "LambdaRank, raw clicks"),
+    ("RankNet, IPS (true propensity)", "RankNet, raw clicks"),
+    ("LightGBM, raw clicks + position", "LightGBM, raw clicks"),
+)
+
+
+def paired_table(results):
+    """Debiased minus raw: per-seed differences (t-interval) and a paired bootstrap over test queries
+    of the seed-averaged per-query NDCG@10."""
+    from metrics.stats import paired_bootstrap_test, t_interval
+
+    lines = ["| data | debiased - raw | mean difference over seeds [95% t-interval] | paired bootstrap over queries: difference, p |",
+             "|---|---|---|---|"]
+    out = {}
+    for name, per_method in results.items():
+        for a, b in PAIRS:
+            if a not in per_method or b not in per_method:
+                continue
+            diffs = np.array([np.nanmean(x) - np.nanmean(y) for x, y in zip(per_method[a], per_method[b])])
+            ci = t_interval(diffs)
+            qa = np.nanmean(np.vstack(per_method[a]), axis=0)
+            qb = np.nanmean(np.vstack(per_method[b]), axis=0)
+            test = paired_bootstrap_test(qa, qb, n_resamples=5000, seed=0)
+            out.setdefault(name, {})[f"{a} - {b}"] = {"mean": ci.mean, "low": ci.low, "high": ci.high,
+                                                     "query_diff": test.mean_difference, "p": test.p_value}
+            lines.append(f"| {name} | {a} - {b.split(', ', 1)[1]} | {ci.mean:+.4f} [{ci.low:+.4f}, {ci.high:+.4f}] | "
+                         f"{test.mean_difference:+.4f}, p = {test.p_value:.4f} |")
+    return "\n".join(lines), out
 
 
 def plot(eval_rows, train_summary, path):
@@ -269,7 +301,10 @@ def main(argv=None) -> int:
     p.add_argument("--train-sessions", type=int, default=30, help="sessions per training query for (b)")
     p.add_argument("--randomize-fraction", type=float, default=0.1, help="share of randomized training sessions (propensity estimate)")
     p.add_argument("--epochs", type=int, default=15, help="maximum epochs of the neural rankers")
+    p.add_argument("--quick", action="store_true", help="smoke run: synthetic only, 1 seed, 10 training sessions per query, 5 epochs")
     args = p.parse_args(argv)
+    if args.quick:
+        args.data, args.seeds, args.train_sessions, args.epochs, args.eval_sessions = "synthetic", 1, 10, 5, 20
 
     from ltr.io_utils import atomic_write_json, atomic_write_text
 
@@ -297,6 +332,7 @@ def main(argv=None) -> int:
 
     table_a = eval_table(eval_rows)
     table_b, train_summary = train_table(train_results)
+    table_c, paired = paired_table(train_results)
     text = (
         f"# Position bias: naive vs IPS (eta={args.eta}, eps={args.eps})\n\n"
         f"Command: `.venv/bin/python experiments/clicks_position_bias.py {' '.join(argv or sys.argv[1:])}`\n\n"
@@ -305,12 +341,14 @@ def main(argv=None) -> int:
         "IPS targets the true click-DCG (expected clicks x discount); SNIPS the normalised target.\n\n"
         "## (b) Training on clicks (top 10 shown), judged on test labels\n\n"
         f"{table_b}\n\n"
+        "Debiased minus raw clicks (same seeds, same clicks):\n\n"
+        f"{table_c}\n\n"
         f"Runtime: {time.time() - t0:.0f} s.\n"
     )
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "results.md", text)
     atomic_write_json(out / "results.json", {"args": vars(args), "evaluation": eval_rows, "evaluation_info": eval_info,
-                                             "training": train_summary, "training_info": train_info})
+                                             "training": train_summary, "paired": paired, "training_info": train_info})
     plot(eval_rows, train_summary, out / "clicks_position_bias.png")
     print(text)
     return 0

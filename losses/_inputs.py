@@ -54,6 +54,8 @@ def check_inputs(scores, labels, mask=None, weights=None):
         weights = weights.to(scores.dtype).masked_fill(~mask, 0.0)
         if not bool(torch.isfinite(weights).all()):
             raise ValueError("weights contain NaN or inf at unmasked positions")
+        if bool((weights < 0).any()):
+            raise ValueError("weights must be non-negative (they scale terms of the loss)")
     return scores, labels, mask, weights
 
 

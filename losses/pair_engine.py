@@ -80,10 +80,10 @@ class _PairwiseLogistic(torch.autograd.Function):
 
 
 def _value_and_grad(scores, labels, mask, weights, sigma, order, pair_weight, top, block_elements):
-    n_batch, n_items = scores.shape
+    n_batch = scores.shape[0]
     per_query = scores.new_zeros(n_batch)
     grad_out = torch.zeros_like(scores)
-    n_valid = int(mask.sum(dim=1).max()) if n_items else 0
+    n_valid = int(mask.sum(dim=1).max()) if mask.numel() else 0
     if n_valid < 2:
         return per_query, grad_out
     # Rank coordinates, cut after the last real item of the longest query.

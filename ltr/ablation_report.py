@@ -80,7 +80,8 @@ def summarize(records: list[dict], config: AblationConfig, *, cells: dict | None
         "metrics": {short: names.get(short, short) for short in config.metrics},
         "interval": f"Student-t over seeds of each seed's mean over test queries ({conf:.0%})",
         "tests": ("paired over test queries, each query's value averaged over seeds: paired t-test "
-                  f"(scipy.stats.ttest_rel) and paired bootstrap ({config.n_resamples} resamples, seed 0); "
+                  f"(scipy.stats.ttest_rel) and paired bootstrap ({config.n_resamples} resamples, seed 0; its smallest "
+                  f"possible p is 1/{config.n_resamples + 1}); "
                   "Holm across the methods compared with the reference, per data set, metric and test"),
         "datasets": [],
         "cells": dict(cells or {}),

@@ -339,7 +339,7 @@ def load_svmlight(
         line without ``qid`` (when there is no query file), NaN or infinite values, feature indices not
         increasing, rows of one query that are not contiguous.
     """
-    path = Path(path)
+    path = Path(path).expanduser()
     if not path.is_file():
         raise LtrError(f"{path}: no such file")
     if query_file is None:
@@ -880,8 +880,9 @@ def save_svmlight(ds: RankingDataset, path: str | os.PathLike, *, progress: bool
 
     Features are written 1-based and only when non-zero, except the last column, which is written on
     every line so that the width survives a round trip. float32 values are written so that they read
-    back bit-identical (:func:`format_float32`); labels as integers when they are whole numbers, else
-    with ``repr``. ``doc_ids`` and ``user_ids`` go into the line comment: ``# docid = D user = U``.
+    back bit-identical: blocks whose values are all short decimals (LETOR-like data) by a vectorised
+    formatter, others through :func:`format_float32`; labels as integers when they are whole numbers,
+    else with ``repr``. ``doc_ids`` and ``user_ids`` go into the line comment: ``# docid = D user = U``.
     Weights are not written (SVMlight has no place for them).
     """
     if ds.query_ids.dtype.kind not in "iu":
@@ -914,7 +915,8 @@ def save_svmlight(ds: RankingDataset, path: str | os.PathLike, *, progress: bool
             parts.append(np.char.add("user = ", users))
         comments = parts[0] if len(parts) == 1 else np.char.add(np.char.add(parts[0], " "), parts[1])
         comments = comments.tolist()
-    prefix = [f"{j + 1}:" for j in range(width)]
+    heads = [f"{labels[r]} {qid_text[r]}" for r in range(n)]
+    tails = ["\n"] * n if comments is None else [f" # {c}\n" for c in comments]
     bar = None
     if (progress if progress is not None else n * max(width, 1) > 20_000_000):
         from tqdm.auto import tqdm
@@ -922,33 +924,97 @@ def save_svmlight(ds: RankingDataset, path: str | os.PathLike, *, progress: bool
         bar = tqdm(total=n, unit="rows", desc=f"writing {Path(path).name}", disable=None if progress is None else False)
     step = max(1, 2_000_000 // max(width, 1))
     try:
-        with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
             for lo in range(0, n, step):
                 hi = min(n, lo + step)
                 block = ds.features[lo:hi]
-                keep = block != 0
+                # -0.0 is written too (as "-0"), so that the round trip is bit for bit
+                keep = (block != 0) | np.signbit(block)
                 if width:
                     keep[:, -1] = True
-                rows_nz, cols_nz = np.nonzero(keep)
-                flat = list(map(operator.add, map(prefix.__getitem__, cols_nz.tolist()),
-                                format_float32(block[rows_nz, cols_nz])))
-                ends = np.cumsum(keep.sum(axis=1)).tolist()
-                out = []
-                start = 0
-                for i, end in enumerate(ends):
-                    r = lo + i
-                    line = f"{labels[r]} {qid_text[r]} " + " ".join(flat[start:end])
-                    if comments is not None:
-                        line += " # " + comments[r]
-                    out.append(line)
-                    start = end
-                fh.write("\n".join(out))
-                fh.write("\n")
+                text = _block_bytes_fast(block, keep, heads[lo:hi], tails[lo:hi])
+                if text is None:
+                    text = _block_bytes_general(block, keep, heads[lo:hi], tails[lo:hi])
+                fh.write(text)
                 if bar is not None:
                     bar.update(hi - lo)
     finally:
         if bar is not None:
             bar.close()
+
+
+def _block_bytes_general(block: np.ndarray, keep: np.ndarray, heads: list[str], tails: list[str]) -> bytes:
+    """Lines of a block, each value through :func:`format_float32` (any float32 value)."""
+    prefix = [f" {j + 1}:" for j in range(block.shape[1])]
+    rows_nz, cols_nz = np.nonzero(keep)
+    flat = list(map(operator.add, map(prefix.__getitem__, cols_nz.tolist()), format_float32(block[rows_nz, cols_nz])))
+    ends = np.cumsum(keep.sum(axis=1)).tolist()
+    out = []
+    start = 0
+    for i, end in enumerate(ends):
+        out.append(heads[i] + "".join(flat[start:end]) + tails[i])
+        start = end
+    return "".join(out).encode("utf-8")
+
+
+def _ascii_matrix(strings: list[str]) -> np.ndarray:
+    """uint8 [len, width] with the strings' bytes, NUL-padded on the right."""
+    arr = np.array([t.encode("utf-8") for t in strings], dtype=bytes)
+    width = max(arr.dtype.itemsize, 1)
+    return arr.astype(f"S{width}").view(np.uint8).reshape(len(strings), width)
+
+
+def _block_bytes_fast(block: np.ndarray, keep: np.ndarray, heads: list[str], tails: list[str]) -> bytes | None:
+    """Lines of a block whose values are all short decimals (<= 6 decimals, |x| < 1e12), or None.
+
+    Vectorised: every value gets a fixed-width ASCII field (sign, integer digits, '.', 6 decimals) in a
+    uint8 matrix where the characters not to print (leading zeros, trailing zeros, skipped entries)
+    are NUL; one ``bytes.replace`` drops the NULs. The value written is round(x, d) with the fewest
+    decimals d <= 6 for which it reads back (as float64, then float32) to exactly x.
+    """
+    rows, width = block.shape
+    if rows == 0:
+        return b""
+    x64 = block.astype(np.float64)
+    magnitude = np.abs(x64)
+    if not (np.all(np.isfinite(x64)) and np.all(magnitude < 1e12)):
+        return None
+    # the fewest decimals d (0..6) whose decimal reads back to x, e.g. float32(53.3) -> "53.3", not
+    # "53.299999"; n = that decimal times 10^6, an exact integer
+    n = np.zeros(block.shape, dtype=np.int64)
+    done = np.zeros(block.shape, dtype=bool)
+    for d in range(7):
+        scaled = np.round(magnitude * 10.0**d)
+        good = ~done & ((np.copysign(scaled, x64) / 10.0**d).astype(np.float32) == block)
+        n[good] = scaled[good].astype(np.int64) * 10 ** (6 - d)
+        done |= good
+        if done.all():
+            break
+    else:
+        return None
+    whole, frac = np.divmod(n, 1_000_000)
+    n_whole = len(str(int(whole.max())))
+    field = 1 + n_whole + 1 + 6
+    prefix = _ascii_matrix([f" {j + 1}:" for j in range(width)])  # [F, P]
+    p = prefix.shape[1]
+    cells = np.zeros((rows, width, p + field), dtype=np.uint8)
+    cells[:, :, :p] = prefix[None, :, :]
+    cells[:, :, p] = np.where(np.signbit(block), ord("-"), 0)
+    for i in range(n_whole):
+        power = 10 ** (n_whole - 1 - i)
+        digit = (whole // power) % 10
+        show = (whole >= power) if power > 1 else np.ones_like(whole, dtype=bool)
+        cells[:, :, p + 1 + i] = np.where(show, digit + 48, 0)
+    cells[:, :, p + 1 + n_whole] = np.where(frac != 0, ord("."), 0)
+    for k in range(6):
+        power = 10 ** (5 - k)
+        digit = (frac // power) % 10
+        cells[:, :, p + 2 + n_whole + k] = np.where(frac % (power * 10) != 0, digit + 48, 0)
+    cells[~keep] = 0
+    lines = np.concatenate(
+        [_ascii_matrix(heads), cells.reshape(rows, width * (p + field)), _ascii_matrix(tails)], axis=1
+    )
+    return lines.tobytes().replace(b"\0", b"")
 
 
 # --------------------------------------------------------------------------------------------------

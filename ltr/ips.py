@@ -22,8 +22,9 @@ relative propensities from :mod:`ltr.propensity` give. Clipping at ``tau`` bound
 
 Training (:func:`click_training_set`): each session becomes a list with labels = clicks and
 per-item weights ``w_i`` on clicked items (1 elsewhere); a pairwise loss multiplies the pair
-(clicked i, unclicked j) by ``weights[i]`` (the ``losses`` contract), which makes the expected
-pairwise objective the one on attractions (Joachims et al., 2017).
+(clicked i, unclicked j) by ``weights[i]`` (the ``losses`` contract). Since ``E[click_i w_i] = a_i``,
+the clicked side of every pair is de-biased as in the propensity-weighted pairwise objective of
+Joachims et al. (2017); the unclicked side is taken from the log as it is.
 """
 
 from __future__ import annotations

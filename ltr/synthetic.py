@@ -8,8 +8,9 @@ How a data set is made (every draw comes from one ``numpy.random.Generator(seed)
    about 1000).
 2. **Latent item vectors** ``z_i = 0.6 * c_q + e_i`` in R^8 (``c_q`` a query centre, ``e_i`` item
    noise, both standard normal).
-3. **Teacher** (hidden, non-linear): ``t_i = w2 . tanh(W1 z_i + b1) + 0.5 * z_i1 * z_i2``, 24 hidden
-   units, scaled to unit variance. The grade score is ``s_i = t_i + d_q + label_noise * eps_i``,
+3. **Teacher** (hidden, non-linear): ``t_i = w2 . tanh(W1 z_i + b1) + 0.5 z_i1 z_i2 - 0.6 z_i3^2``
+   (24 hidden units, ``w2 ~ N(0, 1/24)``; the last term makes a middle value of ``z3`` best, as for
+   document length), scaled to unit variance. The grade score is ``s_i = t_i + d_q + label_noise * eps_i``,
    where ``d_q ~ N(0, 0.5^2)`` shifts a whole query (some queries have many relevant documents,
    some few).
 4. **Grades 0..4** by global quantiles of ``s`` at the MSLR-WEB10K label shares
@@ -28,9 +29,10 @@ How a data set is made (every draw comes from one ``numpy.random.Generator(seed)
    very active), capped at ``max(1, Q // 10)``, and dealt to the queries in random order; with
    ``n_users`` given, each query picks user ``u`` with probability ``~ (u + 1)^-1.1``.
 
-Because the grades come from ``tanh`` units and a product of latent coordinates seen only through
-monotone non-linear feature transforms, a linear scorer cannot rank as well as the teacher while a
-non-linear one (MLP, gradient-boosted trees) gets closer: better models truly score higher.
+Because the grades come from ``tanh`` units, a product and a square of latent coordinates seen only
+through noisy monotone non-linear feature transforms, a linear scorer cannot rank as well as the
+teacher while a non-linear one (MLP, gradient-boosted trees) gets closer: better models truly score
+higher (tests/test_synthetic.py measures chance < linear < non-linear < teacher).
 """
 
 from __future__ import annotations
@@ -231,10 +233,12 @@ def make_mslr_like(
         },
         "recipe": {
             "lengths": f"clip(round(lognormal(mu={mu:.6f}, sigma={length_sigma})), 1, {max_list_length})",
-            "teacher": f"w2 . tanh(W1 z + b1) + 0.5 z1 z2, z in R^{_LATENT}, {_HIDDEN} hidden units, unit variance",
+            "teacher": f"w2 . tanh(W1 z + b1) + 0.5 z1 z2 - 0.6 z3^2, z in R^{_LATENT}, {_HIDDEN} hidden units, "
+            "scaled to unit variance",
             "grade_score": f"teacher + N(0, 0.5^2) per query + N(0, {label_noise}^2) per item",
             "label_shares": list(LABEL_SHARES),
             "informative_features": (informative_columns + 1).tolist(),
+            "query_level_features": np.sort(position[n_informative : n_informative + n_query_level] + 1).tolist(),
             "feature_kinds": {"count": int((kinds == 0).sum()), "score": int((kinds == 1).sum()), "ratio": int((kinds == 2).sum())},
             "users": "zipf(2) queries per user, capped at Q // 10" if n_users is None else f"p(u) ~ (u + 1)^-1.1 over {n_users} users",
         },

@@ -13,17 +13,20 @@ g_r = gain(label_r), d(r) = 1/log2(r+1) (or the discount given), R = number of r
     AP@K        = sum_{r<=K} rel_r * P@r / (R or min(R, K))
     RR@K        = 1 / (rank of the first relevant item) if that rank <= K else 0
     P@K         = sum_{r<=K} rel_r / K                Recall@K = sum_{r<=K} rel_r / R
-    HitRate@K   = [sum_{r<=K} rel_r > 0]              R-precision = P@R * R / R = hits in top R / R
+    HitRate@K   = [sum_{r<=K} rel_r > 0]              R-precision = sum_{r<=R} rel_r / R
 
 Without ``k`` the cutoff is the whole list (P then divides by n). A query without relevant items
 (R = 0; for NDCG: IDCG = 0) scores according to ``empty`` (NaN for "skip"). DCG is never "empty".
 
 How it is fast: one ordering of all queries is computed once and shared by every metric. For the
-default tie rule (input order) the ordering is a single ``np.sort`` of unique 64-bit keys
+default tie rule (input order) the ordering is a single in-place ``np.sort`` of unique 64-bit keys
 ``query | score bits | position`` from which the permutation is decoded (no argsort); the few
-queries whose distinct scores collide in the truncated score bits are re-sorted exactly. The
-metrics then need only the positions of the relevant items (``np.flatnonzero``) and
-``np.searchsorted`` / ``np.bincount`` per query, plus a dense ``[Q, K]`` gather for DCG@K.
+runs whose distinct scores collide in the truncated score bits are re-sorted exactly afterwards.
+The metrics then need only the positions of the relevant items in ranked order (collected while
+the permutation is decoded), ``np.searchsorted`` on them per query, item counts per (query, grade)
+for the ideal DCG, and a ``[Q, K]`` gather for DCG@K. Element-wise work runs over blocks of
+2^18 items so that temporaries stay in cache instead of allocating arrays of N elements.
+Other tie rules use ``np.lexsort`` (slower, exact).
 """
 
 from __future__ import annotations
@@ -53,9 +56,6 @@ __all__ = [
 ]
 
 KINDS = ("ndcg", "dcg", "ap", "rr", "p", "recall", "hit", "rprec")
-
-_SIGN = np.uint64(1 << 63)
-
 
 def _numpy(x: Any, dtype: Any = None) -> np.ndarray:
     if is_torch(x):
@@ -167,21 +167,21 @@ def _stable_order(scores: np.ndarray, offsets: np.ndarray, relevant: tuple | Non
     high = (np.arange(n_q, dtype=np.int64) << shift) - starts if q_bits else -starts
     key = np.empty(n, dtype=np.uint64)
     runs = list(_segment_runs(offsets, n))
+    top = np.int64(1 << (s_bits - 1))
     for a, b, q0, lens in runs:
-        # Order-preserving map of x = -score to integers (ascending key = descending score):
-        # negative x flip every bit, the others set the sign bit. 0.0 - score also turns -0.0
-        # into +0.0, so that the two zeros tie, as they compare.
-        bits = np.subtract(0.0, scores[a:b]).view(np.int64)
-        flip = bits >> 63
-        flip |= np.int64(-(2**63))
-        bits ^= flip
-        k = bits.view(np.uint64)
-        k >>= np.uint64(64 - s_bits)
-        k <<= np.uint64(p_bits)
+        # Order-preserving map of x = -score to the top s_bits of an integer key (ascending key =
+        # descending score): an arithmetic shift keeps the sign; negative x then flip every bit
+        # (~t), the others set the top bit. 0.0 - score also turns -0.0 into +0.0 (they tie).
+        t = key[a:b].view(np.int64)
+        np.subtract(0.0, scores[a:b], out=t.view(np.float64))
+        t >>= 64 - s_bits
+        flip = t >> 63
+        flip |= top
+        t ^= flip
+        t <<= p_bits
         low = np.repeat(high[q0:q0 + lens.size], lens)
         low += np.arange(a, b, dtype=np.int64)
-        k |= low.view(np.uint64)
-        key[a:b] = k
+        t |= low
     key.sort()
     same_parts, rel_parts = [], []
     pmask = np.uint64((1 << p_bits) - 1)
@@ -201,15 +201,29 @@ def _stable_order(scores: np.ndarray, offsets: np.ndarray, relevant: tuple | Non
     if same.size:  # pairs (i, i+1) sharing the query and the truncated score bits
         differs = scores[perm[same]] != scores[perm[same + 1]]
         if differs.any():
-            _resort_collisions(scores, perm, same, differs, offsets)
-            rel_parts = None
-    if relevant is not None and rel_parts is not None:
-        relevant[2].append(np.concatenate(rel_parts))
+            items = _resort_collisions(scores, perm, same, differs, offsets)
+            if relevant is not None:
+                # a re-sorted run keeps its items, so its number of relevant items: only their
+                # positions inside the run change
+                ridx = np.concatenate(rel_parts)
+                new_run = np.ones(items.size, dtype=bool)
+                new_run[1:] = items[1:] != items[:-1] + 1
+                run_first = items[new_run]
+                run_last = np.append(items[np.flatnonzero(new_run)[1:] - 1], items[-1])
+                lo = np.searchsorted(ridx, run_first)
+                hi = np.searchsorted(ridx, run_last, side="right")
+                where = np.repeat(lo - np.cumsum(np.r_[0, (hi - lo)[:-1]]), hi - lo) + np.arange(int((hi - lo).sum()))
+                ridx[where] = items[relevant[0][perm[items]] >= relevant[1]]
+                rel_parts = [ridx]
+    if relevant is not None:
+        relevant[2].append(np.concatenate(rel_parts) if rel_parts else np.zeros(0, dtype=np.int64))
     return perm
 
 
 def _resort_collisions(scores, perm, same, differs, offsets) -> None:
-    """Re-sort, exactly, the runs of equal truncated keys that hold distinct scores (in place)."""
+    """Re-sort, exactly, the runs of equal truncated keys that hold distinct scores (in place).
+
+    Returns the positions re-sorted (ascending; each run contiguous)."""
     # consecutive pair indices form one run of items [first pair, last pair + 1]
     new_run = np.ones(same.size, dtype=bool)
     new_run[1:] = same[1:] != same[:-1] + 1
@@ -228,6 +242,7 @@ def _resort_collisions(scores, perm, same, differs, offsets) -> None:
     rows = perm[items]
     pos = rows - offsets[np.searchsorted(offsets, rows, side="right") - 1]
     perm[items] = rows[np.lexsort((pos, -scores[rows], run_id))]
+    return items
 
 
 def rank_order(
@@ -426,15 +441,19 @@ class RankedLists:
 
     # ---- gains ----------------------------------------------------------------------------
     def _gains_of(self, labels: np.ndarray, item_gain: np.ndarray | None = None) -> np.ndarray:
+        """Gains of ``labels``; unjudged (NaN) labels and labels below the gain floor are worth 0."""
         conv = self.conventions
+        nan = _has_nan(labels)
         with np.errstate(invalid="ignore", over="ignore"):
-            g = gain_values(np.nan_to_num(labels, nan=0.0), conv.gain, item_gain)
-        zero = np.isnan(labels)
+            g = gain_values(np.nan_to_num(labels, nan=0.0) if nan else labels, conv.gain, item_gain)
         floor = conv.gain_floor
-        if floor is not None:
-            zero |= labels < floor
-        if zero.any():
-            g = np.where(zero, 0.0, g)
+        if nan or floor is not None:
+            if np.may_share_memory(g, labels) or (item_gain is not None and np.may_share_memory(g, item_gain)):
+                g = g.copy()  # a callable gain may hand its input back; never write into it
+            zero = np.isnan(labels)
+            if floor is not None:
+                zero |= labels < floor
+            g[zero] = 0.0
         return g
 
     def _sorted_gains_full(self) -> np.ndarray:
@@ -490,15 +509,17 @@ class RankedLists:
         if kc == 0:
             out = np.zeros(n_q)
         elif self.conventions.ties != "average" and n_q * kc <= self.n_items // 2:
-            # dense [Q, K] gather of the top-K rows only
+            # the top-K rows only, in a [Q, K] gather (positions past a list's end read row 0)
             cols = np.arange(kc)
-            valid = cols[None, :] < self.lengths[:, None]
-            idx = np.where(valid, self.starts[:, None] + cols[None, :], 0)
+            valid = cols < self.lengths[:, None]
+            idx = self.starts[:, None] + cols
+            idx[~valid] = 0
             rows = self.perm[idx]
             ig = None if self.item_gain is None else self.item_gain[rows]
             g = self._gains_of(self.labels[rows], ig)
-            g = np.where(valid, g, 0.0)
-            out = (g * self._discount_table(kc, k)).sum(axis=1)  # (not BLAS: no thread start-up)
+            g[~valid] = 0.0
+            g *= self._discount_table(kc, k)
+            out = g.sum(axis=1)  # (not a BLAS matrix product: no thread start-up on small work)
         elif self.conventions.ties != "average":
             # block by block over the ranked items, keeping ranks <= k
             disc = self._discount_table(kc, k)
@@ -541,9 +562,9 @@ class RankedLists:
         nan = _has_nan(labels)
         counts = np.zeros((n_q, n_levels), dtype=np.int64)
         for a, b, q0, lens in _segment_runs(offsets, labels.size):
-            block = labels[a:b] - lo if lo else labels[a:b].copy()
+            block = labels[a:b] - lo if lo else labels[a:b]
             if nan:
-                block[np.isnan(block)] = n_levels - 1
+                block = np.where(np.isnan(block), n_levels - 1, block)
             code = block.astype(np.int64)
             if not np.array_equal(code, block):
                 return None  # non-integer grades: the general path sorts the gains

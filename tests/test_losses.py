@@ -346,5 +346,7 @@ def test_bad_inputs_get_clear_errors():
         ListNet()(s, torch.tensor([[0.0, float("nan"), 1.0], [0, 0, 0]]), None)
     with pytest.raises(ValueError, match="metric"):
         LambdaRank(metric="auc")
+    with pytest.raises(ValueError, match="non-negative"):
+        LambdaRank()(s, torch.zeros(2, 3), None, -torch.ones(2, 3))
     with pytest.raises(ValueError, match="\\[B, L\\]"):
         LambdaRank()(torch.zeros(3), torch.zeros(3), None)

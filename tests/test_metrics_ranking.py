@@ -274,3 +274,17 @@ def test_collision_resort_keeps_relevance_positions_right():
     for name, kind, k in (("map", "ap", None), ("mrr@5", "rr", 5), ("p@10", "p", 10), ("ndcg@10", "ndcg", 10)):
         want = [_reference(kind, scores[a:b].tolist(), labels[a:b].tolist(), k) for a, b in zip(offsets[:-1], offsets[1:])]
         np.testing.assert_allclose(r.per_query[r.names[name]], want, atol=1e-12, rtol=0, err_msg=name)
+
+
+def test_inputs_are_never_modified():
+    rng = np.random.default_rng(8)
+    scores = rng.normal(size=50)
+    labels = rng.choice([np.nan, -1.0, 0.0, 1.0, 2.0], size=50)
+    price = rng.random(50)
+    offsets = [0, 20, 20, 50]
+    copies = scores.copy(), labels.copy(), price.copy()
+    metrics.evaluate(scores, labels, offsets, ["ndcg@5", "map", "dcg"], gain=lambda r: r, zero_gain_below=0)
+    metrics.evaluate(scores, labels, offsets, ["ndcg@5", "dcg"], item_gain=price, zero_gain_below=1)
+    metrics.evaluate(scores, labels, offsets, ["ndcg", "p@3"], preset="trec_eval", doc_ids=np.arange(50).astype(str))
+    for before, after in zip(copies, (scores, labels, price)):
+        np.testing.assert_array_equal(before, after)

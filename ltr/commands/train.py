@@ -42,6 +42,8 @@ def register(subparsers) -> None:
     p.add_argument("--normalize", default=None, choices=NORMALIZE_CHOICES, help="input normalisation fitted on the training split and saved in the model (default none)")
     p.add_argument("--epochs", type=int, default=None, help="maximum number of epochs (default 30)")
     p.add_argument("--batch-size", type=int, default=None, help="queries per batch (default 64)")
+    p.add_argument("--bucket-size", type=int, default=None, help="length bucketing: this many shuffled queries are sorted by length before batches are cut; "
+                   "smaller = more random batches (equal to --batch-size: no bucketing), larger = less padding (default: 50 batches)")
     p.add_argument("--lr", type=float, default=None, help="Adam learning rate (default 0.001)")
     p.add_argument("--weight-decay", type=float, default=None, help="Adam weight decay (default 0)")
     p.add_argument("--patience", type=int, default=None, help="epochs without improvement before stopping (default 5)")
@@ -78,7 +80,7 @@ def resolve_settings(args) -> tuple[dict[str, Any], dict[str, Any], dict[str, An
     loss.update(tables["loss"])
 
     overrides = {
-        "epochs": args.epochs, "batch_size": args.batch_size, "lr": args.lr, "weight_decay": args.weight_decay,
+        "epochs": args.epochs, "batch_size": args.batch_size, "bucket_size": args.bucket_size, "lr": args.lr, "weight_decay": args.weight_decay,
         "patience": args.patience, "monitor": args.monitor, "preset": args.preset, "seed": args.seed,
         "device": args.device, "checkpoint_dir": args.checkpoint_dir,
     }
