@@ -48,8 +48,17 @@ METHODS = ["ltr RankNet", "ltr LambdaRank", "ltr LambdaRank k=10", "allRank lamb
 THREADS = 2
 
 
+_LOADED = {}
+
+
 def load_allrank_lambdaloss():
     """allRank's lambdaLoss function, or None with a reason when allRank is not installed."""
+    if "lambdaLoss" not in _LOADED:
+        _LOADED["lambdaLoss"] = _load_allrank_lambdaloss()
+    return _LOADED["lambdaLoss"]
+
+
+def _load_allrank_lambdaloss():
     spec = importlib.util.find_spec("allrank")
     if spec is None or not spec.submodule_search_locations:
         return None, "allRank is not installed (pip install --no-deps allRank, the 'bench' extra)"

@@ -26,13 +26,12 @@ After the same number of epochs both models are judged on a validation split by
 
 Run (full size needs ~3 GB and hours for the allRank-style loop; use --queries to shrink)::
 
-    .venv/bin/python benchmarks/bench_training.py --queries 1000 --epochs 1
+    .venv/bin/python benchmarks/bench_training.py --queries 1000 --epochs 3 --buckets default,256,128,64
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 

@@ -24,7 +24,6 @@ Writes ``results.md`` (tables), ``results.json`` and ``clicks_position_bias.png`
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time

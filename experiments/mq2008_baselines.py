@@ -24,7 +24,6 @@ Run (about 10 minutes on one busy core)::
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time

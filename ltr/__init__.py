@@ -11,7 +11,11 @@ Sub-modules (imported on demand so that ``import ltr`` stays cheap):
 - ``ltr.gbdt``        the LightGBM lambdarank baseline
 - ``ltr.calibration`` Platt and isotonic calibrators with AUC-invariance checks
 - ``ltr.auction``     bid x pCTR auctions
-- ``ltr.clicks``      click models, propensities and IPS estimators
+- ``ltr.click_models`` position-based and cascade click simulation
+- ``ltr.propensity``  examination propensities from randomized or swapped traffic
+- ``ltr.ips``         IPS / SNIPS estimates and inverse-propensity training sets
+- ``ltr.open_bandit`` the Open Bandit logged-click sample
+- ``ltr.ctr``         synthetic impressions with true click probabilities
 - ``ltr.ablation``    grids of losses x data sets x seeds with statistics
 """
 

@@ -7,7 +7,9 @@ values are written to ``OUT/cells/<dataset>/<method>/seed<k>[-fold<f>].json`` th
 finishes (atomically), so a killed ablation restarted on the same folder re-runs only the missing
 cells. A cell file carries a fingerprint of everything that determines its result (data set, method,
 seed, fold, training, model and LightGBM settings, metrics); a file whose fingerprint differs from
-the current configuration is stale and is run again.
+the current configuration is stale and is run again. The fingerprint ignores the code itself, so a
+resumed run keeps cells computed by an older version of the toolkit; each cell records a hash of the
+code (:func:`code_version`) and the report warns when a table mixes versions.
 
 Determinism. A cell's result is a function of its configuration only: the trainer seeds torch,
 numpy and python from the seed, torch and LightGBM run with ``threads_per_cell`` threads (1 by
@@ -67,6 +69,7 @@ __all__ = [
     "cell_fingerprint",
     "read_cell",
     "config_copy",
+    "code_version",
     "AblationRun",
 ]
 
@@ -439,6 +442,28 @@ def _pad_features(ds, n_features: int):
 
 
 # --------------------------------------------------------------------------- one cell
+_CODE_VERSION: str | None = None
+
+
+def code_version() -> str:
+    """Short hash of the source files a cell's result depends on (``metrics/``, ``losses/``, ``ltr/``
+    except the CLI and the report), taken once per process. Stored in every cell so that the report
+    can warn when the cells of one table were computed by different versions of the code (a resumed
+    ablation keeps the cells of the old code; the fingerprint deliberately ignores the code)."""
+    global _CODE_VERSION
+    if _CODE_VERSION is None:
+        root = Path(__file__).resolve().parents[1]
+        h = hashlib.sha256()
+        for pkg in ("metrics", "losses", "ltr"):
+            for f in sorted((root / pkg).rglob("*.py")):
+                rel = f.relative_to(root).as_posix()
+                if rel.startswith("ltr/commands/") or rel == "ltr/ablation_report.py":
+                    continue
+                h.update(rel.encode() + b"\0" + f.read_bytes())
+        _CODE_VERSION = h.hexdigest()[:12]
+    return _CODE_VERSION
+
+
 def run_cell(cell: Cell, config: AblationConfig) -> dict:
     """Train and evaluate one cell; return its record (per-query test values keyed by stamped names)."""
     import torch
@@ -446,6 +471,7 @@ def run_cell(cell: Cell, config: AblationConfig) -> dict:
     from ltr.training import evaluate_scores
 
     t0 = time.perf_counter()
+    code_version()
     torch.set_num_threads(int(config.threads_per_cell))
     spec = next(d for d in config.datasets if d.name == cell.dataset)
     train, valid, test = load_splits(spec, cell.fold)
@@ -498,6 +524,7 @@ def run_cell(cell: Cell, config: AblationConfig) -> dict:
         "per_query": {names[s]: np.asarray(ev.per_query[names[s]], dtype=np.float64) for s in config.metrics},
         "query_ids": [str(q) for q in np.asarray(test.query_ids).tolist()],
         "train_info": info,
+        "code": code_version(),
         "wall_time_s": time.perf_counter() - t0,
     }
 

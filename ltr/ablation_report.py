@@ -83,6 +83,7 @@ def summarize(records: list[dict], config: AblationConfig, *, cells: dict | None
                   f"(scipy.stats.ttest_rel) and paired bootstrap ({config.n_resamples} resamples, seed 0; its smallest "
                   f"possible p is 1/{config.n_resamples + 1}); "
                   "Holm across the methods compared with the reference, per data set, metric and test"),
+        "code_versions": sorted({str(r.get("code", "unknown")) for r in records}),
         "datasets": [],
         "cells": dict(cells or {}),
         "config": config.to_dict(),
@@ -168,6 +169,11 @@ def render_markdown(summary: dict) -> str:
     lines.append("Metrics (conventions stamped):")
     for short, stamped in summary["metrics"].items():
         lines.append(f"- `{stamped}`")
+    versions = summary.get("code_versions") or []
+    if len(versions) > 1:
+        lines.append("")
+        lines.append(f"**Warning**: the cells were computed by {len(versions)} different versions of the code "
+                     f"({', '.join(versions)}); delete OUT/cells and run again for a table from one version.")
     cells = summary.get("cells") or {}
     if cells:
         lines.append("")

@@ -783,9 +783,19 @@ def _cache_key(path: Path, query_file, n_features, zero_based) -> str:
     return json.dumps(key, sort_keys=True)
 
 
+def _folder_writable(folder: Path) -> bool:
+    # os.access says yes to root even on a folder without write bits (a read-only data share);
+    # respect the mode bits too, so a cache never lands inside someone else's read-only data.
+    try:
+        mode = folder.stat().st_mode
+    except OSError:
+        return False
+    return bool(mode & 0o222) and os.access(folder, os.W_OK)
+
+
 def _cache_location(path: Path, cache_dir) -> Path:
     name = path.name + CACHE_SUFFIX
-    if cache_dir is None and os.access(path.resolve().parent, os.W_OK):
+    if cache_dir is None and _folder_writable(path.resolve().parent):
         return path.with_name(name)
     folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     tag = hashlib.blake2b(str(path.resolve()).encode(), digest_size=6).hexdigest()
@@ -965,56 +975,60 @@ def _ascii_matrix(strings: list[str]) -> np.ndarray:
 
 
 def _block_bytes_fast(block: np.ndarray, keep: np.ndarray, heads: list[str], tails: list[str]) -> bytes | None:
-    """Lines of a block whose values are all short decimals (<= 6 decimals, |x| < 1e12), or None.
+    """Lines of a block whose values are all short decimals (<= 9 decimals, |x| < 1e9), or None.
 
-    Vectorised: every value gets a fixed-width ASCII field (sign, integer digits, '.', 6 decimals) in a
+    Vectorised: every value gets a fixed-width ASCII field (sign, integer digits, '.', decimals) in a
     uint8 matrix where the characters not to print (leading zeros, trailing zeros, skipped entries)
-    are NUL; one ``bytes.replace`` drops the NULs. The value written is round(x, d) with the fewest
-    decimals d <= 6 for which it reads back (as float64, then float32) to exactly x.
+    are NUL; one boolean compaction drops the NULs. The value written is round(x, d) with the fewest
+    decimals d <= 9 for which it reads back (as float64, then float32) to exactly x.
     """
     rows, width = block.shape
     if rows == 0:
         return b""
     x64 = block.astype(np.float64)
     magnitude = np.abs(x64)
-    if not (np.all(np.isfinite(x64)) and np.all(magnitude < 1e12)):
+    if not (np.all(np.isfinite(x64)) and np.all(magnitude < 1e9)):
         return None
-    # the fewest decimals d (0..6) whose decimal reads back to x, e.g. float32(53.3) -> "53.3", not
-    # "53.299999"; n = that decimal times 10^6, an exact integer
+    # the fewest decimals d (0..9) whose decimal reads back to x, e.g. float32(53.3) -> "53.3", not
+    # "53.299999"; n = that decimal times 10^9, an exact integer (< 10^18)
     n = np.zeros(block.shape, dtype=np.int64)
     done = np.zeros(block.shape, dtype=bool)
-    for d in range(7):
+    decimals = 0
+    for d in range(10):
         scaled = np.round(magnitude * 10.0**d)
         good = ~done & ((np.copysign(scaled, x64) / 10.0**d).astype(np.float32) == block)
-        n[good] = scaled[good].astype(np.int64) * 10 ** (6 - d)
-        done |= good
+        if good.any():
+            n[good] = scaled[good].astype(np.int64) * 10 ** (9 - d)
+            done |= good
+            decimals = d
         if done.all():
             break
     else:
         return None
-    whole, frac = np.divmod(n, 1_000_000)
+    whole, frac = np.divmod(n // 10 ** (9 - decimals), 10**decimals)
     n_whole = len(str(int(whole.max())))
-    field = 1 + n_whole + 1 + 6
+    whole = whole.astype(np.int32)  # < 10^9: narrower integers, faster digit arithmetic
+    frac = frac.astype(np.int32)
     prefix = _ascii_matrix([f" {j + 1}:" for j in range(width)])  # [F, P]
-    p = prefix.shape[1]
-    cells = np.zeros((rows, width, p + field), dtype=np.uint8)
-    cells[:, :, :p] = prefix[None, :, :]
-    cells[:, :, p] = np.where(np.signbit(block), ord("-"), 0)
+    # one uint8 [rows, F] array per output character position, stacked once at the end
+    chars = [np.broadcast_to(prefix[:, k], (rows, width)) for k in range(prefix.shape[1])]
+    chars.append(np.signbit(block).view(np.uint8) * np.uint8(ord("-")))
     for i in range(n_whole):
         power = 10 ** (n_whole - 1 - i)
-        digit = (whole // power) % 10
-        show = (whole >= power) if power > 1 else np.ones_like(whole, dtype=bool)
-        cells[:, :, p + 1 + i] = np.where(show, digit + 48, 0)
-    cells[:, :, p + 1 + n_whole] = np.where(frac != 0, ord("."), 0)
-    for k in range(6):
-        power = 10 ** (5 - k)
-        digit = (frac // power) % 10
-        cells[:, :, p + 2 + n_whole + k] = np.where(frac % (power * 10) != 0, digit + 48, 0)
-    cells[~keep] = 0
-    lines = np.concatenate(
-        [_ascii_matrix(heads), cells.reshape(rows, width * (p + field)), _ascii_matrix(tails)], axis=1
-    )
-    return lines.tobytes().replace(b"\0", b"")
+        digit = ((whole // power) % 10).astype(np.uint8) + np.uint8(ord("0"))
+        if power > 1:
+            digit *= whole >= power  # no leading zeros
+        chars.append(digit)
+    chars.append((frac != 0).view(np.uint8) * np.uint8(ord(".")))
+    for k in range(decimals):
+        power = 10 ** (decimals - 1 - k)
+        digit = ((frac // power) % 10).astype(np.uint8) + np.uint8(ord("0"))
+        digit *= frac % (power * 10) != 0  # no trailing zeros
+        chars.append(digit)
+    cells = np.stack(chars, axis=-1)
+    cells *= keep[:, :, None]  # skipped entries vanish entirely
+    lines = np.concatenate([_ascii_matrix(heads), cells.reshape(rows, -1), _ascii_matrix(tails)], axis=1).reshape(-1)
+    return lines[lines != 0].tobytes()
 
 
 # --------------------------------------------------------------------------------------------------

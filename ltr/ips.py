@@ -91,6 +91,17 @@ def _entry_propensity(log: ClickLog, propensity: Any) -> np.ndarray:
     return p
 
 
+def _check_log_fits(log: ClickLog, offsets: np.ndarray) -> None:
+    """The log must refer to this data set: doc rows inside it and each doc inside its query."""
+    if not log.n_entries:
+        return
+    if log.doc.max() >= offsets[-1] or log.query.max() >= len(offsets) - 1:
+        raise LtrError(f"the click log refers to rows/queries beyond the data set "
+                       f"({offsets[-1]} rows, {len(offsets) - 1} queries): was it simulated on other data?")
+    if np.any((log.doc < offsets[log.query]) | (log.doc >= offsets[log.query + 1])):
+        raise LtrError("the click log's documents do not belong to its queries in this data set")
+
+
 def click_dcg(
     log: ClickLog,
     scores: Any,
@@ -112,6 +123,7 @@ def click_dcg(
         raise LtrError(f"unknown estimator {estimator!r}: use one of {', '.join(ESTIMATORS)}")
     offsets = np.asarray(query_offsets, dtype=np.int64)
     n_queries = len(offsets) - 1
+    _check_log_fits(log, offsets)
     ranks = ranks_within_queries(scores, offsets)
     clicked = log.click.astype(bool)
     doc = log.doc[clicked]

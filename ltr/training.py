@@ -22,7 +22,6 @@ so ``last.pt`` still holds the last good one.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import random
 import time
@@ -168,6 +167,7 @@ class Trainer:
             "best_metrics": st["best_metrics"],
             "bad_epochs": st["bad_epochs"],
             "history": st["history"],
+            "monitor": st["monitor"],
             "rng": rng_state(),
             "config": self._config_fingerprint(),
         }
@@ -188,7 +188,7 @@ class Trainer:
         except RuntimeError as exc:
             raise LtrError(f"{self.checkpoint_path}: checkpoint does not fit this model: {exc}") from None
         self.optimizer.load_state_dict(ckpt["optimizer"])
-        for key in ("best_value", "best_epoch", "best_model", "best_metrics", "bad_epochs", "history"):
+        for key in ("best_value", "best_epoch", "best_model", "best_metrics", "bad_epochs", "history", "monitor"):
             st[key] = ckpt[key]
         set_rng_state(ckpt["rng"])
         return int(ckpt["epochs_done"])
@@ -221,6 +221,7 @@ class Trainer:
             "best_metrics": {},
             "bad_epochs": 0,
             "history": [],
+            "monitor": cfg.monitor,  # replaced by the stamped name after the first validation
         }
         start = 0
         ckpt_path = self.checkpoint_path
@@ -235,7 +236,6 @@ class Trainer:
             self.logger = TensorBoardLogger(cfg.log_dir, purge_step=start + 1 if start else None)
         use_weights = getattr(train_ds, "weights", None) is not None
         stopped_early = False
-        monitor_name = cfg.monitor
         try:
             if cfg.patience is not None and st["bad_epochs"] >= cfg.patience:
                 stopped_early = True  # the checkpointed run had already stopped
@@ -272,9 +272,9 @@ class Trainer:
 
                 valid_scores = self.predict(valid_ds)
                 ev = evaluate_scores(valid_scores, valid_ds, cfg.metrics, cfg.preset, cfg.conventions)
-                monitor_name = ev.names[cfg.monitor]
+                st["monitor"] = ev.names[cfg.monitor]
                 valid = {k: float(v) for k, v in ev.mean.items()}
-                value_now = valid[monitor_name]
+                value_now = valid[st["monitor"]]
                 improved = math.isfinite(value_now) and value_now > st["best_value"] + cfg.min_delta
                 if improved or st["best_model"] is None:
                     st["best_value"] = value_now if math.isfinite(value_now) else st["best_value"]
@@ -311,10 +311,6 @@ class Trainer:
 
             if st["best_model"] is not None:
                 self.model.load_state_dict(st["best_model"])
-            if st["history"]:
-                monitor_name = next(
-                    (k for k in st["history"][-1]["valid"] if k.split("[")[0] == cfg.monitor.split("[")[0]), monitor_name
-                )
             test_metrics = None
             if test_ds is not None:
                 ev = self.evaluate(test_ds)
@@ -322,7 +318,7 @@ class Trainer:
             result = FitResult(
                 best_epoch=int(st["best_epoch"]),
                 best_value=float(st["best_value"]),
-                monitor=monitor_name,
+                monitor=st["monitor"],
                 history=list(st["history"]),
                 model=self.model,
                 valid_metrics=dict(st["best_metrics"]),

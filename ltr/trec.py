@@ -140,17 +140,23 @@ class AlignedRun:
     qrels_labels: np.ndarray    # [M] labels of every judged document of each query
     qrels_offsets: np.ndarray   # [Q+1]
     dropped_run_queries: list[str]    # in the run but not in the qrels (not evaluated)
-    dropped_qrels_queries: list[str]  # in the qrels but not in the run (not evaluated)
+    dropped_qrels_queries: list[str]  # in the qrels but not in the run (not evaluated unless complete)
 
 
-def align(run: Mapping[str, list[tuple[str, float]]], qrels: Mapping[str, Mapping[str, float]]) -> AlignedRun:
-    """Join a run and qrels over the queries present in both (trec_eval's default), sorted by id."""
-    both = sorted(set(run) & set(qrels))
+def align(
+    run: Mapping[str, list[tuple[str, float]]], qrels: Mapping[str, Mapping[str, float]], *, complete: bool = False
+) -> AlignedRun:
+    """Join a run and qrels over the queries present in both (trec_eval's default), sorted by id.
+
+    ``complete=True`` keeps every query of the qrels, with an empty ranking where the run has none
+    (``trec_eval -c``: such a query then scores 0 and counts in the means).
+    """
+    both = sorted(set(qrels) if complete else set(run) & set(qrels))
     scores, labels, docs, offsets = [], [], [], [0]
     q_labels, q_offsets = [], [0]
     for q in both:
         judged = qrels[q]
-        for doc, score in run[q]:
+        for doc, score in run.get(q, ()):
             scores.append(score)
             labels.append(judged.get(doc, math.nan))
             docs.append(doc)
@@ -166,5 +172,5 @@ def align(run: Mapping[str, list[tuple[str, float]]], qrels: Mapping[str, Mappin
         qrels_labels=np.asarray(q_labels, dtype=np.float64),
         qrels_offsets=np.asarray(q_offsets, dtype=np.int64),
         dropped_run_queries=sorted(set(run) - set(qrels)),
-        dropped_qrels_queries=sorted(set(qrels) - set(run)),
+        dropped_qrels_queries=[] if complete else sorted(set(qrels) - set(run)),
     )

@@ -214,15 +214,15 @@ def evaluate(
         s, labels, query_offsets, doc_ids, item_gain = flat_from_padded(s, labels, mask, doc_ids, item_gain)
     elif query_offsets is None:
         query_offsets = [0, s.size]
-    lists: dict = {}
+    lists: dict = {}  # id(conventions) -> (conventions, RankedLists); tables and callables are unhashable
 
     def ranked(conv: Conventions) -> RankedLists:
-        if conv not in lists:
-            lists[conv] = RankedLists(
+        if id(conv) not in lists:
+            lists[id(conv)] = (conv, RankedLists(
                 s, labels, query_offsets, conv, doc_ids=doc_ids, item_gain=item_gain,
                 qrels_labels=qrels_labels, qrels_offsets=qrels_offsets,
-            )
-        return lists[conv]
+            ))
+        return lists[id(conv)][1]
 
     result = EvaluationResult(conventions=base, query_ids=query_ids)
     names = _metric_list(metrics)

@@ -495,6 +495,23 @@ class RankedLists:
         end = self.starts + (self.lengths if k is None else np.minimum(k, self.lengths))
         return c[end] - c[self.starts]
 
+    def _ap_tie_steps(self, threshold: float) -> np.ndarray:
+        """[Q] sum over tie groups of (relevant in group) * precision at the group's end.
+
+        Divided by |R| this is scikit-learn's average_precision_score: one step per distinct score.
+        """
+        gid = self._tie_groups
+        if gid.size == 0:
+            return np.zeros(self.n_queries)
+        rel = (self.labels >= threshold)[self.perm].astype(np.float64)
+        hits = np.cumsum(rel)
+        ends = np.flatnonzero(np.r_[gid[1:] != gid[:-1], True])  # last item of each group
+        q = self.qidx[ends]
+        before = np.r_[0.0, hits][self.starts[q]]  # relevant items before the query starts
+        in_group = np.bincount(gid, weights=rel)
+        step = in_group * (hits[ends] - before) / (ends - self.starts[q] + 1)
+        return np.bincount(q, weights=step, minlength=self.n_queries)
+
     # ---- DCG and ideal DCG ----------------------------------------------------------------
     def _discount_table(self, length: int, k: int | None) -> np.ndarray:
         return discount_values(np.arange(1, length + 1), self.conventions.discount, k)
@@ -624,8 +641,11 @@ class RankedLists:
             k = int(k)
         conv = self.conventions
         t = float(conv.threshold)
-        if conv.ties == "average" and kind in ("ap", "rr", "hit"):
-            raise ValueError(f"ties='average' is defined for dcg, ndcg, p, recall and rprec, not {kind}")
+        if conv.ties == "average" and (kind in ("rr", "hit") or (kind == "ap" and k is not None)):
+            raise ValueError(
+                f"ties='average' is defined for dcg, ndcg, p, recall, rprec and ap without cutoff, not {kind}"
+                + ("" if k is None else f"@{k}")
+            )
         with np.errstate(divide="ignore", invalid="ignore"):
             if kind == "dcg":
                 return self.dcg(k).copy()
@@ -653,6 +673,8 @@ class RankedLists:
                 rank = (at - self.starts + 1).astype(np.float64)
                 ok = found & (True if k is None else rank <= k)
                 return self._empty(np.where(ok, 1.0 / rank, 0.0), empty)
+            if kind == "ap" and conv.ties == "average":
+                return self._empty(self._ap_tie_steps(t) / r, empty)
             if kind == "ap":
                 ridx = self._relevant_sorted_index(t)
                 first = self._first_rel(t)

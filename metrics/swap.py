@@ -196,7 +196,6 @@ class MRRSwapDeltas(_BinarySwapDeltas):
 
     def __init__(self, scores, labels, mask, *, k=None, threshold=1.0):
         super().__init__(scores, labels, mask, k=k, threshold=threshold)
-        n = self.rel.shape[-1]
         count = _cumsum(self.rel)
         # First and second relevant positions (n when absent): count how many prefixes lack them.
         self.first = _to_float(count < 1, count).sum(-1)
@@ -205,7 +204,6 @@ class MRRSwapDeltas(_BinarySwapDeltas):
         self.rr = _concat(self.recip, 0.0 * self.recip[:1])
         self.first_i = _as_index(self.first)
         self.second_i = _as_index(self.second)
-        del n
 
     def _block(self, p0, p1, q0, q1):
         a, b = self._ab(p0, p1, q0, q1)

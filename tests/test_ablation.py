@@ -244,6 +244,18 @@ def test_report_refuses_mismatched_queries(report):
         summarize(bad, cfg)
 
 
+def test_report_warns_when_cells_come_from_different_code(report):
+    from ltr.ablation_report import render_markdown, summarize
+
+    _, cfg, records, summary = report
+    assert "Warning" not in render_markdown(summary)
+    mixed = [dict(r, code="aaaa" if i % 2 else "bbbb") for i, r in enumerate(records)]
+    s = summarize(mixed, cfg)
+    assert s["code_versions"] == ["aaaa", "bbbb"]
+    assert "computed by 2 different versions of the code (aaaa, bbbb)" in render_markdown(s)
+    assert s["datasets"] == summarize(records, cfg)["datasets"]  # the numbers do not change
+
+
 # ----------------------------------------------------------------------------- configuration
 def test_config_file_loads_and_errors_name_the_problem(tmp_path):
     study = ablation.load_config(ROOT / "experiments" / "ablate_pairwise_vs_lambda.toml")
@@ -313,6 +325,7 @@ def test_real_cell_is_deterministic_and_scored_by_metrics_evaluate():
     empty = np.add.reduceat(test.labels >= 1, test.query_offsets[:-1]) == 0
     assert np.array_equal(np.isnan(v), empty)
     assert 1 <= rec["train_info"]["best_epoch"] <= 2
+    assert rec["code"] == ablation.code_version() and len(rec["code"]) == 12
     lgb = ablation.run_cell(Cell("tiny", "lightgbm", 1), cfg)
     assert lgb["metric_names"] == rec["metric_names"] and lgb["train_info"]["best_iteration"] >= 1
     # LightGBM's test scores judged by metrics.evaluate directly give the same per-query values

@@ -60,6 +60,23 @@ def test_means_equal_trec_eval_outputs(capsys, qrels, run, expected):
     assert compared >= 7
 
 
+def test_complete_flag_equals_trec_eval_c(capsys):
+    # trec_eval -c: qrels queries missing from the (truncated) run count as 0
+    q = shared_path("trec_eval-test", "qrels.test")
+    r = shared_path("trec_eval-test", "results.trunc")
+    want = _trec_out(shared_path("trec_eval-test", "out.test.aqc"))
+    measures = ["map", "Rprec", "recip_rank", "P_10", "P_100", "ndcg", "ndcg_cut_10", "recall_100"]
+    report = _eval_json(capsys, "--qrels", str(q), "--run", str(r), "--preset", "trec_eval", "--complete",
+                        "--per-query", "--metrics", ",".join(measures))
+    assert set(report["per_query"]) == {"301", "302", "303"}
+    for m in measures:
+        assert _by_short(report["mean"], m) == pytest.approx(want[(m, "all")], abs=5e-5), m
+        for qid in ("301", "302", "303"):
+            assert _by_short(report["per_query"][qid], m) == pytest.approx(want[(m, qid)], abs=5e-5), (m, qid)
+    plain = _eval_json(capsys, "--qrels", str(q), "--run", str(r), "--preset", "trec_eval", "--metrics", "map")
+    assert _by_short(plain["mean"], "map") == pytest.approx((want[("map", "301")] + want[("map", "303")]) / 2, abs=5e-5)
+
+
 @pytest.mark.parametrize("qrels,expected,level", [("qrels.test", "out.test.aq", None), ("qrels.rel_level", "out.test.aql", 2)])
 def test_per_query_equal_trec_eval_outputs(capsys, qrels, expected, level):
     q = shared_path("trec_eval-test", qrels)
@@ -175,5 +192,5 @@ def test_help_documents_every_option(capsys):
         main(["eval", "--help"])
     text = capsys.readouterr().out
     for opt in ("--qrels", "--run", "--metrics", "--preset", "--per-query", "--json", "--gain", "--ties", "--empty",
-                "--relevance-level", "--judged-only", "--output"):
+                "--relevance-level", "--judged-only", "--output", "--complete"):
         assert opt in text

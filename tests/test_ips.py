@@ -197,6 +197,8 @@ def test_support_and_errors(simulated):
     full = expected_click_dcg(new, a, offsets, k=None)
     part = expected_click_dcg(new, a, offsets, k=None, support=support)
     assert np.all(part < full)
+    with pytest.raises(LtrError, match="beyond the data set"):
+        click_dcg(log, new[:10], np.array([0, 10]))  # a one-query data set of 10 rows
     with pytest.raises(LtrError, match="estimator"):
         click_dcg(log, new, offsets, estimator="dr")
     with pytest.raises(LtrError, match="clip"):

@@ -116,3 +116,13 @@ def test_ideal_dcg_is_an_upper_bound_and_sort_invariant():
     for k in (1, 4, None):
         assert np.all(ideal_dcg(g, k=k) >= dcg_in_rank_order(g, k=k) - 1e-12)
         np.testing.assert_allclose(ideal_dcg(g[:, perm], k=k), ideal_dcg(g, k=k), atol=1e-12)
+
+
+def test_importing_metrics_does_not_import_torch_ltr_or_losses():
+    import subprocess
+    import sys
+
+    code = "import sys, metrics; print(sorted(m for m in ('torch', 'ltr', 'losses') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

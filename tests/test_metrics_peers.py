@@ -100,7 +100,7 @@ def test_trec_eval_preset_equals_pytrec_eval(level, judged_only):
 
 # --------------------------------------------------------------------------- scikit-learn
 def test_sklearn_preset_equals_ndcg_score_and_dcg_score():
-    from sklearn.metrics import _ranking, dcg_score, ndcg_score
+    from sklearn.metrics import _ranking, average_precision_score, dcg_score, ndcg_score
 
     scores, labels, offsets, _, _ = random_queries(20, 2000, negative=True, unjudged=False)
     lengths = np.diff(offsets)
@@ -110,6 +110,7 @@ def test_sklearn_preset_equals_ndcg_score_and_dcg_score():
     per_row_ndcg = getattr(_ranking, "_ndcg_sample_scores")
     per_row_dcg = getattr(_ranking, "_dcg_sample_scores")
     worst = 0.0
+    r_ap = metrics.evaluate(scores, labels, offsets, ["map"], preset="sklearn")
     for k in (1, 3, 10, 50, None):
         suffix = "" if k is None else f"@{k}"
         r_pos = metrics.evaluate(scores, nonneg, offsets, [f"ndcg{suffix}", f"dcg{suffix}"], preset="sklearn")
@@ -131,10 +132,18 @@ def test_sklearn_preset_equals_ndcg_score_and_dcg_score():
             for name in want:
                 np.testing.assert_allclose(got[name], want[name], atol=TOL, rtol=0, err_msg=f"{name} k={k}")
                 worst = max(worst, float(np.max(np.abs(got[name] - want[name]))))
+            ap = r_ap.per_query[r_ap.names["map"]][rows]
+            for i, j in enumerate(rows[:15] if k is None else ()):  # average_precision_score, one list at a time
+                y_bin = labels[offsets[j]:offsets[j + 1]] >= 1
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # a list without relevant item: 0 and a warning
+                    want_ap = average_precision_score(y_bin, scores[offsets[j]:offsets[j + 1]]) if y_bin.any() else 0.0
+                assert abs(ap[i] - want_ap) <= TOL, (j, ap[i], want_ap)
+                worst = max(worst, abs(ap[i] - want_ap))
             if length in (2, 7, 40):  # the public functions: means of the same rows
                 assert abs(ndcg_score(y, s, k=k) - got["ndcg"].mean()) <= TOL
                 assert abs(dcg_score(y_neg, s, k=k) - got["dcg_neg"].mean()) <= TOL
-    _report("scikit-learn ndcg_score/dcg_score", worst)
+    _report("scikit-learn ndcg_score/dcg_score/average_precision_score", worst)
 
 
 # --------------------------------------------------------------------------- LightGBM

@@ -144,8 +144,13 @@ def test_ties_average_is_the_mean_over_all_tie_orders():
         got = metrics.evaluate(scores, labels, [0, 6], [kind if k is None else f"{kind}@{k}"], ties="average",
                                gain="linear").per_query.popitem()[1][0]
         assert got == pytest.approx(np.mean(values), abs=1e-12), kind
-    with pytest.raises(ValueError, match="ties='average'"):
-        metrics.evaluate(scores, labels, [0, 6], ["map"], ties="average")
+    for name in ("map@3", "mrr", "hit@2"):
+        with pytest.raises(ValueError, match="ties='average'"):
+            metrics.evaluate(scores, labels, [0, 6], [name], ties="average")
+    # AP under tie averaging is scikit-learn's step AP: one step per distinct score
+    # groups [0.9: 0 rel], [0.5: 2 rel of 3], [0.2: 1 rel of 2]: (2 * 2/4 + 1 * 3/6) / 3
+    got = metrics.evaluate(scores, labels, [0, 6], ["map"], ties="average")["map"]
+    assert got == pytest.approx((2 * 2 / 4 + 1 * 3 / 6) / 3)
 
 
 def test_empty_rules_unjudged_rules_and_means():
@@ -288,3 +293,16 @@ def test_inputs_are_never_modified():
     metrics.evaluate(scores, labels, offsets, ["ndcg", "p@3"], preset="trec_eval", doc_ids=np.arange(50).astype(str))
     for before, after in zip(copies, (scores, labels, price)):
         np.testing.assert_array_equal(before, after)
+
+
+def test_user_discount_curves_and_callable_gains():
+    # a user's examination curve as a table and as a callable, and a custom gain
+    scores, labels = np.array([3.0, 2.0, 1.0, 0.0]), np.array([1.0, 2.0, 0.0, 3.0])
+    table = [1.0, 0.5, 0.25]
+    r = metrics.evaluate(scores, labels, [0, 4], ["dcg", "ndcg@2"], discount=table, gain="linear")
+    assert r["dcg"] == pytest.approx(1.0 + 2 * 0.5)  # rank 4 is past the table: not examined
+    assert r["ndcg@2"] == pytest.approx((1.0 + 2 * 0.5) / (3.0 + 2 * 0.5))
+    assert r.names["dcg"] == "dcg[gain=linear,discount=table,ties=stable]"
+    curve = metrics.evaluate(scores, labels, [0, 4], ["dcg"], discount=lambda rank: 0.9 ** (rank - 1),
+                             gain=lambda y: y ** 2)
+    assert curve["dcg"] == pytest.approx(1.0 + 4 * 0.9 + 0 + 9 * 0.9 ** 3)

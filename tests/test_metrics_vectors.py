@@ -94,9 +94,12 @@ def _lightgbm_name(name):
 
 
 def _sklearn_name(name):
+    m = re.fullmatch(r"average_precision_score\[y>=(\d)\]", name)
+    if m:
+        return "map", {"threshold": float(m.group(1))}
     m = re.fullmatch(r"(ndcg|dcg)_score(?:\(k=(\d+)\))?", name)
     if not m:
-        return None  # ignore_ties=True (later index first), AP and AUC are other conventions / other engineers
+        return None  # ignore_ties=True (later index first) and AUC are other conventions / another part
     return m.group(1) + (f"@{m.group(2)}" if m.group(2) else ""), {}
 
 

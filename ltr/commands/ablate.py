@@ -87,8 +87,9 @@ def run(args) -> int:
     config = build_config(args)
     out = args.out or ("runs/ablate-quick" if args.quick else "runs/ablate")
     n_cells = len(ablation.enumerate_cells(config))
-    print(f"ablation: {len(config.datasets)} data set(s) x {len(config.methods)} methods x {len(config.seeds)} seeds "
-          f"= {n_cells} cells -> {out}", file=sys.stderr)
+    n_splits = sum(len(d.folds()) for d in config.datasets)
+    print(f"ablation: {len(config.datasets)} data set(s) ({n_splits} train/test split(s) with the folds) x "
+          f"{len(config.methods)} methods x {len(config.seeds)} seeds = {n_cells} cells -> {out}", file=sys.stderr)
     if args.report_only:
         records = ablation.load_cells(out, config)
         cells = {"total": n_cells, "run": 0, "reused": n_cells, "stale": 0}

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 from pathlib import Path
 
 import numpy as np
@@ -45,7 +44,7 @@ def register(subparsers) -> None:
     s.add_argument("--model", default="pbm", choices=("pbm", "cascade"), help="click model")
     s.add_argument("--eta", type=float, default=1.0, help="PBM position-bias strength: theta_r = 1/r^eta")
     s.add_argument("--eps", type=float, default=0.1, help="click probability of an examined irrelevant item")
-    s.add_argument("--max-label", type=float, default=None, help="label with click probability 1 (default: the largest label in --data)")
+    s.add_argument("--max-label", type=float, default=None, help="label with click probability 1; unset = the largest label in --data")
     s.add_argument("--top-k", type=int, default=10, help="items shown per session (0: the whole list)")
     s.add_argument("--sessions-per-query", type=int, default=10, help="sessions simulated per query")
     s.add_argument("--randomize-fraction", type=float, default=0.0, help="share of sessions shown in a random order (for propensity estimation)")

@@ -50,6 +50,9 @@ def register(subparsers) -> None:
                         help="binary metrics count a document relevant when rel >= L (trec_eval -l)")
     parser.add_argument("--judged-only", action="store_true",
                         help="remove unjudged documents from the ranking first (trec_eval -J)")
+    parser.add_argument("--complete", action="store_true",
+                        help="also evaluate queries of the qrels that the run does not have, as empty rankings "
+                        "(trec_eval -c; with --empty skip a query without relevant documents is still skipped)")
     parser.add_argument("--per-query", action="store_true", help="also report every query's values")
     parser.add_argument("--json", action="store_true",
                         help='print JSON {"mean": {name: value}, "per_query": {qid: {name: value}}} '
@@ -70,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
 
     qrels = read_qrels(args.qrels)
     trec_run = read_run(args.run)
-    aligned = align(trec_run, qrels)
+    aligned = align(trec_run, qrels, complete=args.complete)
     if not aligned.query_ids:
         raise LtrError(f"no query of {args.run} has judgments in {args.qrels}: nothing to evaluate")
     overrides = {
