@@ -27,21 +27,28 @@ Usage: .venv/bin/python benchmarks/bench_losses.py [--repeats N] [--quick] [--al
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
-import json
 import os
-import resource
-import statistics
-import subprocess
-import sys
-import time
-import types
-from pathlib import Path
 
-import torch
+# OpenMP threads that spin while waiting turn every kernel launch into a wait for a descheduled
+# sibling on a busy machine (measured: LambdaRank at (16, 1000), 2 threads, load ~7 on 2 cores:
+# 0.6-3.7 s spinning vs 0.15-0.19 s passive; allRank 3.4 s vs 2.2 s). Passive waiting is set
+# before torch loads its OpenMP runtime; it applies to every method alike.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import losses
+import argparse  # noqa: E402
+import importlib.util  # noqa: E402
+import json  # noqa: E402
+import resource  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import types  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import torch  # noqa: E402
+
+import losses  # noqa: E402
 
 CONFIGS = [(256, 10), (64, 100), (16, 1000), (1, 10000)]
 METHODS = ["ltr RankNet", "ltr LambdaRank", "ltr LambdaRank k=10", "allRank lambdaLoss"]
@@ -189,7 +196,8 @@ def main(argv=None):
     torch.set_num_threads(args.threads)
     lambda_loss, where = load_allrank_lambdaloss()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"torch {torch.__version__}, {args.threads} threads, {os.cpu_count()} CPUs, load average {load:.1f}; {where}")
+    print(f"torch {torch.__version__}, {args.threads} threads, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}, "
+          f"{os.cpu_count()} CPUs, load average {load:.1f}; {where}")
     if lambda_loss is not None:
         ours, theirs = check_same_values(lambda_loss)
         print(f"same loss check (8 x 50, float64): ltr LambdaRank {ours:.10f}  allRank {theirs:.10f}  "

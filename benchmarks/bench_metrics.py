@@ -15,8 +15,9 @@ Timed: NDCG@10 + MAP + MRR@10 + P@10 + Recall@100 over all queries.
 * pytrec_eval ``RelevanceEvaluator.evaluate`` (building its dicts and the evaluator timed apart;
   its recip_rank has no cutoff).
 
-Targets (issue 3): at least 10x faster than ranx's evaluate, within 4x of the floor. The machine
-load is printed with the results: the numbers are only comparable within one run.
+Targets (issue 3): at least 10x faster than ranx's evaluate, within 4x of the floor. Wall and CPU
+time of this process are both printed; the ratios use CPU time, which does not count waiting for a
+core on a shared machine (everything timed is single-threaded). The load average is printed too.
 """
 
 from __future__ import annotations
