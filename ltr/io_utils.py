@@ -17,6 +17,12 @@ from typing import Any, Iterator
 __all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text", "atomic_write_json"]
 
 
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on success rename it onto ``path``.
@@ -35,6 +41,8 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
         yield tmp_path
         with open(tmp_path, "rb+") as fh:
             os.fsync(fh.fileno())
+        # mkstemp creates 0600 files; give the result the mode a plain open() would have.
+        os.chmod(tmp_path, 0o666 & ~_current_umask())
         os.replace(tmp_path, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

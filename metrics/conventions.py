@@ -79,8 +79,9 @@ class Conventions:
         ``"zero"`` or ``"one"``. For NDCG "without relevant item" means ideal DCG = 0.
     ties : order of equal scores: ``"stable"`` (input order), ``"docid_desc"`` (document id descending,
         as trec_eval), ``"average"`` (expected value over the orders of each tied group, as
-        scikit-learn's ndcg_score; defined for dcg, ndcg, p, recall, rprec; for ap without cutoff it is
-        scikit-learn's average_precision_score, one step per distinct score) or ``"pessimistic"``
+        scikit-learn's ndcg_score, for dcg, ndcg, p, recall, rprec, rr and hit; for ap without
+        cutoff scikit-learn's average_precision_score, one step per distinct score; ap@K raises)
+        or ``"pessimistic"``
         (lowest labels first within a tie).
     map_norm : AP@K divides by ``"R"`` (number of relevant items) or ``"min(R,K)"`` (LightGBM).
     threshold : binary metrics count an item relevant when label >= threshold.

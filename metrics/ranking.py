@@ -167,7 +167,7 @@ def _stable_order(scores: np.ndarray, offsets: np.ndarray, relevant: tuple | Non
     high = (np.arange(n_q, dtype=np.int64) << shift) - starts if q_bits else -starts
     key = np.empty(n, dtype=np.uint64)
     runs = list(_segment_runs(offsets, n))
-    top = np.int64(1 << (s_bits - 1))
+    top = np.int64(1 << (s_bits - 1)) if s_bits < 64 else np.int64(-(2**63))  # top bit of the score field
     for a, b, q0, lens in runs:
         # Order-preserving map of x = -score to the top s_bits of an integer key (ascending key =
         # descending score): an arithmetic shift keeps the sign; negative x then flip every bit
@@ -185,6 +185,8 @@ def _stable_order(scores: np.ndarray, offsets: np.ndarray, relevant: tuple | Non
     key.sort()
     same_parts, rel_parts = [], []
     pmask = np.uint64((1 << p_bits) - 1)
+    # one byte per item: gathered through the permutation below (cheaper than the float labels)
+    rel_flag = None if relevant is None else relevant[0] >= relevant[1]
     for a, b, q0, lens in runs:  # queries keep their rows: the sorted blocks hold the same queries
         kc = key[a:b]
         trunc = kc >> np.uint64(p_bits)
@@ -194,8 +196,8 @@ def _stable_order(scores: np.ndarray, offsets: np.ndarray, relevant: tuple | Non
         # decode in place: row = start of the query + position (low bits)
         kc &= pmask
         kc.view(np.int64)[:] += np.repeat(starts[q0:q0 + lens.size], lens)
-        if relevant is not None:
-            rel_parts.append(np.flatnonzero(relevant[0][kc.view(np.int64)] >= relevant[1]) + a)
+        if rel_flag is not None:
+            rel_parts.append(np.flatnonzero(rel_flag[kc.view(np.int64)]) + a)
     perm = key.view(np.int64)
     same = np.concatenate(same_parts) if same_parts else np.zeros(0, dtype=np.int64)
     if same.size:  # pairs (i, i+1) sharing the query and the truncated score bits
@@ -213,7 +215,7 @@ def _stable_order(scores: np.ndarray, offsets: np.ndarray, relevant: tuple | Non
                 lo = np.searchsorted(ridx, run_first)
                 hi = np.searchsorted(ridx, run_last, side="right")
                 where = np.repeat(lo - np.cumsum(np.r_[0, (hi - lo)[:-1]]), hi - lo) + np.arange(int((hi - lo).sum()))
-                ridx[where] = items[relevant[0][perm[items]] >= relevant[1]]
+                ridx[where] = items[rel_flag[perm[items]]]
                 rel_parts = [ridx]
     if relevant is not None:
         relevant[2].append(np.concatenate(rel_parts) if rel_parts else np.zeros(0, dtype=np.int64))
@@ -398,9 +400,8 @@ class RankedLists:
         key = ("ridx", threshold)
         perm = self.perm  # may fill the cache for the conventions' threshold
         if key not in self._cache:
-            labels = self.labels
-            # NaN (unjudged) is never relevant
-            parts = [np.flatnonzero(labels[perm[a:b]] >= threshold) + a for a, b in _blocks(self.n_items)]
+            flag = self.labels >= threshold  # NaN (unjudged) is never relevant
+            parts = [np.flatnonzero(flag[perm[a:b]]) + a for a, b in _blocks(self.n_items)]
             self._cache[key] = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
         return self._cache[key]
 
@@ -494,6 +495,48 @@ class RankedLists:
         c = self._cache[key]
         end = self.starts + (self.lengths if k is None else np.minimum(k, self.lengths))
         return c[end] - c[self.starts]
+
+    def _avg_first_hit(self, kind: str, k: int | None, threshold: float) -> np.ndarray:
+        """[Q] expected RR@k or HitRate@k over uniformly random orders inside each tie group.
+
+        Only the first tie group holding a relevant item matters: s items rank above it, it has m
+        items of which r relevant, and the first relevant one sits at its j-th place with
+        probability C(m-j, r-1) / C(m, r).
+        """
+        from scipy.special import gammaln  # only this tie rule needs it
+
+        out = np.zeros(self.n_queries)
+        ridx = self._relevant_sorted_index(threshold)
+        if ridx.size == 0:
+            return out
+        first = self._first_rel(threshold)
+        q = np.flatnonzero((first < ridx.size) & (ridx[np.minimum(first, ridx.size - 1)] < self.offsets[1:]))
+        gid = self._tie_groups
+        g_start = np.flatnonzero(np.r_[True, gid[1:] != gid[:-1]])
+        g_size = np.diff(np.r_[g_start, gid.size])
+        g_rel = np.bincount(gid[ridx], minlength=g_start.size)
+        g = gid[ridx[first[q]]]
+        before, m, r = g_start[g] - self.starts[q], g_size[g], g_rel[g]
+
+        def log_comb(n, c):
+            return gammaln(n + 1.0) - gammaln(c + 1.0) - gammaln(n - c + 1.0)
+
+        if kind == "hit":
+            if k is None:
+                out[q] = 1.0
+                return out
+            w = np.clip(k - before, 0, m)  # places of the group inside the cutoff
+            miss = np.where(m - w >= r, np.exp(log_comb(m - w, r) - log_comb(m, r)), 0.0)
+            out[q] = np.where(w > 0, 1.0 - miss, 0.0)
+            return out
+        # RR: sum over the first relevant item's possible places j = 1 .. m - r + 1 (and <= k - s)
+        last = m - r + 1 if k is None else np.minimum(m - r + 1, np.maximum(k - before, 0))
+        terms = np.repeat(np.arange(q.size), last)
+        j = np.arange(terms.size) - np.repeat(np.cumsum(last) - last, last) + 1.0
+        mt, rt = m[terms], r[terms]
+        prob = np.exp(log_comb(mt - j, rt - 1.0) - log_comb(mt, rt))
+        out[q] = np.bincount(terms, weights=prob / (before[terms] + j), minlength=q.size)
+        return out
 
     def _ap_tie_steps(self, threshold: float) -> np.ndarray:
         """[Q] sum over tie groups of (relevant in group) * precision at the group's end.
@@ -641,11 +684,8 @@ class RankedLists:
             k = int(k)
         conv = self.conventions
         t = float(conv.threshold)
-        if conv.ties == "average" and (kind in ("rr", "hit") or (kind == "ap" and k is not None)):
-            raise ValueError(
-                f"ties='average' is defined for dcg, ndcg, p, recall, rprec and ap without cutoff, not {kind}"
-                + ("" if k is None else f"@{k}")
-            )
+        if conv.ties == "average" and kind == "ap" and k is not None:
+            raise ValueError(f"ties='average' is defined for AP without a cutoff only (not ap@{k})")
         with np.errstate(divide="ignore", invalid="ignore"):
             if kind == "dcg":
                 return self.dcg(k).copy()
@@ -661,9 +701,13 @@ class RankedLists:
             if kind == "recall":
                 return self._empty(self.hits(k, t) / r, empty)
             if kind == "hit":
+                if conv.ties == "average":
+                    return self._empty(self._avg_first_hit("hit", k, t), empty)
                 return self._empty((self.hits(k, t) > 0).astype(np.float64), empty)
             if kind == "rprec":
                 return self._empty(self.hits(r.astype(np.int64), t) / r, empty)
+            if kind == "rr" and conv.ties == "average":
+                return self._empty(self._avg_first_hit("rr", k, t), empty)
             if kind == "rr":
                 ridx = self._relevant_sorted_index(t)
                 first = self._first_rel(t)

@@ -367,3 +367,19 @@ def test_mq2008_part_round_trip(tmp_path):
     assert load_svmlight(tmp_path / "S1.txt", cache=False).equals(ds)
     line = (tmp_path / "S1.txt").read_text().splitlines()[0]
     assert line.startswith("0 qid:10002 1:0.007477 3:1 5:0.00747 11:0.471076 ") and line.endswith("# docid = GX008-86-4444840")
+
+
+def test_cache_of_a_file_in_a_read_only_folder_goes_to_the_cache_dir(tmp_path, monkeypatch):
+    folder = tmp_path / "share"
+    folder.mkdir()
+    path = write(folder, "1 qid:1 1:0.5\n")
+    monkeypatch.setenv("LTR_CACHE_DIR", str(tmp_path / "user-cache"))
+    folder.chmod(0o555)
+    try:
+        load_svmlight(path)
+        assert sorted(p.name for p in folder.iterdir()) == ["data.txt"]
+        cached = list((tmp_path / "user-cache").iterdir())
+        assert len(cached) == 1 and cached[0].name.startswith("data.txt.")
+        assert load_svmlight(path).meta["cache"] == str(cached[0])
+    finally:
+        folder.chmod(0o755)
