@@ -16,14 +16,17 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP)
 
+# OMP_WAIT_POLICY=PASSIVE: on 2 shared cores, OpenMP's busy-waiting threads stall small torch ops.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 --durations=15 tests metrics losses ltr
+	OMP_WAIT_POLICY=PASSIVE $(BIN)/python -m pytest -q -n 2 --durations=15 tests metrics losses ltr
 
 demo: $(STAMP)
 	$(BIN)/ltr ablate --quick --out runs/demo
 
+# allRank pins torch<=1.8, so it is installed without its dependencies (its loss file is all we use).
 bench: $(STAMP)
 	$(PIP) -e '.[bench]'
+	$(BIN)/python -m pip install --disable-pip-version-check -q --no-deps allRank==1.4.3
 	$(BIN)/python benchmarks/bench_metrics.py
 	$(BIN)/python benchmarks/bench_losses.py
 

@@ -54,15 +54,21 @@ def dcg_in_rank_order(gains_sorted: Any, k: int | None = None, discount: Any = "
 
 
 def ideal_dcg(gains: Any, k: int | None = None, discount: Any = "log2", mask: Any = None) -> Any:
-    """Ideal DCG@k: the valid gains sorted descending, cut at k (top min(|R|, k) of them).
+    """Ideal DCG@k: the valid positive gains sorted descending, cut at k (top min(|R|, k) of them).
+
+    The ideal ranking holds the relevant items (gain > 0) only, as in :func:`metrics.ndcg`: an item
+    with a zero or negative gain never improves the ideal, so non-positive gains are left out.
 
     >>> round(float(ideal_dcg(np.array([7.0, 0.0, 3.0]), k=3)), 4)
     8.8928
     >>> ideal_dcg(np.array([[0.0, 1.0, 3.0], [2.0, 9.0, 0.0]]), k=1, mask=np.array([[1, 1, 1], [1, 0, 0]]))
     array([3., 2.])
+    >>> float(ideal_dcg(np.array([-3.0, 1.0]), k=2))   # the negative gain is not part of the ideal
+    1.0
     """
     g = _as_float(gains)
     if is_torch(g):
+        g = g.clamp(min=0.0)
         if mask is None:
             ordered = g.sort(dim=-1, descending=True).values
             return dcg_in_rank_order(ordered, k, discount)
@@ -73,6 +79,7 @@ def ideal_dcg(gains: Any, k: int | None = None, discount: Any = "log2", mask: An
         pos = rank_positions(g.shape[-1], g)
         sorted_mask = (pos - 1) < n_valid
         return dcg_in_rank_order(ordered.masked_fill(~sorted_mask, 0.0), k, discount, sorted_mask)
+    g = np.maximum(g, 0.0)
     if mask is None:
         ordered = -np.sort(-g, axis=-1)
         return dcg_in_rank_order(ordered, k, discount)

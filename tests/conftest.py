@@ -25,3 +25,14 @@ def shared_path(*parts: str) -> Path:
 @pytest.fixture
 def shared_data():
     return shared_path
+
+
+def pytest_configure(config):
+    # Under pytest-xdist each worker gets one torch thread: two workers on two cores already fill
+    # the machine, and oversubscribed OpenMP threads make small ops orders of magnitude slower.
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        try:
+            import torch
+        except ImportError:  # pragma: no cover
+            return
+        torch.set_num_threads(1)

@@ -206,3 +206,26 @@ def test_bad_inputs_are_named():
         ap_swap_deltas(np.zeros(3), np.zeros(3), map_norm="K")
     with pytest.raises(ValueError, match="1-D"):
         ndcg_swap_deltas(np.zeros((2, 3)), np.zeros((2, 3)))
+
+
+def test_ndcg_swap_deltas_match_evaluation_with_negative_labels():
+    # Negative gains: the ideal DCG of metrics.ndcg holds the positive gains only; the swap
+    # deltas must use the same ideal, or the bridge breaks for such labels.
+    rng = np.random.default_rng(11)
+    checked = 0
+    for _ in range(200):
+        n = int(rng.integers(2, 8))
+        scores = rng.permutation(n).astype(float)
+        labels = rng.integers(-2, 3, n).astype(float)
+        offsets = np.array([0, n])
+        for k in (None, 3):
+            deltas = metrics.ndcg_swap_deltas(scores, labels, k=k, gain="linear")
+            base = metrics.ndcg(scores, labels, offsets, k=k, gain="linear", empty="zero")[0]
+            for i in range(n):
+                for j in range(i + 1, n):
+                    swapped = scores.copy()
+                    swapped[i], swapped[j] = scores[j], scores[i]
+                    after = metrics.ndcg(swapped, labels, offsets, k=k, gain="linear", empty="zero")[0]
+                    assert deltas[i, j] == pytest.approx(abs(after - base), abs=1e-9)
+                    checked += 1
+    assert checked > 1000
