@@ -49,6 +49,7 @@ from pathlib import Path  # noqa: E402
 import torch  # noqa: E402
 
 import losses  # noqa: E402
+from ltr.report_table import markdown_table  # noqa: E402
 
 CONFIGS = [(256, 10), (64, 100), (16, 1000), (1, 10000)]
 METHODS = ["ltr RankNet", "ltr LambdaRank", "ltr LambdaRank k=10", "allRank lambdaLoss"]
@@ -232,12 +233,11 @@ def main(argv=None):
             print(f"  ({n_lists}, {length}) {method:20s} wall {wall:8.4f} s  cpu {cpu:8.4f} s  peak {peak} {note}",
                   flush=True)
     print()
-    print("| B | L | padding | method | wall s | cpu s | peak MB |")
-    print("|---|---|---|---|---|---|---|")
-    for n_lists, length, padding, method, wall, cpu, peak, note in rows:
-        fmt = lambda v, spec: "-" if v is None else format(v, spec)  # noqa: E731
-        print(f"| {n_lists} | {length} | {padding:.0%} | {method} | {fmt(wall, '.4f')} | {fmt(cpu, '.4f')} | "
-              f"{fmt(peak, '.0f')}{' ' + note if note else ''} |")
+    fmt = lambda v, spec: "-" if v is None else format(v, spec)  # noqa: E731
+    print(markdown_table(["B", "L", "padding", "method", "wall s", "cpu s", "peak MB"],
+                         [[n_lists, length, f"{padding:.0%}", method, fmt(wall, ".4f"), fmt(cpu, ".4f"),
+                           fmt(peak, ".0f") + (" " + note if note else "")]
+                          for n_lists, length, padding, method, wall, cpu, peak, note in rows]))
     cell = {(b, n, m): (w, c, p) for b, n, _, m, w, c, p, _ in rows}
     print()
     if (16, 1000, "allRank lambdaLoss") in cell and cell[(16, 1000, "allRank lambdaLoss")][0] is not None:

@@ -63,6 +63,17 @@ def floor_key(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return (qidx << np.uint64(32)) | desc
 
 
+def peer_dicts(scores, labels, offsets, ids):
+    """The peers' input: ``({qid: {doc: label}}, {qid: {doc: score}})`` of the flat arrays."""
+    qd, rd = {}, {}
+    for j in range(offsets.size - 1):
+        lo, hi = offsets[j], offsets[j + 1]
+        d = ids[lo:hi]
+        qd[f"q{j}"] = dict(zip(d, labels[lo:hi].astype(int).tolist()))
+        rd[f"q{j}"] = dict(zip(d, scores[lo:hi].tolist()))
+    return qd, rd
+
+
 def run_ranx(scores, labels, offsets, ids):
     import ranx
 
@@ -72,12 +83,7 @@ def run_ranx(scores, labels, offsets, ids):
     small_r = ranx.Run.from_dict({"a": {"x": 0.2, "y": 0.7}})
     ranx.evaluate(small_q, small_r, names)  # JIT warm-up
     t = time.perf_counter()
-    qd, rd = {}, {}
-    for j in range(offsets.size - 1):
-        lo, hi = offsets[j], offsets[j + 1]
-        d = ids[lo:hi]
-        qd[f"q{j}"] = dict(zip(d, labels[lo:hi].astype(int).tolist()))
-        rd[f"q{j}"] = dict(zip(d, scores[lo:hi].tolist()))
+    qd, rd = peer_dicts(scores, labels, offsets, ids)
     qrels, run = ranx.Qrels.from_dict(qd), ranx.Run.from_dict(rd)
     build = time.perf_counter() - t
     del qd, rd
@@ -89,12 +95,7 @@ def run_pytrec(scores, labels, offsets, ids):
     import pytrec_eval
 
     t = time.perf_counter()
-    qd, rd = {}, {}
-    for j in range(offsets.size - 1):
-        lo, hi = offsets[j], offsets[j + 1]
-        d = ids[lo:hi]
-        qd[f"q{j}"] = dict(zip(d, labels[lo:hi].astype(int).tolist()))
-        rd[f"q{j}"] = dict(zip(d, scores[lo:hi].tolist()))
+    qd, rd = peer_dicts(scores, labels, offsets, ids)
     evaluator = pytrec_eval.RelevanceEvaluator(qd, {"ndcg_cut.10", "map", "recip_rank", "P.10", "recall.100"})
     build = time.perf_counter() - t
     wall, cpu, per_query = timed(lambda: evaluator.evaluate(rd))

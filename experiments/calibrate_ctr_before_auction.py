@@ -33,6 +33,7 @@ from ltr.auction import oracle_comparison, pad_groups
 from ltr.calibration import check_auc_invariance, make_calibrator, save_reliability_diagram
 from ltr.ctr import correct_downsampling, distort, downsample_negatives, generate_impressions, train_ctr_model
 from ltr.io_utils import atomic_write_json, atomic_write_text
+from ltr.report_table import markdown_table
 from metrics.classification import auc, ece, grouped_auc, log_loss
 
 
@@ -71,16 +72,9 @@ def evaluate(name, p, test, offsets, akw, raw=None) -> dict:
 
 
 def table(rows, cols) -> str:
-    head = "| " + " | ".join(c[0] for c in cols) + " |"
-    sep = "|" + "|".join("---" if i == 0 else "---:" for i in range(len(cols))) + "|"
-    lines = [head, sep]
-    for r in rows:
-        cells = []
-        for title, key, fmt in cols:
-            v = r.get(key, "")
-            cells.append(fmt.format(v) if v != "" else "")
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    """Markdown table of ``rows`` (dicts); ``cols``: (title, key, format); a missing key is an empty cell."""
+    cells = [[fmt.format(r[key]) if r.get(key, "") != "" else "" for _, key, fmt in cols] for r in rows]
+    return markdown_table([c[0] for c in cols], cells, align="l" + "r" * (len(cols) - 1))
 
 
 def main(argv=None) -> int:

@@ -56,22 +56,20 @@ def load_data(name: str, seed: int):
     raise ValueError(name)
 
 
-def _transform(x):
-    return np.sign(x) * np.log1p(np.abs(x))
-
-
 def production_ranker(train, share: float, seed: int):
     """Ridge regression on the labels of a small share of the training queries: a weak ranker."""
     from sklearn.linear_model import Ridge
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
+    from ltr.normalize import signed_log1p
+
     rng = np.random.default_rng(seed)
     n = max(3, int(round(share * train.n_queries)))
     queries = np.sort(rng.choice(train.n_queries, n, replace=False))
     part = train.subset(queries)
-    model = make_pipeline(StandardScaler(), Ridge(alpha=10.0)).fit(_transform(part.features), part.labels)
-    return lambda ds: model.predict(_transform(ds.features))
+    model = make_pipeline(StandardScaler(), Ridge(alpha=10.0)).fit(signed_log1p(part.features), part.labels)
+    return lambda ds: model.predict(signed_log1p(ds.features))
 
 
 def lightgbm_scores(train, valid, test, *, position=None, seed=0):
@@ -185,31 +183,29 @@ def training_study(name, train, valid, test, produce, args, seed):
 
 
 # ---------------------------------------------------------------------------------------------- report
-def _fmt(ci):
-    return f"{ci['mean']:.4f} [{ci['low']:.4f}, {ci['high']:.4f}]"
-
-
 def eval_table(rows):
+    from ltr.report_table import format_interval, markdown_table
+
     cols = ["naive", "IPS", "IPS clip 0.1", "SNIPS", "true click-DCG", "true SNIPS target", "NDCG@10 (labels)"]
-    lines = ["| data | ranker | " + " | ".join(cols) + " |", "|---|---|" + "---|" * len(cols)]
-    for r in rows:
-        lines.append(f"| {r['data']} | {r['ranker']} | " + " | ".join(_fmt(r[c]) for c in cols) + " |")
-    return "\n".join(lines)
+    cells = [[r["data"], r["ranker"]] + [format_interval(r[c]["mean"], r[c]["low"], r[c]["high"]) for c in cols]
+             for r in rows]
+    return markdown_table(["data", "ranker"] + cols, cells)
 
 
 def train_table(results):
+    from ltr.report_table import format_interval, markdown_table
     from metrics.stats import t_interval
 
-    lines = ["| data | method | NDCG@10 on test labels (mean over seeds, 95% t-interval) | per seed |", "|---|---|---|---|"]
+    cells = []
     summary = {}
     for name, per_method in results.items():
         for method, per_seed in per_method.items():
             means = np.array([np.nanmean(v) for v in per_seed])
             ci = t_interval(means)
             summary.setdefault(name, {})[method] = {"mean": ci.mean, "low": ci.low, "high": ci.high, "seeds": means.tolist()}
-            lines.append(f"| {name} | {method} | {ci.mean:.4f} [{ci.low:.4f}, {ci.high:.4f}] | "
-                         + ", ".join(f"{m:.4f}" for m in means) + " |")
-    return "\n".join(lines), summary
+            cells.append([name, method, format_interval(ci.mean, ci.low, ci.high), ", ".join(f"{m:.4f}" for m in means)])
+    header = ["data", "method", "NDCG@10 on test labels (mean over seeds, 95% t-interval)", "per seed"]
+    return markdown_table(header, cells), summary
 
 
 PAIRS = (
@@ -223,10 +219,10 @@ PAIRS = (
 def paired_table(results):
     """Debiased minus raw: per-seed differences (t-interval) and a paired bootstrap over test queries
     of the seed-averaged per-query NDCG@10."""
+    from ltr.report_table import format_interval, markdown_table
     from metrics.stats import paired_bootstrap_test, t_interval
 
-    lines = ["| data | debiased - raw | mean difference over seeds [95% t-interval] | paired bootstrap over queries: difference, p |",
-             "|---|---|---|---|"]
+    cells = []
     out = {}
     for name, per_method in results.items():
         for a, b in PAIRS:
@@ -239,9 +235,11 @@ def paired_table(results):
             test = paired_bootstrap_test(qa, qb, n_resamples=5000, seed=0)
             out.setdefault(name, {})[f"{a} - {b}"] = {"mean": ci.mean, "low": ci.low, "high": ci.high,
                                                      "query_diff": test.mean_difference, "p": test.p_value}
-            lines.append(f"| {name} | {a} - {b.split(', ', 1)[1]} | {ci.mean:+.4f} [{ci.low:+.4f}, {ci.high:+.4f}] | "
-                         f"{test.mean_difference:+.4f}, p = {test.p_value:.4f} |")
-    return "\n".join(lines), out
+            cells.append([name, f"{a} - {b.split(', ', 1)[1]}", format_interval(ci.mean, ci.low, ci.high, "+.4f"),
+                          f"{test.mean_difference:+.4f}, p = {test.p_value:.4f}"])
+    header = ["data", "debiased - raw", "mean difference over seeds [95% t-interval]",
+              "paired bootstrap over queries: difference, p"]
+    return markdown_table(header, cells), out
 
 
 def plot(eval_rows, train_summary, path):

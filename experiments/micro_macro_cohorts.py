@@ -17,6 +17,7 @@ import argparse
 import numpy as np
 
 import metrics
+from ltr.report_table import format_interval, markdown_table
 from ltr.synthetic import make_mslr_like
 from metrics.averaging import activity_cohorts, averages_by_cohort
 
@@ -56,14 +57,14 @@ def main(argv: list[str] | None = None) -> int:
     kw = dict(n_resamples=args.resamples, seed=args.seed)
     tb = averages_by_cohort(before, ds.user_ids, cohorts, **kw)
     ta = averages_by_cohort(after, ds.user_ids, cohorts, **kw)
-    print("| cohort | average | before [95% CI] | after [95% CI] | change |")
-    print("|---|---|---|---|---:|")
+    rows = []
     for cohort in tb:
         for kind in ("micro", "macro"):
             b, a = getattr(tb[cohort], kind), getattr(ta[cohort], kind)
-            print(f"| {cohort} ({tb[cohort].n_users} users, {tb[cohort].n_queries} queries) | {kind} "
-                  f"| {b.mean:.4f} [{b.low:.4f}, {b.high:.4f}] | {a.mean:.4f} [{a.low:.4f}, {a.high:.4f}] "
-                  f"| {a.mean - b.mean:+.4f} |")
+            rows.append([f"{cohort} ({tb[cohort].n_users} users, {tb[cohort].n_queries} queries)", kind,
+                         format_interval(b.mean, b.low, b.high), format_interval(a.mean, a.low, a.high),
+                         f"{a.mean - b.mean:+.4f}"])
+    print(markdown_table(["cohort", "average", "before [95% CI]", "after [95% CI]", "change"], rows, align="llllr"))
     d_micro = ta["all"].micro.mean - tb["all"].micro.mean
     d_macro = ta["all"].macro.mean - tb["all"].macro.mean
     d_new = ta["newcomer"].micro.mean - tb["newcomer"].micro.mean

@@ -38,6 +38,7 @@ from ltr.data import concat_datasets, load_svmlight, split_by_query
 from ltr.gbdt import predict_booster, train_lightgbm
 from ltr.io_utils import atomic_write_json
 from ltr.models import FeatureTransform, MLPScorer
+from ltr.report_table import markdown_table
 from ltr.run_folder import versions
 from ltr.training import Trainer, evaluate_scores, seed_everything
 
@@ -134,13 +135,13 @@ def main(argv=None) -> int:
         table.setdefault((r["dataset"], r["method"]), []).append(r["test"])
     results["mean"] = []
     names = None
-    print("\n| data set | method | " + " | ".join(f"test {m} (mean)" for m in METRICS) + " | splits |")
-    print("|---|---|" + "---|" * (len(METRICS) + 1))
+    cells = []
     for (dataset, method), rows in table.items():
         names = list(rows[0])
         means = {k: float(np.mean([row[k] for row in rows])) for k in names}
         results["mean"].append({"dataset": dataset, "method": method, "test": means, "n_splits": len(rows)})
-        print(f"| {dataset} | {method} | " + " | ".join(f"{means[k]:.4f}" for k in names) + f" | {len(rows)} |")
+        cells.append([dataset, method] + [f"{means[k]:.4f}" for k in names] + [len(rows)])
+    print("\n" + markdown_table(["data set", "method"] + [f"test {m} (mean)" for m in METRICS] + ["splits"], cells))
     if names:
         print("\nmetric names: " + "; ".join(names))
     atomic_write_json(args.out, results)

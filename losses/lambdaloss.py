@@ -39,7 +39,7 @@ from torch import nn
 
 from losses._inputs import check_inputs, check_reduction, reduce_per_query
 from losses.pair_engine import BLOCK_ELEMENTS, pairwise_logistic
-from metrics.discounts import discount_values, rank_positions
+from metrics.discounts import check_cutoff, discount_values, rank_positions
 from metrics.swap import prepare_swap_deltas
 
 __all__ = ["NDCGLoss2", "NDCGLoss2PP"]
@@ -93,10 +93,8 @@ class NDCGLoss2(nn.Module):
     def __init__(self, sigma: float = 1.0, k: int | None = None, gain="exp2", reduction: str = "mean",
                  *, discount="log2", block_elements: int = BLOCK_ELEMENTS):
         super().__init__()
-        if k is not None and int(k) < 1:
-            raise ValueError(f"k must be a positive integer or None, got {k!r}")
+        self.k = check_cutoff(k)
         self.sigma = float(sigma)
-        self.k = None if k is None else int(k)
         self.gain = gain
         self.discount = discount
         self.reduction = check_reduction(reduction)

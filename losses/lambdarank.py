@@ -28,6 +28,7 @@ from torch import nn
 
 from losses._inputs import check_inputs, check_reduction, reduce_per_query
 from losses.pair_engine import BLOCK_ELEMENTS, pairwise_logistic
+from metrics.discounts import check_cutoff
 from metrics.swap import SWAP_METRICS, prepare_swap_deltas
 
 __all__ = ["LambdaRank"]
@@ -69,10 +70,8 @@ class LambdaRank(nn.Module):
         super().__init__()
         if not callable(metric) and metric not in SWAP_METRICS:
             raise ValueError(f"metric must be one of {SWAP_METRICS} or a callable, got {metric!r}")
-        if k is not None and int(k) < 1:
-            raise ValueError(f"k must be a positive integer or None, got {k!r}")
+        self.k = check_cutoff(k)
         self.sigma = float(sigma)
-        self.k = None if k is None else int(k)
         self.gain = gain
         self.discount = discount
         self.metric = metric

@@ -25,49 +25,47 @@ from losses._inputs import check_inputs, check_reduction
 __all__ = ["PointwiseBCE", "PointwiseMSE"]
 
 
-def _reduce_items(terms, mask, weights, reduction):
-    if weights is not None:
-        terms = terms * weights
-    terms = terms.masked_fill(~mask, 0.0)
-    if reduction == "none":
-        return terms
-    total = terms.sum()
-    if reduction == "sum":
-        return total
-    return total / mask.sum().clamp(min=1)
-
-
-class PointwiseBCE(nn.Module):
-    """Binary cross-entropy on logits, labels in [0, 1] (a ValueError names anything outside)."""
+class _PointwiseLoss(nn.Module):
+    """One term per real item, weighted and reduced alike; subclasses define :meth:`terms`."""
 
     def __init__(self, reduction: str = "mean"):
         super().__init__()
         self.reduction = check_reduction(reduction)
 
+    def terms(self, scores, labels, mask) -> torch.Tensor:
+        """Per-item terms ``[B, L]`` of checked inputs (anything on padding; it is zeroed)."""
+        raise NotImplementedError
+
     def forward(self, scores, labels, mask=None, weights=None) -> torch.Tensor:
         scores, labels, mask, weights = check_inputs(scores, labels, mask, weights)
+        terms = self.terms(scores, labels, mask)
+        if weights is not None:
+            terms = terms * weights
+        terms = terms.masked_fill(~mask, 0.0)
+        if self.reduction == "none":
+            return terms
+        total = terms.sum()
+        if self.reduction == "sum":
+            return total
+        return total / mask.sum().clamp(min=1)
+
+    def extra_repr(self) -> str:
+        return f"reduction={self.reduction!r}"
+
+
+class PointwiseBCE(_PointwiseLoss):
+    """Binary cross-entropy on logits, labels in [0, 1] (a ValueError names anything outside)."""
+
+    def terms(self, scores, labels, mask) -> torch.Tensor:
         if bool(((labels < 0) | (labels > 1)).any()):
             bad = labels[(labels < 0) | (labels > 1)][0].item()
             raise ValueError(f"PointwiseBCE needs labels in [0, 1] (click / no click); got {bad}")
         logits = scores.masked_fill(~mask, 0.0)
-        terms = F.binary_cross_entropy_with_logits(logits, labels, reduction="none")
-        return _reduce_items(terms, mask, weights, self.reduction)
-
-    def extra_repr(self) -> str:
-        return f"reduction={self.reduction!r}"
+        return F.binary_cross_entropy_with_logits(logits, labels, reduction="none")
 
 
-class PointwiseMSE(nn.Module):
+class PointwiseMSE(_PointwiseLoss):
     """Squared error between scores and labels."""
 
-    def __init__(self, reduction: str = "mean"):
-        super().__init__()
-        self.reduction = check_reduction(reduction)
-
-    def forward(self, scores, labels, mask=None, weights=None) -> torch.Tensor:
-        scores, labels, mask, weights = check_inputs(scores, labels, mask, weights)
-        terms = (scores.masked_fill(~mask, 0.0) - labels) ** 2
-        return _reduce_items(terms, mask, weights, self.reduction)
-
-    def extra_repr(self) -> str:
-        return f"reduction={self.reduction!r}"
+    def terms(self, scores, labels, mask) -> torch.Tensor:
+        return (scores.masked_fill(~mask, 0.0) - labels) ** 2

@@ -17,6 +17,7 @@ Sub-modules (imported on demand so that ``import ltr`` stays cheap):
 - ``ltr.open_bandit`` the Open Bandit logged-click sample
 - ``ltr.ctr``         synthetic impressions with true click probabilities
 - ``ltr.ablation``    grids of losses x data sets x seeds with statistics
+- ``ltr.report_table`` markdown tables and interval cells of printed reports
 """
 
 __version__ = "0.1.0"

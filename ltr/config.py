@@ -49,8 +49,11 @@ class TrainConfig:
     lr, weight_decay: Adam's step size and L2 penalty.
     patience: stop after this many epochs without improvement of ``monitor`` (None: never stop early).
     min_delta: an epoch improves only if it beats the best value by more than this.
-    monitor: the validation metric (short name, e.g. "ndcg@10") that picks the best epoch; higher is better.
-    metrics: validation metrics computed each epoch (``metrics.evaluate`` names); monitor is added if missing.
+    monitor: the validation metric (short name, e.g. "ndcg@10") that picks the best epoch. Ranking
+        metrics and "auc" are better when higher; "logloss" and "brier" (computed on sigmoid(score),
+        for pointwise BCE / CTR models whose scores are logits) when lower.
+    metrics: validation metrics computed each epoch (``metrics.evaluate`` names, plus "logloss",
+        "brier", "auc" on binary labels, see ``ltr.training``); monitor is added if missing.
     preset, conventions: metric conventions passed to ``metrics.evaluate`` (None: the toolkit's own).
     seed: seeds torch, numpy and python at the start of ``fit`` and derives each epoch's batch order.
     device: "cpu", "cuda", "cuda:N" or "auto" (cuda when present).

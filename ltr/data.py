@@ -443,7 +443,7 @@ def _parse_buffer(path: Path, data, size: int, query_file, n_features, zero_base
     features = np.zeros((n_lines, width), dtype=np.float32)
     blocks: list[_Block] = []
     row = 0
-    bar = _progress_bar(size, progress, path)
+    bar = _progress_bar(size, progress, big=size > (64 << 20), desc=f"reading {path.name}", unit="B", unit_scale=True)
     try:
         for b in range(len(bounds) - 1):
             first, last = bounds[b], bounds[b + 1]
@@ -545,14 +545,14 @@ def _parse_buffer(path: Path, data, size: int, query_file, n_features, zero_base
     )
 
 
-def _progress_bar(size: int, progress, path: Path):
-    show = progress if progress is not None else (size > (64 << 20))
-    if not show:
+def _progress_bar(total: int, progress, *, big: bool, desc: str, unit: str, unit_scale: bool = False):
+    """A tqdm bar over ``total`` units, or None. ``progress`` True / False: shown / not; None: shown
+    only for ``big`` work, and then only on a terminal (tqdm's ``disable=None``)."""
+    if not (progress if progress is not None else big):
         return None
     from tqdm.auto import tqdm
 
-    return tqdm(total=size, unit="B", unit_scale=True, desc=f"reading {path.name}",
-                disable=None if progress is None else False)
+    return tqdm(total=total, unit=unit, unit_scale=unit_scale, desc=desc, disable=None if progress is None else False)
 
 
 def _split_lines(chunk: bytes) -> list[bytes]:
@@ -927,11 +927,7 @@ def save_svmlight(ds: RankingDataset, path: str | os.PathLike, *, progress: bool
         comments = comments.tolist()
     heads = [f"{labels[r]} {qid_text[r]}" for r in range(n)]
     tails = ["\n"] * n if comments is None else [f" # {c}\n" for c in comments]
-    bar = None
-    if (progress if progress is not None else n * max(width, 1) > 20_000_000):
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=n, unit="rows", desc=f"writing {Path(path).name}", disable=None if progress is None else False)
+    bar = _progress_bar(n, progress, big=n * max(width, 1) > 20_000_000, desc=f"writing {Path(path).name}", unit="rows")
     step = max(1, 2_000_000 // max(width, 1))
     try:
         with atomic_path(path) as tmp, open(tmp, "wb") as fh:

@@ -27,12 +27,13 @@ import numpy as np
 
 from ltr.data import RankingDataset
 
-__all__ = ["Normalizer", "KINDS"]
+__all__ = ["Normalizer", "KINDS", "signed_log1p"]
 
 KINDS = ("standard", "log1p", "log1p_standard", "none")
 
 
-def _signed_log1p(x: np.ndarray) -> np.ndarray:
+def signed_log1p(x: np.ndarray) -> np.ndarray:
+    """``sign(x) * log(1 + |x|)`` elementwise, in the dtype of ``x`` (the ``"log1p"`` transform)."""
     return np.sign(x) * np.log1p(np.abs(x))
 
 
@@ -60,7 +61,7 @@ class Normalizer:
 
     def _pre(self, x: np.ndarray) -> np.ndarray:
         x = x.astype(np.float64)
-        return _signed_log1p(x) if self.kind in ("log1p", "log1p_standard") else x
+        return signed_log1p(x) if self.kind in ("log1p", "log1p_standard") else x
 
     def fit(self, data) -> "Normalizer":
         """Learn the statistics from ``data`` (the training split)."""

@@ -10,14 +10,28 @@ One epoch visits every training query once, in batches of ``batch_size`` queries
 longest list (:func:`ltr.batching.iterate_batches`, length-bucketed); the batch order of epoch ``e``
 is a pure function of ``(seed, e)`` (the sampler's ``set_epoch``), so a resumed run sees the same batches as an uninterrupted one.
 After each epoch the validation set is scored (eval mode, no gradients, flat rows) and judged by
-``metrics.evaluate``; the ``monitor`` metric (higher is better) picks the best epoch, whose weights are
-kept in memory and in the checkpoint and loaded back into the model when training ends.
+``metrics.evaluate``; the ``monitor`` metric picks the best epoch, whose weights are kept in memory and
+in the checkpoint and loaded back into the model when training ends. Ranking metrics and ``auc`` are
+better when higher, ``logloss`` and ``brier`` when lower (:func:`higher_is_better`).
+
+Classification metrics (for click / CTR models; :data:`CLASSIFICATION_METRICS`) may be monitored or
+listed beside the ranking metrics. They are computed over all judged rows at once (not per query),
+with :mod:`metrics.classification` on binary 0/1 labels (NaN labels, i.e. unjudged rows, are left
+out): ``logloss`` and ``brier`` judge ``p = sigmoid(score)``, so they suit models whose scores are
+**logits**, as the pointwise BCE loss (``losses.PointwiseBCE``) trains them to be; ``auc`` uses the
+raw scores (AUC is unchanged by any increasing map). Their stamped names say so:
+``logloss[p=sigmoid(score)]``, ``brier[p=sigmoid(score)]``, ``auc[ties=half]``.
 
 Checkpoint (``checkpoint_dir/last.pt``, atomic, ``torch.load(weights_only=True)``): model and optimiser
 state, number of finished epochs, best value / epoch / weights, the early-stopping counter, the history,
 the RNG states (torch, numpy, python) and the next sampler epoch. A loss that is NaN or infinite raises
 :class:`NonFiniteLossError` naming the epoch and the batch; no checkpoint is written for that epoch,
 so ``last.pt`` still holds the last good one.
+
+TensorBoard after a resume: if ``log_dir`` already holds the killed run's event files they are kept and
+its unfinished later epochs hidden (``purge_step``); a fresh ``log_dir`` (``ltr train`` makes a new run
+folder each time) first receives the restored epochs' scalars again, so every curve starts at epoch 1
+(the score histograms of restored epochs are absent: scores are not checkpointed).
 """
 
 from __future__ import annotations
@@ -46,6 +60,8 @@ __all__ = [
     "resolve_device",
     "seed_everything",
     "evaluate_scores",
+    "CLASSIFICATION_METRICS",
+    "higher_is_better",
 ]
 
 # Keys of TrainConfig that may change between a run and its resumption without changing its result.
@@ -76,6 +92,7 @@ class FitResult:
     stopped_early: bool = False
     wall_time_s: float = 0.0
     tensorboard_tags: dict[str, str] = field(default_factory=dict)
+    higher_is_better: bool = True  # direction of the monitored metric
 
 
 def resolve_device(device: str) -> torch.device:
@@ -99,11 +116,69 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
 
 
-def evaluate_scores(scores: np.ndarray, ds, metric_names, preset=None, conventions=None):
-    """``metrics.evaluate`` on a data set's labels and query offsets -> EvaluationResult."""
+# Classification metrics the trainer understands besides metrics.evaluate's ranking metrics:
+# short name -> (stamped name, higher is better).
+CLASSIFICATION_METRICS: dict[str, tuple[str, bool]] = {
+    "logloss": ("logloss[p=sigmoid(score)]", False),
+    "brier": ("brier[p=sigmoid(score)]", False),
+    "auc": ("auc[ties=half]", True),
+}
+
+
+def higher_is_better(metric: str) -> bool:
+    """Whether larger values of a metric (short or stamped name) are better: False only for the
+    classification losses ``logloss`` and ``brier``.
+
+    >>> higher_is_better("ndcg@10"), higher_is_better("logloss"), higher_is_better("auc[ties=half]")
+    (True, False, True)
+    """
+    short = metric.split("[", 1)[0]
+    return CLASSIFICATION_METRICS[short][1] if short in CLASSIFICATION_METRICS else True
+
+
+def _classification_value(name: str, scores: np.ndarray, labels: np.ndarray, where: str) -> tuple[float, int]:
     import metrics
 
-    return metrics.evaluate(scores, ds.labels, ds.query_offsets, list(metric_names), preset=preset, **(conventions or {}))
+    judged = ~np.isnan(labels)
+    y, s = labels[judged], np.asarray(scores, dtype=np.float64)[judged]
+    bad = (y != 0) & (y != 1)
+    if bad.any():
+        row = int(np.flatnonzero(judged)[np.flatnonzero(bad)[0]])
+        raise LtrError(f"{name} needs binary 0/1 labels (clicks); the {where} set's row {row} has label {float(labels[row])}")
+    if name == "auc":
+        return float(metrics.auc(y, s)), int(y.size)
+    p = 0.5 * (1.0 + np.tanh(0.5 * s))  # sigmoid without overflow warnings for large |s|
+    fn = metrics.log_loss if name == "logloss" else metrics.brier
+    return float(fn(y, p)) if y.size else math.nan, int(y.size)
+
+
+def evaluate_scores(scores: np.ndarray, ds, metric_names, preset=None, conventions=None, *, where: str = "evaluated"):
+    """``metrics.evaluate`` on a data set's labels and query offsets -> EvaluationResult.
+
+    Names in :data:`CLASSIFICATION_METRICS` are computed over all judged rows instead (see the module
+    docstring); they appear in ``mean``, ``names`` and ``counted`` (rows) but not in ``per_query``.
+    """
+    import metrics
+
+    names = list(metric_names)
+    ranking = [m for m in names if m not in CLASSIFICATION_METRICS]
+    if ranking:
+        ev = metrics.evaluate(scores, ds.labels, ds.query_offsets, ranking, preset=preset, **(conventions or {}))
+    else:
+        from metrics.evaluate import EvaluationResult
+
+        ev = EvaluationResult()
+    if len(ranking) == len(names):
+        return ev
+    labels = np.asarray(ds.labels, dtype=np.float64)
+    for m in names:
+        if m in CLASSIFICATION_METRICS:
+            stamped = CLASSIFICATION_METRICS[m][0]
+            ev.mean[stamped], ev.counted[stamped] = _classification_value(m, scores, labels, where)
+            ev.names[m] = stamped
+    order = [ev.names[m] for m in names]  # the order asked for
+    ev.mean = {k: ev.mean[k] for k in order}
+    return ev
 
 
 class Trainer:
@@ -213,9 +288,10 @@ class Trainer:
             if ds.n_queries == 0:
                 raise LtrError(f"the {name} set has no queries")
         t0 = time.perf_counter()
+        higher = higher_is_better(cfg.monitor)
 
         st: dict[str, Any] = {
-            "best_value": -math.inf,
+            "best_value": -math.inf if higher else math.inf,
             "best_epoch": 0,
             "best_model": None,
             "best_metrics": {},
@@ -233,7 +309,16 @@ class Trainer:
         if cfg.log_dir is not None:
             from ltr.tensorboard_log import TensorBoardLogger
 
-            self.logger = TensorBoardLogger(cfg.log_dir, purge_step=start + 1 if start else None)
+            # A resumed run whose log folder already holds the killed run's events keeps them and
+            # hides its later, unfinished epochs (purge_step). A fresh folder (e.g. ``ltr train``'s
+            # new run folder) gets the restored history's per-epoch scalars written again, so its
+            # curves start at epoch 1; only the earlier epochs' score histograms are missing
+            # (scores are not checkpointed).
+            fresh = not any(Path(cfg.log_dir).glob("events.out.tfevents.*"))
+            self.logger = TensorBoardLogger(cfg.log_dir, purge_step=start + 1 if start and not fresh else None)
+            if start and fresh:
+                for record in st["history"]:
+                    self._log_epoch(record, None)
         use_weights = getattr(train_ds, "weights", None) is not None
         stopped_early = False
         try:
@@ -271,11 +356,14 @@ class Trainer:
                 train_loss = total / max(count, 1)
 
                 valid_scores = self.predict(valid_ds)
-                ev = evaluate_scores(valid_scores, valid_ds, cfg.metrics, cfg.preset, cfg.conventions)
+                ev = evaluate_scores(valid_scores, valid_ds, cfg.metrics, cfg.preset, cfg.conventions, where="validation")
                 st["monitor"] = ev.names[cfg.monitor]
                 valid = {k: float(v) for k, v in ev.mean.items()}
                 value_now = valid[st["monitor"]]
-                improved = math.isfinite(value_now) and value_now > st["best_value"] + cfg.min_delta
+                if higher:
+                    improved = math.isfinite(value_now) and value_now > st["best_value"] + cfg.min_delta
+                else:
+                    improved = math.isfinite(value_now) and value_now < st["best_value"] - cfg.min_delta
                 if improved or st["best_model"] is None:
                     st["best_value"] = value_now if math.isfinite(value_now) else st["best_value"]
                     st["best_epoch"] = epoch
@@ -294,11 +382,7 @@ class Trainer:
                 st["history"].append(record)
 
                 if self.logger is not None:
-                    self.logger.scalar("train/loss", train_loss, epoch)
-                    self.logger.metrics("valid", valid, epoch)
-                    if cfg.histograms:
-                        self.logger.histogram("valid/scores", valid_scores, epoch)
-                    self.logger.flush()
+                    self._log_epoch(record, valid_scores if cfg.histograms else None)
                 if ckpt_path is not None:
                     save_checkpoint(ckpt_path, self._state(epoch, st))
                 epoch_bar.set_postfix(loss=f"{train_loss:.4f}", **{cfg.monitor: f"{value_now:.4f}"})
@@ -313,7 +397,7 @@ class Trainer:
                 self.model.load_state_dict(st["best_model"])
             test_metrics = None
             if test_ds is not None:
-                ev = self.evaluate(test_ds)
+                ev = evaluate_scores(self.predict(test_ds), test_ds, cfg.metrics, cfg.preset, cfg.conventions, where="test")
                 test_metrics = {k: float(v) for k, v in ev.mean.items()}
             result = FitResult(
                 best_epoch=int(st["best_epoch"]),
@@ -326,6 +410,7 @@ class Trainer:
                 epochs_run=len(st["history"]),
                 stopped_early=stopped_early,
                 wall_time_s=time.perf_counter() - t0,
+                higher_is_better=higher,
             )
             if self.logger is not None:
                 final = {"valid": result.valid_metrics}
@@ -341,6 +426,13 @@ class Trainer:
             if self.logger is not None:
                 self.logger.close()
                 self.logger = None
+
+    def _log_epoch(self, record: dict[str, Any], valid_scores: np.ndarray | None) -> None:
+        self.logger.scalar("train/loss", record["train_loss"], record["epoch"])
+        self.logger.metrics("valid", record["valid"], record["epoch"])
+        if valid_scores is not None:
+            self.logger.histogram("valid/scores", valid_scores, record["epoch"])
+        self.logger.flush()
 
     def _hparam_config(self) -> dict[str, Any]:
         d = self.config.to_dict()

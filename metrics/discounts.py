@@ -50,6 +50,21 @@ def rank_positions(length: int, like: Any = None) -> Any:
     return np.arange(1, length + 1, dtype=np.float64)
 
 
+def check_cutoff(k: Any) -> int | None:
+    """Validate a cutoff: None (no cutoff) or an integer >= 1; returns ``None`` or ``int(k)``.
+
+    >>> check_cutoff(None), check_cutoff(3)
+    (None, 3)
+    >>> check_cutoff(0)
+    Traceback (most recent call last):
+    ...
+    ValueError: k must be a positive integer or None, got 0
+    """
+    if k is not None and int(k) < 1:
+        raise ValueError(f"k must be a positive integer or None, got {k!r}")
+    return None if k is None else int(k)
+
+
 def discount_values(ranks: Any, discount: DiscountSpec = "log2", k: int | None = None) -> Any:
     """Discount of each 1-based rank: ``1/log2(rank+1)``, a user curve, or a table; 0 where rank > k.
 

@@ -20,7 +20,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from metrics.conventions import Conventions, get_conventions
-from metrics.ranking import RankedLists, _numpy, flat_from_padded
+from metrics.ranking import RankedLists, _flat_inputs
 
 __all__ = ["evaluate", "EvaluationResult", "parse_metric_name"]
 
@@ -83,20 +83,30 @@ def parse_metric_name(name: str) -> tuple[str, str, int | None, dict]:
     return short, _KIND_ALIASES[m.group(1).lower()], k, overrides
 
 
-def _parse_stamp(inner: str, name: str) -> dict:
-    out: dict = {}
-    # split on commas that are not inside parentheses (min(R,K))
+def _split_outside(text: str, opening: str, closing: str) -> list[str]:
+    """Split ``text`` on the commas that are not inside brackets (any of ``opening`` / ``closing``).
+
+    >>> _split_outside("a,min(R,K),b", "(", ")")
+    ['a', 'min(R,K)', 'b']
+    """
     parts, depth, cur = [], 0, ""
-    for ch in inner:
+    for ch in text:
         if ch == "," and depth == 0:
             parts.append(cur)
             cur = ""
             continue
-        depth += ch == "("
-        depth -= ch == ")"
+        depth += ch in opening
+        depth -= ch in closing
         cur += ch
-    if cur:
-        parts.append(cur)
+    parts.append(cur)
+    return parts
+
+
+def _parse_stamp(inner: str, name: str) -> dict:
+    out: dict = {}
+    parts = _split_outside(inner, "(", ")")  # commas inside min(R,K) do not split
+    if not parts[-1]:
+        parts.pop()
     for part in parts:
         if part.startswith("rel>="):
             out["threshold"] = float(part[5:])
@@ -159,18 +169,8 @@ class EvaluationResult:
 
 def _metric_list(metrics: str | Iterable[str]) -> list[str]:
     if isinstance(metrics, str):
-        # split on commas outside brackets, so stamped names can be listed
-        out, depth, cur = [], 0, ""
-        for ch in metrics:
-            if ch == "," and depth == 0:
-                out.append(cur)
-                cur = ""
-                continue
-            depth += ch in "(["
-            depth -= ch in ")]"
-            cur += ch
-        out.append(cur)
-        return [m.strip() for m in out if m.strip()]
+        # commas inside brackets do not split, so stamped names can be listed
+        return [m.strip() for m in _split_outside(metrics, "([", ")]") if m.strip()]
     return [str(m) for m in metrics]
 
 
@@ -207,13 +207,7 @@ def evaluate(
     (0.75, 0.5)
     """
     base = get_conventions(preset, **conventions)
-    s = _numpy(scores, np.float64)
-    if s.ndim == 2:
-        if query_offsets is not None:
-            raise ValueError("padded [Q, L] scores take a mask, not query_offsets")
-        s, labels, query_offsets, doc_ids, item_gain = flat_from_padded(s, labels, mask, doc_ids, item_gain)
-    elif query_offsets is None:
-        query_offsets = [0, s.size]
+    s, labels, query_offsets, doc_ids, item_gain = _flat_inputs(scores, labels, query_offsets, mask, doc_ids, item_gain)
     lists: dict = {}  # id(conventions) -> (conventions, RankedLists); tables and callables are unhashable
 
     def ranked(conv: Conventions) -> RankedLists:

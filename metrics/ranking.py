@@ -741,14 +741,24 @@ class RankedLists:
         raise ValueError(f"unknown metric kind {kind!r}: use one of {', '.join(KINDS)}")
 
 
-def _one(kind: str, scores, labels, query_offsets, k, mask, preset, doc_ids, item_gain, qrels_labels, qrels_offsets, conventions):
+def _flat_inputs(scores, labels, query_offsets, mask, doc_ids, item_gain):
+    """Either input layout to the flat one: ``(scores [N] float64, labels, query_offsets, doc_ids, item_gain)``.
+
+    Padded ``[Q, L]`` scores take ``mask`` (not ``query_offsets``); flat scores without
+    ``query_offsets`` are one list.
+    """
     s = _numpy(scores, np.float64)
     if s.ndim == 2:
         if query_offsets is not None:
             raise ValueError("padded [Q, L] scores take a mask, not query_offsets")
-        s, labels, query_offsets, doc_ids, item_gain = flat_from_padded(s, labels, mask, doc_ids, item_gain)
-    elif query_offsets is None:
+        return flat_from_padded(s, labels, mask, doc_ids, item_gain)
+    if query_offsets is None:
         query_offsets = [0, s.size]  # one list
+    return s, labels, query_offsets, doc_ids, item_gain
+
+
+def _one(kind: str, scores, labels, query_offsets, k, mask, preset, doc_ids, item_gain, qrels_labels, qrels_offsets, conventions):
+    s, labels, query_offsets, doc_ids, item_gain = _flat_inputs(scores, labels, query_offsets, mask, doc_ids, item_gain)
     conv = get_conventions(preset, **conventions)
     rl = RankedLists(
         s, labels, query_offsets, conv, doc_ids=doc_ids, item_gain=item_gain,

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from metrics.dcg import ideal_dcg
-from metrics.discounts import discount_values, rank_positions
+from metrics.discounts import check_cutoff, discount_values, rank_positions
 from metrics.gains import gain_values, is_torch
 
 __all__ = [
@@ -296,8 +296,7 @@ def prepare_swap_deltas(metric, scores, labels, mask=None, *, k=None, gain="exp2
     if tuple(labels.shape) != tuple(scores.shape) or tuple(mask.shape) != tuple(scores.shape):
         raise ValueError(f"scores {tuple(scores.shape)}, labels {tuple(labels.shape)} and mask "
                          f"{tuple(mask.shape)} must have the same shape")
-    if k is not None and int(k) < 1:
-        raise ValueError(f"k must be a positive integer or None, got {k!r}")
+    check_cutoff(k)
     if metric == "ndcg":
         return NDCGSwapDeltas(scores, labels, mask, k=k, gain=gain, discount=discount, item_gain=item_gain)
     if metric == "mrr":

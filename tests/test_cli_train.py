@@ -184,6 +184,7 @@ def test_toml_config_and_command_line_precedence(files, tmp_path):
     assert summary["config"]["train"]["epochs"] == 1  # the command line wins over the file
     assert summary["config"]["train"]["batch_size"] == 4 and summary["config"]["loss"] == {"name": "ranknet", "sigma": 2.0}
     assert summary["monitor"].startswith("map[") and list(summary["metrics"]["valid"]) == [summary["monitor"]]
+    assert summary["monitor_higher_is_better"] is True
     model = load_model(out)
     assert model.hidden == (5,) and model.activation == "tanh"
 
@@ -195,3 +196,21 @@ def test_gbdt_refuses_negative_labels(files, tmp_path, capsys):
     assert main(["gbdt", "--train", str(bad), "--valid", str(bad), "--out", str(out), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "non-negative labels; row 0 has label -1.0" in err and not out.exists()
+
+
+def test_resumed_train_logs_every_epoch_to_tensorboard(files, tmp_path):
+    """A run extended from its checkpoint (--checkpoint-dir, more --epochs) has TensorBoard curves
+    from epoch 1 in its new run folder, equal to its summary's history."""
+    event_accumulator = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
+    common = ["train", "--train", str(files["train"]), "--valid", str(files["valid"]), "--loss", "ranknet",
+              "--model", "linear", "--patience", "10", "--checkpoint-dir", str(tmp_path / "ckpt"), "--quiet"]
+    assert main(common + ["--epochs", "2", "--out", str(tmp_path / "first")]) == 0
+    assert main(common + ["--epochs", "4", "--out", str(tmp_path / "extended")]) == 0
+    summary = json.loads((tmp_path / "extended" / "summary.json").read_text())
+    first = json.loads((tmp_path / "first" / "summary.json").read_text())
+    assert summary["history"][:2] == first["history"]  # the restored epochs
+    ea = event_accumulator.EventAccumulator(str(tmp_path / "extended" / "tensorboard"), size_guidance={"scalars": 0})
+    ea.Reload()
+    events = ea.Scalars("train/loss")
+    assert [e.step for e in events] == [1, 2, 3, 4]
+    np.testing.assert_allclose([e.value for e in events], [h["train_loss"] for h in summary["history"]], rtol=1e-6)

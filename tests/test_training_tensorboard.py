@@ -61,3 +61,34 @@ def test_event_files_hold_the_run(tmp_path):
     metric_tags = {m.name.tag for m in experiment.metric_infos}
     assert metric_tag("hparams/valid", result.monitor) in metric_tags
     assert result.tensorboard_tags[f"valid:{result.monitor}"] == metric_tag("valid", result.monitor)
+
+
+def test_resumed_run_logs_every_epoch(tmp_path):
+    """Resuming into a fresh log folder (as ``ltr train --checkpoint-dir`` does) re-logs the restored
+    epochs; resuming into the killed run's folder keeps its events without duplicates."""
+    import shutil
+
+    from test_training import KillAfter
+
+    train, valid = make_ds(24, 21), make_ds(8, 22)
+
+    def run(ckpt, log_dir, **kw):
+        torch.manual_seed(0)
+        config = TrainConfig(epochs=4, batch_size=8, lr=0.01, patience=None, progress=False, metrics=("ndcg@5",),
+                             checkpoint_dir=str(ckpt), log_dir=str(log_dir), resume=True)
+        return Trainer(MLPScorer(F, hidden=(8,)), losses.get_loss("lambdarank"), config, **kw).fit(train, valid)
+
+    with pytest.raises(KeyboardInterrupt):
+        run(tmp_path / "ckpt", tmp_path / "killed_tb", callbacks=[KillAfter(2)])
+    shutil.copytree(tmp_path / "ckpt", tmp_path / "ckpt_copy")
+    for ckpt, log_dir, histogram_steps in (("ckpt", "fresh_tb", [3, 4]), ("ckpt_copy", "killed_tb", [1, 2, 3, 4])):
+        result = run(tmp_path / ckpt, tmp_path / log_dir)
+        assert result.epochs_run == 4
+        ea = event_accumulator.EventAccumulator(str(tmp_path / log_dir), size_guidance={"scalars": 0, "histograms": 0})
+        ea.Reload()
+        loss_events = ea.Scalars("train/loss")
+        assert [e.step for e in loss_events] == [1, 2, 3, 4]
+        np.testing.assert_allclose([e.value for e in loss_events], [h["train_loss"] for h in result.history], rtol=1e-6)
+        ndcg = ea.Scalars(metric_tag("valid", result.monitor))
+        np.testing.assert_allclose([e.value for e in ndcg], [h["valid"][result.monitor] for h in result.history], rtol=1e-6)
+        assert [h.step for h in ea.Histograms("valid/scores")] == histogram_steps

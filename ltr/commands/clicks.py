@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ltr.errors import LtrError
+from ltr.report_table import markdown_table
 
 
 def register(subparsers) -> None:
@@ -111,9 +112,7 @@ def _table(rows: list[dict], columns: list[str], digits: int = 4) -> str:
             return "nan" if math.isnan(v) else f"{v:.{digits}f}"
         return str(v)
 
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(fmt(r.get(c, "")) for c in columns) + " |" for r in rows]
-    return "\n".join(lines)
+    return markdown_table(columns, [[fmt(r.get(c, "")) for c in columns] for r in rows])
 
 
 def _read_scores(path: str, n_rows: int, what: str) -> np.ndarray:

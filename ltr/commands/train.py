@@ -47,12 +47,15 @@ def register(subparsers) -> None:
     p.add_argument("--lr", type=float, default=None, help="Adam learning rate (default 0.001)")
     p.add_argument("--weight-decay", type=float, default=None, help="Adam weight decay (default 0)")
     p.add_argument("--patience", type=int, default=None, help="epochs without improvement before stopping (default 5)")
-    p.add_argument("--monitor", default=None, help="validation metric that picks the best epoch (default ndcg@10)")
-    p.add_argument("--metrics", default=None, metavar="M1,M2,...", help="validation/test metrics (default ndcg@1,ndcg@3,ndcg@5,ndcg@10,map,mrr)")
+    p.add_argument("--monitor", default=None, help="validation metric that picks the best epoch (default ndcg@10); ranking metrics and auc: higher is better; "
+                   "logloss, brier (on sigmoid(score), for pointwise BCE / click models with 0/1 labels): lower is better")
+    p.add_argument("--metrics", default=None, metavar="M1,M2,...", help="validation/test metrics (default ndcg@1,ndcg@3,ndcg@5,ndcg@10,map,mrr; also logloss, brier, auc for 0/1 labels)")
     p.add_argument("--preset", default=None, help="metric conventions preset: trec_eval, sklearn, lightgbm, ranx (default: the toolkit's own)")
     p.add_argument("--seed", type=int, default=None, help="random seed for weights, batch order and dropout (default 0)")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:N or auto (default cpu)")
-    p.add_argument("--checkpoint-dir", default=None, metavar="DIR", help="write last.pt here after every epoch; if it already holds one from the same configuration, resume from it")
+    p.add_argument("--checkpoint-dir", default=None, metavar="DIR", help="write last.pt here after every epoch; if it already holds one from the same configuration, resume from it "
+                   "(e.g. after a crash, or with a larger --epochs to extend a run); the new run folder's TensorBoard logs then hold every epoch "
+                   "(the restored epochs' scalars are written again; their score histograms are not kept)")
     p.add_argument("--config", default=None, metavar="FILE.toml", help="TOML file with [train], [model] and [loss] tables")
     p.add_argument("--out", default=None, metavar="DIR", help="run folder to create (default runs/train-<loss>-<model>-<time>)")
     p.add_argument("--force", action="store_true", help="replace --out if it already exists")
@@ -176,6 +179,7 @@ def run(args) -> int:
             "seed": cfg.seed,
             "metrics": metrics_out,
             "monitor": result.monitor,
+            "monitor_higher_is_better": result.higher_is_better,
             "best_epoch": result.best_epoch,
             "epochs_run": result.epochs_run,
             "stopped_early": result.stopped_early,
