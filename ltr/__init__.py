@@ -18,6 +18,7 @@ Sub-modules (imported on demand so that ``import ltr`` stays cheap):
 - ``ltr.ctr``         synthetic impressions with true click probabilities
 - ``ltr.ablation``    grids of losses x data sets x seeds with statistics
 - ``ltr.report_table`` markdown tables and interval cells of printed reports
+- ``ltr.columns``     one-value-per-line (or .npy) score / label / id files; number fields of text files
 """
 
 __version__ = "0.1.0"

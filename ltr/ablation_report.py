@@ -31,6 +31,7 @@ import numpy as np
 from ltr.ablation import AblationConfig, _json_safe
 from ltr.errors import LtrError
 from ltr.io_utils import atomic_path, atomic_write_json, atomic_write_text
+from ltr.report_table import format_interval, markdown_table
 from metrics.stats import bootstrap_ci, holm, paired_bootstrap_test, paired_t_test, t_interval
 
 __all__ = ["RESULTS_FORMAT", "summarize", "render_markdown", "plot_summary", "write_tensorboard", "write_report"]
@@ -148,10 +149,6 @@ def summarize(records: list[dict], config: AblationConfig, *, cells: dict | None
     return summary
 
 
-def _fmt(x: float | None, digits: int = 4) -> str:
-    return "n/a" if x is None or not np.isfinite(x) else f"{x:.{digits}f}"
-
-
 def _fmt_p(p: float | None) -> str:
     if p is None or not np.isfinite(p):
         return "n/a"
@@ -185,32 +182,32 @@ def render_markdown(summary: dict) -> str:
                       f"{ds['n_scored_queries']} with a relevant item; {n_seeds} seeds)", ""]
         lines.append(f"Mean over seeds [{conf:.0%} t-interval]:")
         lines.append("")
-        lines.append("| method | " + " | ".join(shorts) + " |")
-        lines.append("|---|" + "---|" * len(shorts))
         best = {s: max(m["metrics"][s]["mean"] for m in ds["methods"]) for s in shorts}
+        rows = []
         for m in ds["methods"]:
-            cells_txt = []
+            row = [m["method"]]
             for s in shorts:
                 v = m["metrics"][s]
-                txt = f"{_fmt(v['mean'])} [{_fmt(v['low'])}, {_fmt(v['high'])}]"
-                cells_txt.append(f"**{txt}**" if v["mean"] == best[s] else txt)
-            lines.append(f"| {m['method']} | " + " | ".join(cells_txt) + " |")
+                txt = format_interval(v["mean"], v["low"], v["high"], missing="n/a")
+                row.append(f"**{txt}**" if v["mean"] == best[s] else txt)
+            rows.append(row)
+        lines.append(markdown_table(["method", *shorts], rows))
         lines.append("")
         lines.append(f"Difference from {ref} over queries (mean of method - {ref}; Holm-adjusted p: paired t / "
                      "paired bootstrap; * where both are below 0.05):")
         lines.append("")
-        lines.append("| method | " + " | ".join(shorts) + " |")
-        lines.append("|---|" + "---|" * len(shorts))
         by = {(c["method"], c["metric"]): c for c in ds["comparisons"]}
+        rows = []
         for m in ds["methods"]:
             if m["method"] == ref:
                 continue
-            row = []
+            row = [m["method"]]
             for s in shorts:
                 c = by[(m["method"], s)]
                 star = "*" if (c["t_p_holm"] < 0.05 and c["bootstrap_p_holm"] < 0.05) else ""
                 row.append(f"{c['mean_difference']:+.4f}{star} ({_fmt_p(c['t_p_holm'])} / {_fmt_p(c['bootstrap_p_holm'])})")
-            lines.append(f"| {m['method']} | " + " | ".join(row) + " |")
+            rows.append(row)
+        lines.append(markdown_table(["method", *shorts], rows))
     lines.append("")
     return "\n".join(lines)
 

@@ -32,6 +32,7 @@ import numpy as np
 from scipy import stats as _st
 
 from ltr.errors import DataFormatError, LtrError
+from metrics.stats import normal_interval
 
 __all__ = ["POLICIES", "OpenBanditLog", "load_open_bandit", "ctr_by_position", "ips_value"]
 
@@ -207,11 +208,11 @@ def ips_value(log: OpenBanditLog, target_probability, *, confidence: float = 0.9
     n = len(wc)
     mean = float(wc.mean())
     se = float(wc.std(ddof=1) / np.sqrt(n)) if n > 1 else np.nan
-    z = _st.norm.ppf(0.5 + confidence / 2.0)
+    low, high = normal_interval(mean, se, confidence=confidence)
     return {
         "ips": mean,
-        "ips_low": float(mean - z * se),
-        "ips_high": float(mean + z * se),
+        "ips_low": float(low),
+        "ips_high": float(high),
         "snips": float(wc.sum() / w.sum()),
         "n": n,
         "max_weight": float(w.max()),

@@ -24,10 +24,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as _st
 
 from ltr.click_models import MODE_RANDOMIZED, MODE_SWAP, ClickLog
 from ltr.errors import LtrError
+from metrics.stats import normal_interval
 
 __all__ = [
     "PropensityEstimate",
@@ -81,11 +81,6 @@ def _shown_per_session(log: ClickLog) -> np.ndarray:
     return np.bincount(log.session, minlength=log.n_sessions)
 
 
-def _normal_interval(theta, se, confidence):
-    z = _st.norm.ppf(0.5 + confidence / 2.0)
-    return theta - z * se, theta + z * se
-
-
 def _default_positions(log: ClickLog, n_positions: int | None) -> int:
     if n_positions is not None:
         if n_positions < 1:
@@ -119,7 +114,7 @@ def estimate_from_randomized(log: ClickLog, n_positions: int | None = None, *, c
     theta = mean / mean[0]
     resid = x - theta[None, :] * x[:, [0]]
     se = np.sqrt(resid.var(axis=0, ddof=1) / n) / mean[0]
-    low, high = _normal_interval(theta, se, confidence)
+    low, high = normal_interval(theta, se, confidence=confidence)
     return PropensityEstimate(np.arange(1, n_pos + 1), theta, se, low, high, x.sum(axis=0),
                               np.full(n_pos, n), "randomized", confidence)
 
@@ -160,7 +155,7 @@ def estimate_from_swaps(log: ClickLog, n_positions: int | None = None, *, confid
         if group.mean() > 0:
             rel_var += group.var(ddof=1) / (len(group) * group.mean() ** 2)
         se[k - 1] = r * np.sqrt(rel_var)
-    low, high = _normal_interval(theta, se, confidence)
+    low, high = normal_interval(theta, se, confidence=confidence)
     return PropensityEstimate(np.arange(1, n_pos + 1), theta, se, low, high, clicks, counts, "swap", confidence)
 
 

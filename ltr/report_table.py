@@ -14,6 +14,7 @@ same markdown: ``| a | b |`` rows under a separator whose cells are ``---`` (lef
 
 from __future__ import annotations
 
+import math
 from typing import Any, Iterable, Sequence
 
 __all__ = ["markdown_table", "markdown_row", "format_interval"]
@@ -39,6 +40,20 @@ def markdown_table(header: Sequence[Any], rows: Iterable[Iterable[Any]], align: 
     return "\n".join(lines)
 
 
-def format_interval(mean: float, low: float, high: float, spec: str = ".4f") -> str:
-    """``mean [low, high]``, each number formatted with ``spec`` (e.g. ``"+.4f"`` for differences)."""
-    return f"{mean:{spec}} [{low:{spec}}, {high:{spec}}]"
+def format_interval(mean: float | None, low: float | None, high: float | None, spec: str = ".4f",
+                    *, missing: str | None = None) -> str:
+    """``mean [low, high]``, each number formatted with ``spec`` (e.g. ``"+.4f"`` for differences).
+
+    ``missing``: text written for a number that is None or not finite (e.g. the NaN bounds of a
+    t-interval over one seed); by default such numbers are formatted as they are (``nan``).
+
+    >>> format_interval(0.5, float("nan"), None, missing="n/a")
+    '0.5000 [n/a, n/a]'
+    """
+
+    def one(x):
+        if missing is not None and (x is None or not math.isfinite(x)):
+            return missing
+        return f"{x:{spec}}"
+
+    return f"{one(mean)} [{one(low)}, {one(high)}]"

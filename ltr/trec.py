@@ -26,6 +26,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
+from ltr.columns import parse_number
 from ltr.errors import DataFormatError, LtrError
 from ltr.io_utils import atomic_write_text
 
@@ -46,16 +47,6 @@ def _lines(path: str | os.PathLike):
             yield number, stripped.split()
 
 
-def _number(text: str, path, line: int, what: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise DataFormatError(path, line, f"{what} {text!r} is not a number") from None
-    if not math.isfinite(value):
-        raise DataFormatError(path, line, f"{what} {text!r} is not finite")
-    return value
-
-
 def read_qrels(path: str | os.PathLike) -> dict[str, dict[str, float]]:
     """Read a qrels file into ``{qid: {docno: label}}`` (queries and documents in file order)."""
     qrels: dict[str, dict[str, float]] = {}
@@ -63,7 +54,7 @@ def read_qrels(path: str | os.PathLike) -> dict[str, dict[str, float]]:
         if len(fields) != 4:
             raise DataFormatError(path, line, f"expected 4 fields 'qid iter docno rel', found {len(fields)}")
         qid, _, doc, rel = fields
-        label = _number(rel, path, line, "relevance")
+        label = parse_number(rel, path, line, "relevance")
         docs = qrels.setdefault(qid, {})
         if doc in docs:
             raise DataFormatError(path, line, f"document {doc!r} is judged twice for query {qid!r}")
@@ -81,7 +72,7 @@ def read_run(path: str | os.PathLike) -> dict[str, list[tuple[str, float]]]:
                 path, line, f"expected 6 fields 'qid Q0 docno rank score tag', found {len(fields)}"
             )
         qid, doc, score = fields[0], fields[2], fields[4]
-        value = _number(score, path, line, "score")
+        value = parse_number(score, path, line, "score")
         docs = seen.setdefault(qid, set())
         if doc in docs:
             raise DataFormatError(path, line, f"document {doc!r} is listed twice for query {qid!r}")

@@ -9,6 +9,8 @@ small frozen dataclass. Randomised procedures take a ``seed`` and are determinis
   ``"basic"`` and ``"BCa"`` are delegated to ``scipy.stats.bootstrap``.
 - :func:`t_interval`: Student-t interval of a mean, ``mean +- t_{1-a/2, n-1} * s / sqrt(n)``; the
   right interval for a handful of seeds.
+- :func:`normal_interval`: normal-approximation interval ``center +- z_{1-a/2} * se`` from a given
+  estimate and standard error (vectorised; e.g. propensity ratios, IPS means).
 - :func:`paired_t_test`: ``scipy.stats.ttest_rel`` on the pairs, with NaN pairs dropped.
 - :func:`paired_bootstrap_test`: two-sided bootstrap test of a zero mean difference over the pairs.
 - :func:`holm`: Holm-Bonferroni step-down adjusted p-values.
@@ -31,6 +33,7 @@ __all__ = [
     "bootstrap_ci",
     "bootstrap_means",
     "t_interval",
+    "normal_interval",
     "paired_t_test",
     "paired_bootstrap_test",
     "holm",
@@ -172,6 +175,25 @@ def t_interval(values, *, confidence: float = 0.95) -> ConfidenceInterval:
         return ConfidenceInterval(mean, float("nan"), float("nan"), confidence, n, "t")
     half = float(_st.t.ppf(0.5 + confidence / 2.0, n - 1) * x.std(ddof=1) / np.sqrt(n))
     return ConfidenceInterval(mean, mean - half, mean + half, confidence, n, "t")
+
+
+def normal_interval(center, se, *, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Normal-approximation interval ``(center - z * se, center + z * se)``, ``z = Phi^-1(1/2 + c/2)``.
+
+    ``center`` and ``se`` are estimates and their standard errors, scalars or arrays of any
+    broadcastable shapes; the bounds come back with the broadcast shape (float64). NaN in either
+    gives NaN bounds, ``se = 0`` gives ``[center, center]``. Unlike :func:`t_interval`, this takes a
+    standard error computed elsewhere (delta method, ratio estimators, IPS means).
+
+    >>> low, high = normal_interval([0.5, 1.0], [0.1, 0.0])
+    >>> low.round(4).tolist(), high.round(4).tolist()   # 0.5 -+ 1.96 * 0.1
+    ([0.304, 1.0], [0.696, 1.0])
+    """
+    _check_confidence(confidence)
+    center = np.asarray(center, dtype=np.float64)
+    se = np.asarray(se, dtype=np.float64)
+    z = _st.norm.ppf(0.5 + confidence / 2.0)
+    return center - z * se, center + z * se
 
 
 def paired_t_test(a, b) -> PairedTestResult:

@@ -65,7 +65,7 @@ def test_user_errors_exit_2(data_file, tmp_path, capsys):
     bad.write_text("1.0\nabc\n")
     rc = main(["clicks", "simulate", "--data", str(path), "--out", str(tmp_path / "o"), "--logger-scores", str(bad)])
     assert rc == 2
-    assert "bad.txt:2: not a number" in capsys.readouterr().err
+    assert "bad.txt:2: score 'abc' is not a number" in capsys.readouterr().err
     rc = main(["clicks", "estimate", "--log", str(tmp_path / "missing.npz")])
     assert rc == 2 and "no such click log" in capsys.readouterr().err
     rc = main(["clicks", "simulate", "--data", str(path), "--out", str(tmp_path / "o2"), "--swap-fraction", "0.8",

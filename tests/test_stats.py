@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from metrics.stats import (bootstrap_ci, bootstrap_means, holm, paired_bootstrap_test, paired_t_test,
-                           t_interval)
+from metrics.stats import (bootstrap_ci, bootstrap_means, holm, normal_interval, paired_bootstrap_test,
+                           paired_t_test, t_interval)
 
 # Fixed inputs: per-query NDCG-like values of two systems (written out, not generated).
 A = np.array([0.61, 0.42, 0.88, 0.35, 0.72, 0.55, 0.91, 0.47, 0.66, 0.59, 0.30, 0.77])
@@ -57,6 +57,26 @@ def test_t_interval_equals_scipy_t_interval():
     ci = t_interval(seeds)
     assert ci.low == pytest.approx(0.71 - half, abs=1e-12) and ci.high == pytest.approx(0.71 + half, abs=1e-12)
     assert np.isnan(t_interval([0.5]).low) and t_interval([0.5]).mean == 0.5
+
+
+def test_normal_interval_equals_scipy_norm_interval_and_broadcasts():
+    center = np.array([[0.2, 0.5, 1.3], [-0.4, 0.0, 2.0]])
+    se = np.array([0.05, 0.002, 0.31])   # broadcast over the rows
+    for conf in (0.8, 0.95, 0.99):
+        low, high = normal_interval(center, se, confidence=conf)
+        lo, hi = stats.norm.interval(conf, loc=center, scale=np.broadcast_to(se, center.shape))
+        assert low.shape == high.shape == (2, 3)
+        np.testing.assert_allclose(low, lo, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(high, hi, rtol=0, atol=1e-12)
+    low, high = normal_interval(center, 0.0)   # se = 0 gives a point (scipy needs scale > 0)
+    assert np.array_equal(low, center) and np.array_equal(high, center)
+    # scalars; 1.959963984540054 is z_{0.975}; NaN spreads to the bounds
+    low, high = normal_interval(0.5, 0.1)
+    assert low == pytest.approx(0.5 - 0.1959963984540054, abs=1e-15)
+    assert high == pytest.approx(0.5 + 0.1959963984540054, abs=1e-15)
+    assert np.isnan(normal_interval(np.nan, 0.1)[0]) and np.isnan(normal_interval(0.5, np.nan)[1])
+    with pytest.raises(ValueError, match="confidence"):
+        normal_interval(0.5, 0.1, confidence=1.0)
 
 
 def test_paired_t_test_equals_ttest_rel_and_drops_nan_pairs():

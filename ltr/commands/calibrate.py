@@ -2,9 +2,11 @@
 
 Input files hold one value per row, in the same row order:
 
-* text: one value per line (surrounding white space ignored; blank lines and lines starting with
-  ``#`` are errors, so that row counts cannot drift silently);
+* text: one value per line (surrounding white space ignored; an empty line before the last value
+  is an error, so that row counts cannot drift silently; there are no comment lines);
 * ``.npy``: a 1-D array (read with ``allow_pickle=False``).
+
+Both are read by :mod:`ltr.columns`.
 
 ``--scores``: numbers (probabilities in [0, 1], or raw scores such as logits); ``--labels``: 0 / 1;
 ``--groups`` (optional): a query / request / user id per row (any text), for the grouped AUC and a
@@ -24,7 +26,8 @@ from pathlib import Path
 import numpy as np
 from scipy.special import expit
 
-from ltr.errors import DataFormatError, LtrError
+from ltr.columns import read_id_column, read_number_column
+from ltr.errors import LtrError
 
 FORMATS_HELP = "one value per line, or a .npy 1-D array"
 
@@ -61,52 +64,6 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def read_column(path, *, kind: str) -> np.ndarray:
-    """Read one column: ``kind`` "float" (finite numbers), "label" (0/1) or "id" (strings)."""
-    path = Path(path)
-    if not path.is_file():
-        raise LtrError(f"{path}: no such file")
-    if path.suffix == ".npy":
-        try:
-            arr = np.load(path, allow_pickle=False)
-        except ValueError as exc:
-            raise DataFormatError(path, None, f"not a plain .npy array ({exc})") from None
-        if arr.ndim != 1:
-            raise DataFormatError(path, None, f"expected a 1-D array, got shape {arr.shape}")
-        if kind == "id":
-            return arr.astype(str)
-        if not np.issubdtype(arr.dtype, np.number) and arr.dtype != bool:
-            raise DataFormatError(path, None, f"expected numbers, got dtype {arr.dtype}")
-        arr = arr.astype(np.float64)
-        bad = ~np.isfinite(arr) if kind == "float" else ~((arr == 0) | (arr == 1))
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            what = "a finite number" if kind == "float" else "0 or 1"
-            raise DataFormatError(path, None, f"element {i} is {arr[i]!r}, expected {what}")
-        return arr
-    values = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            text = line.strip()
-            if not text:
-                raise DataFormatError(path, lineno, "empty line (one value per line expected)")
-            if kind == "id":
-                values.append(text)
-                continue
-            try:
-                v = float(text)
-            except ValueError:
-                raise DataFormatError(path, lineno, f"{text!r} is not a number") from None
-            if kind == "float" and not np.isfinite(v):
-                raise DataFormatError(path, lineno, f"{text!r} is not a finite number")
-            if kind == "label" and v not in (0.0, 1.0):
-                raise DataFormatError(path, lineno, f"label {text!r} is not 0 or 1")
-            values.append(v)
-    if not values:
-        raise DataFormatError(path, None, "no values")
-    return np.asarray(values, dtype=str if kind == "id" else np.float64)
-
-
 def split_rows(n: int, fit_fraction: float, seed: int, groups=None) -> np.ndarray:
     """Boolean mask of the fit rows: a seeded share of the rows, or of the groups with ``groups``."""
     if not 0.0 < fit_fraction < 1.0:
@@ -128,13 +85,13 @@ def run(args) -> int:
     from ltr.calibration import CalibrationReport, add_reliability_to_tensorboard, make_calibrator, save_reliability_diagram
     from ltr.io_utils import atomic_write_json, atomic_write_text
 
-    scores = read_column(args.scores, kind="float")
-    labels = read_column(args.labels, kind="label")
+    scores = read_number_column(args.scores, what="score")
+    labels = read_number_column(args.labels, what="label", allowed=(0, 1))
     if labels.shape != scores.shape:
         raise LtrError(f"{args.labels} has {labels.shape[0]} rows but {args.scores} has {scores.shape[0]}")
     groups = None
     if args.groups is not None:
-        groups = read_column(args.groups, kind="id")
+        groups = read_id_column(args.groups)
         if groups.shape != scores.shape:
             raise LtrError(f"{args.groups} has {groups.shape[0]} rows but {args.scores} has {scores.shape[0]}")
     if args.bins < 1:

@@ -52,7 +52,7 @@ def register(subparsers) -> None:
     s.add_argument("--swap-fraction", type=float, default=0.0, help="share of sessions that swap position 1 with a uniform position k")
     g = s.add_mutually_exclusive_group()
     g.add_argument("--logger-noise", type=float, default=1.0, help="logging ranker = labels + N(0, sigma^2) noise (the default logger)")
-    g.add_argument("--logger-scores", default=None, metavar="FILE", help="logging ranker scores, one number per row of --data")
+    g.add_argument("--logger-scores", default=None, metavar="FILE", help="logging ranker scores, one number per row of --data (text, one per line, or a .npy 1-D array)")
     g.add_argument("--logger-model", default=None, metavar="DIR", help="logging ranker = a model folder from ltr train / ltr gbdt")
     s.add_argument("--seed", type=int, default=0, help="random seed (the log is a deterministic function of it)")
     s.add_argument("--force", action="store_true", help="replace --out if it exists")
@@ -76,7 +76,7 @@ def register(subparsers) -> None:
     v.add_argument("--log", required=True, metavar="FILE", help="clicks.npz written by `ltr clicks simulate` on --data")
     v.add_argument("--data", required=True, metavar="FILE", help="the labelled file the log was simulated on")
     rg = v.add_mutually_exclusive_group(required=True)
-    rg.add_argument("--scores", default=None, metavar="FILE", help="the new ranker's scores, one number per row of --data")
+    rg.add_argument("--scores", default=None, metavar="FILE", help="the new ranker's scores, one number per row of --data (text, one per line, or a .npy 1-D array)")
     rg.add_argument("--ranker", default=None, metavar="DIR", help="the new ranker as a model folder from ltr train / ltr gbdt")
     v.add_argument("--k", type=int, default=10, help="DCG cutoff: the metric is DCG@k (and NDCG@k for the labels)")
     v.add_argument("--clip", type=float, default=None, help="lower bound on propensities (weights at most 1/clip)")
@@ -116,27 +116,12 @@ def _table(rows: list[dict], columns: list[str], digits: int = 4) -> str:
 
 
 def _read_scores(path: str, n_rows: int, what: str) -> np.ndarray:
-    from ltr.errors import DataFormatError
+    from ltr.columns import read_number_column
 
-    p = Path(path)
-    if not p.is_file():
-        raise LtrError(f"{what} {path}: file not found")
-    values = []
-    with open(p, encoding="utf-8") as fh:
-        for i, line in enumerate(fh, 1):
-            text = line.strip()
-            if not text:
-                continue
-            try:
-                v = float(text)
-            except ValueError:
-                raise DataFormatError(p, i, f"not a number: {text[:40]!r}") from None
-            if not math.isfinite(v):
-                raise DataFormatError(p, i, f"score must be finite, got {text!r}")
-            values.append(v)
+    values = read_number_column(path, what="score")
     if len(values) != n_rows:
         raise LtrError(f"{what} {path}: {len(values)} scores, the data has {n_rows} rows")
-    return np.asarray(values)
+    return values
 
 
 def _model_scores(folder: str, ds) -> np.ndarray:
