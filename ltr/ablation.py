@@ -39,7 +39,6 @@ import math
 import os
 import re
 import time
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -225,16 +224,10 @@ def load_config(path: str | os.PathLike) -> AblationConfig:
     (``name``, ``kind`` and the kind's options). Relative data paths are taken from the current
     working directory. Unknown keys are errors naming the file and the key.
     """
-    from ltr.config import check_keys
+    from ltr.config import check_keys, read_toml
 
     path = Path(path)
-    try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
-    except FileNotFoundError:
-        raise LtrError(f"{path}: config file not found") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise LtrError(f"{path}: invalid TOML: {exc}") from None
+    data = read_toml(path)
     check_keys(data, _CONFIG_TABLES, where=str(path))
     ab = dict(data.get("ablation", {}))
     check_keys(ab, _ABLATION_KEYS, where=f"{path} [ablation]")

@@ -134,6 +134,18 @@ def check_keys(values: dict[str, Any], allowed: Iterable[str], *, where: str) ->
             raise LtrError(f"{where}: unknown key {key!r} (allowed: {', '.join(allowed)})")
 
 
+def read_toml(path: str | os.PathLike) -> dict[str, Any]:
+    """The whole TOML file as a dict; a missing file or bad TOML is an LtrError naming the file (and line)."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise LtrError(f"{path}: config file not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise LtrError(f"{path}: invalid TOML: {exc}") from None
+
+
 def load_toml(path: str | os.PathLike, tables: Iterable[str]) -> dict[str, dict[str, Any]]:
     """Read a TOML file whose top level may hold only the given tables; returns {table: dict}.
 
@@ -141,13 +153,7 @@ def load_toml(path: str | os.PathLike, tables: Iterable[str]) -> dict[str, dict[
     """
     path = Path(path)
     tables = list(tables)
-    try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
-    except FileNotFoundError:
-        raise LtrError(f"{path}: config file not found") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise LtrError(f"{path}: invalid TOML: {exc}") from None
+    data = read_toml(path)
     check_keys(data, tables, where=str(path))
     out: dict[str, dict[str, Any]] = {}
     for name in tables:

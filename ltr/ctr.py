@@ -222,8 +222,9 @@ def train_ctr_model(train: Impressions, valid: Impressions, *, hidden=(32,), epo
     """A pointwise CTR model: :class:`ltr.models.MLPScorer` (``hidden=()`` gives a linear model) trained
     with :class:`ltr.training.Trainer` and :class:`losses.PointwiseBCE` (binary cross-entropy on the
     logit), one "query" per request. The output bias starts at the logit of the training click rate.
-    Early stopping watches ``ndcg@10`` per request on ``valid`` (the trainer monitors ranking metrics);
-    seeded: the same ``seed`` gives the same weights.
+    Early stopping watches the validation LogLoss of ``sigmoid(score)`` (``monitor="logloss"``, lower
+    is better), the loss the model is fitted for; AUC is logged beside it. Seeded: the same ``seed``
+    gives the same weights.
 
     Returns ``(trainer, fit_result)``; ``sigmoid(trainer.predict(ds))`` are the predicted CTRs.
     """
@@ -242,8 +243,8 @@ def train_ctr_model(train: Impressions, valid: Impressions, *, hidden=(32,), epo
     rate = float(np.clip(train.clicks.mean(), 1e-6, 1 - 1e-6))
     with torch.no_grad():
         last.bias.fill_(float(logit(rate)))
-    cfg = TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, patience=3, monitor="ndcg@10",
-                      metrics=("ndcg@10",), seed=seed, progress=progress, log_dir=log_dir)
+    cfg = TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, patience=3, monitor="logloss",
+                      metrics=("logloss", "auc"), seed=seed, progress=progress, log_dir=log_dir)
     trainer = Trainer(model, PointwiseBCE(), cfg)
     result = trainer.fit(train.to_ranking_dataset(), valid.to_ranking_dataset())
     return trainer, result
