@@ -57,6 +57,8 @@ __all__ = [
     "FitResult",
     "Trainer",
     "NonFiniteLossError",
+    "NonFiniteScoresError",
+    "check_metric_names",
     "resolve_device",
     "seed_everything",
     "evaluate_scores",
@@ -75,6 +77,18 @@ class NonFiniteLossError(LtrError):
         self.epoch, self.batch, self.value, self.checkpoint = epoch, batch, value, checkpoint
         where = f"last good checkpoint kept: {checkpoint}" if checkpoint else "no checkpoint was configured"
         super().__init__(f"training loss is {value} at epoch {epoch}, batch {batch}; stopped ({where})")
+
+
+class NonFiniteScoresError(LtrError):
+    """The model's validation scores became NaN or infinite (it diverged during the last epoch)."""
+
+    def __init__(self, epoch: int, count: int, checkpoint: str | None):
+        self.epoch, self.count, self.checkpoint = epoch, count, checkpoint
+        where = f"last good checkpoint kept: {checkpoint}" if checkpoint else "no checkpoint was configured"
+        super().__init__(
+            f"{count} validation scores are NaN or infinite after epoch {epoch}: the model diverged "
+            f"(try a lower learning rate or grad_clip); stopped ({where})"
+        )
 
 
 @dataclass
@@ -179,6 +193,21 @@ def evaluate_scores(scores: np.ndarray, ds, metric_names, preset=None, conventio
     order = [ev.names[m] for m in names]  # the order asked for
     ev.mean = {k: ev.mean[k] for k in order}
     return ev
+
+
+def check_metric_names(metric_names, preset=None, conventions=None) -> None:
+    """Raise :class:`LtrError` now if a metric name, the preset or a convention is unknown.
+
+    The names are evaluated once on a two-item list, through the same :func:`evaluate_scores` the
+    run will use, so a typo fails before training rather than after the first epoch.
+    """
+    from types import SimpleNamespace
+
+    probe = SimpleNamespace(labels=np.array([1.0, 0.0]), query_offsets=np.array([0, 2]))
+    try:
+        evaluate_scores(np.array([0.5, -0.5]), probe, list(metric_names), preset, conventions, where="probe")
+    except (ValueError, KeyError, TypeError) as exc:
+        raise LtrError(f"invalid metrics {list(metric_names)} / preset {preset!r} / conventions {conventions or {}}: {exc}") from None
 
 
 class Trainer:
@@ -287,6 +316,7 @@ class Trainer:
                 raise LtrError(f"the {name} set has {ds.n_features} features, the model expects {n_features}")
             if ds.n_queries == 0:
                 raise LtrError(f"the {name} set has no queries")
+        check_metric_names(cfg.metrics, cfg.preset, cfg.conventions)
         t0 = time.perf_counter()
         higher = higher_is_better(cfg.monitor)
 
@@ -337,10 +367,13 @@ class Trainer:
                 n_batches = -(-train_ds.n_queries // cfg.batch_size)
                 for b, batch in enumerate(tqdm(batches, desc=f"epoch {epoch}", total=n_batches, leave=False, disable=not cfg.progress), 1):
                     scores = self.model(batch.features, mask=batch.mask)
-                    if use_weights and batch.weights is not None:
-                        value = self.loss(scores, batch.labels, batch.mask, weights=batch.weights)
-                    else:
-                        value = self.loss(scores, batch.labels, batch.mask)
+                    try:
+                        if use_weights and batch.weights is not None:
+                            value = self.loss(scores, batch.labels, batch.mask, weights=batch.weights)
+                        else:
+                            value = self.loss(scores, batch.labels, batch.mask)
+                    except ValueError as exc:  # the loss refuses this data (e.g. BCE on graded labels)
+                        raise LtrError(f"the loss {type(self.loss).__name__} refused batch {b} of epoch {epoch}: {exc}") from None
                     v = float(value.detach())
                     if not math.isfinite(v):
                         raise NonFiniteLossError(epoch, b, v, str(ckpt_path) if ckpt_path and ckpt_path.exists() else None)
@@ -356,6 +389,9 @@ class Trainer:
                 train_loss = total / max(count, 1)
 
                 valid_scores = self.predict(valid_ds)
+                n_bad = int(np.count_nonzero(~np.isfinite(valid_scores)))
+                if n_bad:
+                    raise NonFiniteScoresError(epoch, n_bad, str(ckpt_path) if ckpt_path and ckpt_path.exists() else None)
                 ev = evaluate_scores(valid_scores, valid_ds, cfg.metrics, cfg.preset, cfg.conventions, where="validation")
                 st["monitor"] = ev.names[cfg.monitor]
                 valid = {k: float(v) for k, v in ev.mean.items()}

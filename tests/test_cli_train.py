@@ -214,3 +214,14 @@ def test_resumed_train_logs_every_epoch_to_tensorboard(files, tmp_path):
     events = ea.Scalars("train/loss")
     assert [e.step for e in events] == [1, 2, 3, 4]
     np.testing.assert_allclose([e.value for e in events], [h["train_loss"] for h in summary["history"]], rtol=1e-6)
+
+
+@pytest.mark.parametrize("command", ["train", "gbdt"])
+def test_unknown_metric_is_refused_before_training(files, tmp_path, capsys, command):
+    out = tmp_path / "run"
+    args = [command, "--train", str(files["train"]), "--valid", str(files["valid"]), "--metrics", "ndcg@10,bogus",
+            "--out", str(out), "--quiet"]
+    assert main(args + (["--epochs", "1"] if command == "train" else [])) == 2
+    err = capsys.readouterr().err
+    assert "invalid metrics" in err and "bogus" in err and "Traceback" not in err
+    assert not out.exists() and list(tmp_path.iterdir()) == []

@@ -266,3 +266,47 @@ def test_config_from_toml_and_unknown_keys(tmp_path):
         load_toml(path, ("train",))
     with pytest.raises(LtrError, match="patience"):
         TrainConfig(patience=0)
+
+
+def test_unknown_metric_or_preset_fails_before_training(data):
+    train, valid = data
+    calls = []
+    for bad in ({"metrics": ("ndcg@10", "bogus@3")}, {"preset": "nosuch"}):
+        trainer = Trainer(mlp(seed=1), losses.RankNet(), cfg(epochs=2, **bad), callbacks=[lambda t, e, r: calls.append(e)])
+        with pytest.raises(LtrError, match="invalid metrics"):
+            trainer.fit(train, valid)
+    assert calls == []  # no epoch ran
+
+
+def test_loss_refusing_labels_is_a_clear_error(data):
+    train, valid = data
+    assert train.labels.max() > 1  # graded labels: BCE cannot take them
+    with pytest.raises(LtrError, match=r"PointwiseBCE refused batch 1 of epoch 1: .*labels in \[0, 1\]"):
+        Trainer(mlp(seed=1), losses.PointwiseBCE(), cfg(epochs=1)).fit(train, valid)
+
+
+def test_diverged_validation_scores_stop_with_a_clear_error(data, tmp_path):
+    # The training loss of an epoch can be finite while the update it made sends the validation
+    # scores to inf; that must stop training with a clear error, not crash inside the metrics.
+    train, valid = data
+
+    class DivergesAfterEpoch1(MLPScorer):
+        broken = False
+
+        def forward(self, x, mask=None):
+            s = super().forward(x, mask=mask)
+            return s if self.training or not self.broken else s + float("inf")
+
+    torch.manual_seed(1)
+    model = DivergesAfterEpoch1(F, hidden=(16,))
+
+    def break_after_epoch_1(trainer, epoch, record):
+        trainer.model.broken = True
+
+    trainer = Trainer(model, losses.RankNet(), cfg(epochs=3, checkpoint_dir=str(tmp_path)), callbacks=[break_after_epoch_1])
+    from ltr.training import NonFiniteScoresError
+
+    with pytest.raises(NonFiniteScoresError, match="after epoch 2: the model diverged") as info:
+        trainer.fit(train, valid)
+    assert info.value.epoch == 2 and info.value.count == valid.n_items
+    assert (tmp_path / "last.pt").exists()

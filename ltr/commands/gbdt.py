@@ -75,10 +75,12 @@ def run(args) -> int:
     from ltr.io_utils import atomic_write_json
     from ltr.run_folder import run_folder, versions
     from ltr.tensorboard_log import TensorBoardLogger
-    from ltr.training import evaluate_scores
+    from ltr.training import check_metric_names, evaluate_scores
 
     t0 = time.time()
     params, opts = resolve_settings(args)
+    metric_kw = {"gain": opts["gain"]} if opts["preset"] is None else {}
+    check_metric_names(opts["metrics"], opts["preset"], metric_kw)  # a typo fails before training
     train_ds = load_data(args.train, "train")
     valid_ds = load_data(args.valid, "valid", train_ds.n_features)
     test_ds = load_data(args.test, "test", train_ds.n_features)
@@ -93,7 +95,6 @@ def run(args) -> int:
             gain=opts["gain"], num_boost_round=opts["num_boost_round"], early_stopping_rounds=opts["early_stopping_rounds"],
             eval_at=opts["eval_at"], monitor_k=opts["monitor_k"], seed=opts["seed"], progress=not args.quiet,
         )
-        metric_kw = {"gain": opts["gain"]} if opts["preset"] is None else {}
         metrics_out: dict[str, dict[str, float]] = {}
         for split, ds in (("valid", valid_ds), ("test", test_ds)):
             if ds is None:
