@@ -36,15 +36,12 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse  # noqa: E402
-import importlib.util  # noqa: E402
 import json  # noqa: E402
 import resource  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-import types  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import torch  # noqa: E402
 
@@ -52,41 +49,10 @@ import losses  # noqa: E402
 from ltr.report_table import markdown_table  # noqa: E402
 
 CONFIGS = [(256, 10), (64, 100), (16, 1000), (1, 10000)]
+from allrank_loader import load_allrank_lambdaloss  # noqa: E402  (benchmarks/ is sys.path[0])
+
 METHODS = ["ltr RankNet", "ltr LambdaRank", "ltr LambdaRank k=10", "allRank lambdaLoss"]
 THREADS = 2
-
-
-_LOADED = {}
-
-
-def load_allrank_lambdaloss():
-    """allRank's lambdaLoss function, or None with a reason when allRank is not installed."""
-    if "lambdaLoss" not in _LOADED:
-        _LOADED["lambdaLoss"] = _load_allrank_lambdaloss()
-    return _LOADED["lambdaLoss"]
-
-
-def _load_allrank_lambdaloss():
-    spec = importlib.util.find_spec("allrank")
-    if spec is None or not spec.submodule_search_locations:
-        return None, "allRank is not installed (pip install --no-deps allRank, the 'bench' extra)"
-    path = Path(list(spec.submodule_search_locations)[0]) / "models" / "losses" / "lambdaLoss.py"
-    if not path.exists():
-        return None, f"allRank has no {path}"
-    # Stand-ins for the two modules lambdaLoss.py imports constants from (their own imports pull
-    # torchvision and gcsfs): the values are allRank's (PADDED_Y_VALUE = -1, DEFAULT_EPS = 1e-10).
-    for name in ("allrank", "allrank.data", "allrank.models"):
-        sys.modules.setdefault(name, types.ModuleType(name))
-    loading = types.ModuleType("allrank.data.dataset_loading")
-    loading.PADDED_Y_VALUE = -1
-    sys.modules["allrank.data.dataset_loading"] = loading
-    losses_pkg = types.ModuleType("allrank.models.losses")
-    losses_pkg.DEFAULT_EPS = 1e-10
-    sys.modules["allrank.models.losses"] = losses_pkg
-    module_spec = importlib.util.spec_from_file_location("allrank.models.losses.lambdaLoss", path)
-    module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
-    return module.lambdaLoss, f"allRank lambdaLoss from {path}"
 
 
 def make_batch(n_lists, length, seed=0):

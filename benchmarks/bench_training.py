@@ -41,11 +41,8 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse  # noqa: E402
-import importlib.util  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-import types  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -56,6 +53,8 @@ from ltr.batching import make_batch  # noqa: E402
 from ltr.config import TrainConfig  # noqa: E402
 from ltr.models import FeatureTransform, MLPScorer  # noqa: E402
 from ltr.training import Trainer, predict_scores  # noqa: E402
+
+from allrank_loader import load_allrank_lambdaloss  # noqa: E402  (benchmarks/ is sys.path[0])
 
 EPS = 1e-10
 PAD = -1.0
@@ -89,25 +88,10 @@ def lambda_loss_lambdarank_scheme(y_pred: torch.Tensor, y_true: torch.Tensor) ->
 def allrank_loss():
     """allRank's own ``lambdaLoss`` (lambdaRank_scheme) when allRank is installed, else the labelled
     re-implementation above. Returns (function(y_pred, y_true), description)."""
-    spec = importlib.util.find_spec("allrank")
-    path = None if spec is None or not spec.submodule_search_locations else (
-        Path(list(spec.submodule_search_locations)[0]) / "models" / "losses" / "lambdaLoss.py")
-    if path is None or not path.exists():
+    loss, where = load_allrank_lambdaloss()
+    if loss is None:
         return lambda_loss_lambdarank_scheme, "re-implementation of allRank lambdaLoss(lambdaRank_scheme) (allrank not installed)"
-    # allRank's package __init__ pulls torchvision and gcsfs (allRank is installed with --no-deps),
-    # so only the loss file is executed; the two constants it imports get allRank's values
-    # (PADDED_Y_VALUE = -1, DEFAULT_EPS = 1e-10) from stand-in modules.
-    for name in ("allrank", "allrank.data", "allrank.models"):
-        sys.modules.setdefault(name, types.ModuleType(name))
-    constants = {"allrank.data.dataset_loading": ("PADDED_Y_VALUE", PAD), "allrank.models.losses": ("DEFAULT_EPS", EPS)}
-    for name, (attr, value) in constants.items():
-        stand_in = types.ModuleType(name)
-        setattr(stand_in, attr, int(value) if attr == "PADDED_Y_VALUE" else value)
-        sys.modules[name] = stand_in
-    file_spec = importlib.util.spec_from_file_location("allrank.models.losses.lambdaLoss", path)
-    module = importlib.util.module_from_spec(file_spec)
-    file_spec.loader.exec_module(module)
-    return (lambda p, t: module.lambdaLoss(p, t, weighing_scheme="lambdaRank_scheme")), f"allRank lambdaLoss from {path}"
+    return (lambda p, t: loss(p, t, weighing_scheme="lambdaRank_scheme")), where
 
 
 def allrank_style_epoch(model, optimizer, ds, loss_fn, seed: int, epoch: int, batch_size: int = 64) -> float:
