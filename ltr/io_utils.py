@@ -17,10 +17,15 @@ from typing import Any, Iterator
 __all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text", "atomic_write_json"]
 
 
-def _current_umask() -> int:
+def _read_umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+# Read once at import: os.umask can only be read by setting it, and setting it on every write would
+# briefly leave umask 0 for any other thread creating files (TensorBoard's writer threads do).
+_UMASK = _read_umask()
 
 
 @contextlib.contextmanager
@@ -42,7 +47,7 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
         with open(tmp_path, "rb+") as fh:
             os.fsync(fh.fileno())
         # mkstemp creates 0600 files; give the result the mode a plain open() would have.
-        os.chmod(tmp_path, 0o666 & ~_current_umask())
+        os.chmod(tmp_path, 0o666 & ~_UMASK)
         os.replace(tmp_path, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
