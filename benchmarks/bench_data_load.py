@@ -35,7 +35,7 @@ def timed(fn):
 
 def make_rows(n_rows: int, seed: int = 0):
     from ltr.data import RankingDataset
-    from ltr.synthetic import make_mslr_like
+    from ltr.data.synthetic import make_mslr_like
 
     n_queries = int(n_rows / 120 * 1.1) + 10
     ds = make_mslr_like(n_queries, 136, seed=seed)
@@ -101,10 +101,10 @@ def bench_load(n_rows: int, peer: bool, peer_rows: int) -> None:
 
 
 def bench_padding() -> None:
-    from ltr.batching import BucketBatchSampler, padding_ratio
-    from ltr.synthetic import DEFAULT, make_mslr_like
+    from ltr.data.batching import BucketBatchSampler, padding_ratio
+    from ltr.data.synthetic import DEFAULT, make_mslr_like
 
-    for label, kwargs in (("ltr.synthetic.DEFAULT", dict(DEFAULT)), ("make_mslr_like() defaults", {})):
+    for label, kwargs in (("ltr.data.synthetic.DEFAULT", dict(DEFAULT)), ("make_mslr_like() defaults", {})):
         lengths = make_mslr_like(**kwargs).query_lengths
         print(f"padding ratio on {label} ({len(lengths)} queries, mean length {lengths.mean():.1f}):")
         for batch_size in (16, 64):

@@ -1,11 +1,11 @@
 """Seconds per epoch: the trainer (MLP 136-128-64-1 + LambdaRank) vs an allRank-style training loop.
 
 Both run in this process, on one thread (``torch.set_num_threads(1)``), on the same synthetic
-MSLR-like training queries (``ltr.synthetic.make_mslr_like``; 136 features, about 120 documents per
+MSLR-like training queries (``ltr.data.synthetic.make_mslr_like``; 136 features, about 120 documents per
 query), with the same MLP, the same initial weights, the same input normalisation (log1p then
 standardised, inside the model) and Adam with the same learning rate.
 
-- **ltr trainer**: ``ltr.training.Trainer`` with ``losses.LambdaRank`` (swap deltas from
+- **ltr trainer**: ``ltr.train.trainer.Trainer`` with ``losses.LambdaRank`` (swap deltas from
   ``metrics.swap``), 64 queries a batch, length-bucketed batches (``--buckets``: the sampler sorts
   each bucket of that many shuffled queries by length; 64 = random batches, larger = less padding). Its seconds per epoch include the
   per-epoch validation (scoring + metrics), so they are an upper bound of the training time.
@@ -46,15 +46,14 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from allrank_loader import load_allrank_lambdaloss  # noqa: E402  (benchmarks/ is sys.path[0])
 
 import losses  # noqa: E402
 import metrics  # noqa: E402
-from ltr.batching import make_batch  # noqa: E402
-from ltr.config import TrainConfig  # noqa: E402
-from ltr.models import FeatureTransform, MLPScorer  # noqa: E402
-from ltr.training import Trainer, predict_scores  # noqa: E402
-
-from allrank_loader import load_allrank_lambdaloss  # noqa: E402  (benchmarks/ is sys.path[0])
+from ltr.data.batching import make_batch  # noqa: E402
+from ltr.train.config import TrainConfig  # noqa: E402
+from ltr.train.models import FeatureTransform, MLPScorer  # noqa: E402
+from ltr.train.trainer import Trainer, predict_scores  # noqa: E402
 
 EPS = 1e-10
 PAD = -1.0
@@ -197,7 +196,7 @@ def main(argv=None) -> int:
 
 def _splits(n_total: int, seed: int):
     from ltr.data import split_by_query
-    from ltr.synthetic import make_mslr_like
+    from ltr.data.synthetic import make_mslr_like
 
     ds = make_mslr_like(n_total, 136, seed=seed)
     train, valid = split_by_query(ds, (0.9, 0.1), seed=seed)

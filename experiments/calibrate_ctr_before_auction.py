@@ -1,9 +1,9 @@
 """Calibrate a CTR model before it sets prices: down-sampling, Platt, isotonic, and the auction bill.
 
-Synthetic, seeded set-up (:mod:`ltr.ctr`; nothing is downloaded): one world of advertisers and
+Synthetic, seeded set-up (:mod:`ltr.calibrate.ctr`; nothing is downloaded): one world of advertisers and
 requests with known true click probabilities, split by request into train / calibration / test.
 
-1. A pointwise BCE CTR model (MLP, :class:`ltr.training.Trainer` + :class:`losses.PointwiseBCE`) is
+1. A pointwise BCE CTR model (MLP, :class:`ltr.train.trainer.Trainer` + :class:`losses.PointwiseBCE`) is
    trained on the training requests after negative down-sampling at rate ``w`` (every click, a share
    ``w`` of the non-clicks), the common practice that inflates every predicted CTR.
 2. Its predictions are calibrated on the held-out calibration requests (not down-sampled) with each
@@ -29,11 +29,19 @@ from pathlib import Path
 import numpy as np
 from scipy.special import expit
 
-from ltr.auction import oracle_comparison, pad_groups
-from ltr.calibration import check_auc_invariance, make_calibrator, save_reliability_diagram
-from ltr.ctr import correct_downsampling, distort, downsample_negatives, generate_impressions, train_ctr_model
+from ltr.calibrate.auction import oracle_comparison, pad_groups
+from ltr.calibrate.calibrators import make_calibrator
+from ltr.calibrate.ctr import (
+    correct_downsampling,
+    distort,
+    downsample_negatives,
+    generate_impressions,
+    train_ctr_model,
+)
+from ltr.calibrate.invariance import check_auc_invariance
+from ltr.calibrate.report import save_reliability_diagram
 from ltr.io_utils import atomic_write_json, atomic_write_text
-from ltr.report_table import markdown_table
+from ltr.study.report_table import markdown_table
 from metrics.classification import auc, ece, grouped_auc, log_loss
 
 

@@ -40,7 +40,7 @@ def load_data(name: str, seed: int):
     from ltr.data import load_svmlight, split_by_query
 
     if name == "synthetic":
-        from ltr.synthetic import make_synthetic_splits
+        from ltr.data.synthetic import make_synthetic_splits
 
         return make_synthetic_splits(800, 40, mean_list_length=30, max_list_length=120, empty_query_share=0.0,
                                      valid_share=0.1, test_share=0.2, seed=seed)
@@ -62,7 +62,7 @@ def production_ranker(train, share: float, seed: int):
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    from ltr.normalize import signed_log1p
+    from ltr.data.normalize import signed_log1p
 
     rng = np.random.default_rng(seed)
     n = max(3, int(round(share * train.n_queries)))
@@ -73,7 +73,7 @@ def production_ranker(train, share: float, seed: int):
 
 
 def lightgbm_scores(train, valid, test, *, position=None, seed=0):
-    from ltr.gbdt import predict_booster, train_lightgbm
+    from ltr.train.gbdt import predict_booster, train_lightgbm
 
     params = {"num_leaves": 15, "learning_rate": 0.1, "min_data_in_leaf": 20, "num_threads": 2, "verbosity": -1}
     booster, _ = train_lightgbm(train, valid, params, position=position, num_boost_round=300,
@@ -82,11 +82,11 @@ def lightgbm_scores(train, valid, test, *, position=None, seed=0):
 
 
 def neural_scores(train, valid, test, loss_name: str, seed: int, epochs: int):
-    import losses
-    from ltr.models import FeatureTransform, MLPScorer
-    from ltr.training import TrainConfig, Trainer
-
     import torch
+
+    import losses
+    from ltr.train.models import FeatureTransform, MLPScorer
+    from ltr.train.trainer import TrainConfig, Trainer
 
     torch.set_num_threads(1)  # tiny models: threads only add contention on a shared machine
     torch.manual_seed(seed)
@@ -103,10 +103,9 @@ def neural_scores(train, valid, test, loss_name: str, seed: int, epochs: int):
 def evaluation_study(name, train, valid, test, produce, args, seed):
     """Naive / IPS / SNIPS / truth of several rankers on a log of the production ranker."""
     import metrics
+    from ltr.clicks.click_models import attraction, simulate_clicks
+    from ltr.clicks.ips import click_dcg, expected_click_dcg
     from metrics.stats import bootstrap_ci
-
-    from ltr.click_models import attraction, simulate_clicks
-    from ltr.ips import click_dcg, expected_click_dcg
 
     max_label = float(max(train.labels.max(), test.labels.max()))
     prod = produce(test)
@@ -145,10 +144,13 @@ def evaluation_study(name, train, valid, test, produce, args, seed):
 def training_study(name, train, valid, test, produce, args, seed):
     """NDCG@10 on test labels of rankers trained on raw / IPS-weighted clicks, and the skyline."""
     import metrics
-
-    from ltr.click_models import simulate_clicks
-    from ltr.ips import click_training_set
-    from ltr.propensity import estimate_from_randomized, fit_power_law, propensities_from_curve
+    from ltr.clicks.click_models import simulate_clicks
+    from ltr.clicks.ips import click_training_set
+    from ltr.clicks.propensity import (
+        estimate_from_randomized,
+        fit_power_law,
+        propensities_from_curve,
+    )
 
     max_label = float(max(train.labels.max(), test.labels.max()))
     log = simulate_clicks(train.labels, train.query_offsets, produce(train), eta=args.eta, eps=args.eps,
@@ -184,7 +186,7 @@ def training_study(name, train, valid, test, produce, args, seed):
 
 # ---------------------------------------------------------------------------------------------- report
 def eval_table(rows):
-    from ltr.report_table import format_interval, markdown_table
+    from ltr.study.report_table import format_interval, markdown_table
 
     cols = ["naive", "IPS", "IPS clip 0.1", "SNIPS", "true click-DCG", "true SNIPS target", "NDCG@10 (labels)"]
     cells = [[r["data"], r["ranker"]] + [format_interval(r[c]["mean"], r[c]["low"], r[c]["high"]) for c in cols]
@@ -193,7 +195,7 @@ def eval_table(rows):
 
 
 def train_table(results):
-    from ltr.report_table import format_interval, markdown_table
+    from ltr.study.report_table import format_interval, markdown_table
     from metrics.stats import t_interval
 
     cells = []
@@ -219,7 +221,7 @@ PAIRS = (
 def paired_table(results):
     """Debiased minus raw: per-seed differences (t-interval) and a paired bootstrap over test queries
     of the seed-averaged per-query NDCG@10."""
-    from ltr.report_table import format_interval, markdown_table
+    from ltr.study.report_table import format_interval, markdown_table
     from metrics.stats import paired_bootstrap_test, t_interval
 
     cells = []

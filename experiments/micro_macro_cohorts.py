@@ -1,6 +1,6 @@
 """Micro versus macro averaging by user cohort: hurting newcomers barely moves micro, visibly moves macro.
 
-Synthetic users from :func:`ltr.synthetic.make_mslr_like` (heavy-tailed activity: about 60% of
+Synthetic users from :func:`ltr.data.synthetic.make_mslr_like` (heavy-tailed activity: about 60% of
 users are newcomers with one query, and they hold about 14% of the queries). A ranker scores each
 item as ``label + noise``; the "after" ranker is the same except that newcomers' queries get much
 noisier scores (a cold-start regression). NDCG@10 per query comes from ``metrics.evaluate``; the
@@ -17,8 +17,8 @@ import argparse
 import numpy as np
 
 import metrics
-from ltr.report_table import format_interval, markdown_table
-from ltr.synthetic import make_mslr_like
+from ltr.data.synthetic import make_mslr_like
+from ltr.study.report_table import format_interval, markdown_table
 from metrics.averaging import activity_cohorts, averages_by_cohort
 
 

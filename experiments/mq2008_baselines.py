@@ -1,7 +1,7 @@
 """Baselines on MQ2008 (LETOR 4.0, five official folds) and on LightGBM's lambdarank example data.
 
-Methods: LightGBM lambdarank (``ltr.gbdt.train_lightgbm``), MLP + LambdaRank and MLP + RankNet
-(``ltr.training.Trainer``), all early-stopped on the validation NDCG@10 and judged on the test set by
+Methods: LightGBM lambdarank (``ltr.train.gbdt.train_lightgbm``), MLP + LambdaRank and MLP + RankNet
+(``ltr.train.trainer.Trainer``), all early-stopped on the validation NDCG@10 and judged on the test set by
 ``metrics.evaluate`` with the toolkit's conventions (names stamped in the output).
 
 MQ2008 folds (SOURCE.md of the data): Fold1 train S1,S2,S3 vali S4 test S5; Fold2 train S2,S3,S4
@@ -13,7 +13,7 @@ MLP settings (128-64 hidden, dropout 0.1, Adam lr 1e-3, 16 queries a batch, pati
 features: MQ2008 is already min-max normalised per query) were chosen by the mean *validation*
 NDCG@10 of MLP + LambdaRank over the five folds among five candidates (standard vs no input
 normalisation, 64 hidden + batch norm, 64 hidden + weight decay 1e-4, LambdaRank truncated at 10);
-the test sets played no part in the choice. LightGBM runs with ``ltr.gbdt``'s defaults
+the test sets played no part in the choice. LightGBM runs with ``ltr.train.gbdt``'s defaults
 (learning rate 0.05, 31 leaves, early stopping after 50 rounds).
 
 Run (about 10 minutes on one busy core)::
@@ -33,14 +33,14 @@ import numpy as np
 import torch
 
 import losses
-from ltr.config import TrainConfig
 from ltr.data import concat_datasets, load_svmlight, split_by_query
-from ltr.gbdt import predict_booster, train_lightgbm
 from ltr.io_utils import atomic_write_json
-from ltr.models import FeatureTransform, MLPScorer
-from ltr.report_table import markdown_table
-from ltr.run_folder import versions
-from ltr.training import Trainer, evaluate_scores, seed_everything
+from ltr.study.report_table import markdown_table
+from ltr.train.config import TrainConfig
+from ltr.train.gbdt import predict_booster, train_lightgbm
+from ltr.train.models import FeatureTransform, MLPScorer
+from ltr.train.run_folder import versions
+from ltr.train.trainer import Trainer, evaluate_scores, seed_everything
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("LTR_SHARED_DIR", ROOT.parent / "shared")) / "data"

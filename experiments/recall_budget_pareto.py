@@ -27,7 +27,12 @@ from pathlib import Path
 import numpy as np
 
 from ltr.io_utils import atomic_path
-from metrics.retrieval import best_source_at_budget, candidate_recall, linear_cost, pareto_front
+from metrics.retrieval import (
+    best_source_at_budget,
+    candidate_recall,
+    linear_cost,
+    pareto_front,
+)
 
 # (fixed ms, ms per candidate, embedding noise) of each source; the popular source ignores the query.
 SOURCES = {

@@ -1,6 +1,6 @@
 """ltr ablate: grid enumeration, resumption, parallel determinism, the report's statistics and content.
 
-Most tests use ``fake_cell``, a cheap stand-in with the same record layout as ``ltr.ablation.run_cell``
+Most tests use ``fake_cell``, a cheap stand-in with the same record layout as ``ltr.study.ablation.run_cell``
 and a planted effect (lambdarank better than ranknet by 0.08 on every query, mse equal in
 expectation); the last ones train real tiny cells end to end.
 """
@@ -14,9 +14,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ltr import ablation
-from ltr.ablation import AblationConfig, Cell, DatasetSpec, cell_path, enumerate_cells, run_ablation
 from ltr.errors import LtrError
+from ltr.study import ablation
+from ltr.study.ablation import (
+    AblationConfig,
+    Cell,
+    DatasetSpec,
+    cell_path,
+    enumerate_cells,
+    run_ablation,
+)
 
 # Only light imports at module level: the parallel test's worker processes import this module to
 # find fake_cell. scipy and the report module are imported where they are used.
@@ -57,7 +64,7 @@ def small_config(**kw) -> AblationConfig:
 
 
 def write_report(*args, **kwargs):
-    from ltr.ablation_report import write_report as real
+    from ltr.study.report import write_report as real
 
     return real(*args, **kwargs)
 
@@ -225,7 +232,7 @@ def test_results_files_schema_and_table_rows(report):
 
 
 def test_report_refuses_mismatched_queries(report):
-    from ltr.ablation_report import summarize
+    from ltr.study.report import summarize
 
     _, cfg, records, _ = report
     bad = [dict(r) for r in records]
@@ -236,7 +243,7 @@ def test_report_refuses_mismatched_queries(report):
 
 
 def test_report_warns_when_cells_come_from_different_code(report):
-    from ltr.ablation_report import render_markdown, summarize
+    from ltr.study.report import render_markdown, summarize
 
     _, cfg, records, summary = report
     assert "Warning" not in render_markdown(summary)
@@ -296,7 +303,7 @@ def tiny_config(**kw) -> AblationConfig:
 
 def test_real_cell_is_deterministic_and_scored_by_metrics_evaluate():
     import metrics
-    from ltr.synthetic import make_mslr_like
+    from ltr.data.synthetic import make_mslr_like
 
     cfg = tiny_config()
     rec = ablation.run_cell(Cell("tiny", "ranknet", 0), cfg)
@@ -320,7 +327,7 @@ def test_real_cell_is_deterministic_and_scored_by_metrics_evaluate():
     lgb = ablation.run_cell(Cell("tiny", "lightgbm", 1), cfg)
     assert lgb["metric_names"] == rec["metric_names"] and lgb["train_info"]["best_iteration"] >= 1
     # LightGBM's test scores judged by metrics.evaluate directly give the same per-query values
-    from ltr.gbdt import predict_booster, train_lightgbm
+    from ltr.train.gbdt import predict_booster, train_lightgbm
 
     train, valid, test = ablation.load_splits(cfg.datasets[0], None)
     booster, _ = train_lightgbm(train, valid, {"num_threads": 1, **cfg.lightgbm}, seed=1, **cfg.gbdt)
@@ -373,7 +380,7 @@ def test_cli_end_to_end_on_a_tiny_config_and_resume(tmp_path, capsys):
 def test_svmlight_data_sets_with_and_without_a_valid_file(tmp_path, monkeypatch):
     monkeypatch.setenv("LTR_CACHE_DIR", str(tmp_path / "cache"))  # the reader's binary caches go here
     from ltr.data import save_svmlight, split_by_query
-    from ltr.synthetic import make_mslr_like
+    from ltr.data.synthetic import make_mslr_like
 
     full = make_mslr_like(**TINY)
     train, valid, test = split_by_query(full, (0.6, 0.2, 0.2), seed=0)

@@ -6,7 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ltr.auction import oracle_comparison, pad_groups, run_auctions, second_price
+from ltr.calibrate.auction import (
+    oracle_comparison,
+    pad_groups,
+    run_auctions,
+    second_price,
+)
 from ltr.errors import LtrError
 
 # The hand-worked example. Three ads, two slots, position effects (1, 0.5).

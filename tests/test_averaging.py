@@ -5,8 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from metrics.averaging import (activity_cohorts, averages_by_cohort, macro_average, micro_average,
-                               per_user_means)
+from metrics.averaging import (
+    activity_cohorts,
+    averages_by_cohort,
+    macro_average,
+    micro_average,
+    per_user_means,
+)
 from metrics.stats import bootstrap_ci
 
 

@@ -1,4 +1,4 @@
-"""ltr.batching: padded batches, the bucketed sampler, padding ratio."""
+"""ltr.data.batching: padded batches, the bucketed sampler, padding ratio."""
 
 from __future__ import annotations
 
@@ -6,8 +6,14 @@ import numpy as np
 import pytest
 import torch
 
-from ltr.batching import BucketBatchSampler, iterate_batches, make_batch, pad_flat, padding_ratio
 from ltr.data import RankingDataset
+from ltr.data.batching import (
+    BucketBatchSampler,
+    iterate_batches,
+    make_batch,
+    pad_flat,
+    padding_ratio,
+)
 
 
 def ragged(seed=0, n_queries=300, n_features=4, weights=False):

@@ -15,17 +15,18 @@ from scipy.special import expit, logit
 from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
 
-from ltr.calibration import (
-    CalibrationReport,
+from ltr.calibrate.calibrators import (
     IsotonicCalibrator,
     PlattCalibrator,
-    add_reliability_to_tensorboard,
     calibrator_from_json,
-    check_auc_invariance,
-    count_created_ties,
     load_calibrator,
     make_calibrator,
     prediction_fingerprint,
+)
+from ltr.calibrate.invariance import check_auc_invariance, count_created_ties
+from ltr.calibrate.report import (
+    CalibrationReport,
+    add_reliability_to_tensorboard,
     save_reliability_diagram,
 )
 from ltr.errors import LtrError

@@ -8,11 +8,20 @@ import math
 
 import numpy as np
 import pytest
-from sklearn.calibration import calibration_curve as sk_calibration_curve
-from sklearn.metrics import brier_score_loss, log_loss as sk_log_loss, roc_auc_score
-
 from conftest import REFERENCE
-from metrics.classification import auc, brier, calibration_curve, ece, grouped_auc, log_loss, mce
+from sklearn.calibration import calibration_curve as sk_calibration_curve
+from sklearn.metrics import brier_score_loss, roc_auc_score
+from sklearn.metrics import log_loss as sk_log_loss
+
+from metrics.classification import (
+    auc,
+    brier,
+    calibration_curve,
+    ece,
+    grouped_auc,
+    log_loss,
+    mce,
+)
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -6,14 +6,13 @@ import json
 
 import numpy as np
 import pytest
+from test_training import make_ds
 
 import metrics
 from ltr.cli import build_parser, main
 from ltr.data import load_svmlight, save_svmlight
-from ltr.models import load_model
-from ltr.training import predict_scores
-
-from test_training import make_ds
+from ltr.train.models import load_model
+from ltr.train.trainer import predict_scores
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ltr.click_models import (
+from ltr.clicks.click_models import (
     MODE_PRODUCTION,
     MODE_RANDOMIZED,
     MODE_SWAP,

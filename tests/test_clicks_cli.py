@@ -9,7 +9,7 @@ import pytest
 from conftest import shared_path
 
 from ltr.cli import main
-from ltr.click_models import ClickLog
+from ltr.clicks.click_models import ClickLog
 from ltr.data import RankingDataset, save_svmlight
 
 

@@ -1,11 +1,11 @@
-"""ltr.columns: one-value-per-line files and .npy columns, with file:line errors."""
+"""ltr.data.columns: one-value-per-line files and .npy columns, with file:line errors."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from ltr.columns import parse_number, read_id_column, read_number_column
+from ltr.data.columns import parse_number, read_id_column, read_number_column
 from ltr.errors import DataFormatError, LtrError
 
 

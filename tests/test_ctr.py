@@ -10,7 +10,7 @@ import pytest
 from scipy.special import expit, logit
 from sklearn.linear_model import LogisticRegression
 
-from ltr.ctr import (
+from ltr.calibrate.ctr import (
     correct_downsampling,
     distort,
     downsample_negatives,
@@ -18,7 +18,7 @@ from ltr.ctr import (
     generate_impressions,
     train_ctr_model,
 )
-from ltr.calibration import count_created_ties
+from ltr.calibrate.invariance import count_created_ties
 from ltr.errors import LtrError
 from metrics.classification import auc, ece, log_loss
 

@@ -6,16 +6,10 @@ import os
 
 import numpy as np
 import pytest
-
 from conftest import shared_path
-from ltr.data import (
-    RankingDataset,
-    concat_datasets,
-    format_float32,
-    load_svmlight,
-    save_svmlight,
-    split_by_query,
-)
+
+from ltr.data import RankingDataset, concat_datasets, load_svmlight, save_svmlight, split_by_query
+from ltr.data.svmlight import format_float32
 from ltr.errors import DataFormatError, LtrError
 
 
@@ -340,7 +334,7 @@ def test_unwritable_doc_ids_are_refused(tmp_path):
 
 def test_both_writers_give_the_same_values(tmp_path):
     # short decimals take the vectorised writer, other values the general one; both read back exactly
-    from ltr.data import _block_bytes_fast, _block_bytes_general
+    from ltr.data.svmlight import _block_bytes_fast, _block_bytes_general
 
     rng = np.random.default_rng(5)
     x = np.column_stack([np.round(rng.normal(scale=50, size=300), d) for d in range(7)]).astype(np.float32)

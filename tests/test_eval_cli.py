@@ -1,4 +1,4 @@
-"""`ltr eval` and ltr.trec: TREC file reading/writing, error messages, and trec_eval's own test outputs."""
+"""`ltr eval` and ltr.data.trec: TREC file reading/writing, error messages, and trec_eval's own test outputs."""
 
 from __future__ import annotations
 
@@ -7,12 +7,19 @@ import math
 
 import numpy as np
 import pytest
+from conftest import shared_path
 
 import metrics
-from conftest import shared_path
 from ltr.cli import main
+from ltr.data.trec import (
+    align,
+    read_qrels,
+    read_run,
+    run_from_arrays,
+    write_qrels,
+    write_run,
+)
 from ltr.errors import DataFormatError
-from ltr.trec import align, read_qrels, read_run, run_from_arrays, write_qrels, write_run
 
 # trec_eval measure -> our metric name (trec spellings are accepted as they are)
 TREC_MEASURES = ["map", "Rprec", "recip_rank", "P_5", "P_10", "P_30", "P_100", "P_1000", "ndcg", "ndcg_cut_10",

@@ -8,7 +8,13 @@ import pytest
 import metrics
 from ltr.data import RankingDataset
 from ltr.errors import LtrError
-from ltr.gbdt import label_table, load_booster, predict_booster, save_booster, train_lightgbm
+from ltr.train.gbdt import (
+    label_table,
+    load_booster,
+    predict_booster,
+    save_booster,
+    train_lightgbm,
+)
 
 F = 5
 SMALL = {"num_leaves": 7, "min_data_in_leaf": 5, "num_threads": 1, "learning_rate": 0.1}

@@ -12,16 +12,21 @@ import itertools
 import numpy as np
 import pytest
 
-from ltr.click_models import ClickLog, attraction, pbm_examination, simulate_clicks
-from ltr.errors import LtrError
-from ltr.ips import (
+from ltr.clicks.click_models import (
+    ClickLog,
+    attraction,
+    pbm_examination,
+    simulate_clicks,
+)
+from ltr.clicks.ips import (
     click_dcg,
     expected_click_dcg,
     inverse_propensity_weights,
     logged_support,
     ranks_within_queries,
 )
-from ltr.propensity import propensities_from_curve
+from ltr.clicks.propensity import propensities_from_curve
+from ltr.errors import LtrError
 from metrics.discounts import discount_values
 
 # One query, five items. Labels in row order; the logger and the new ranker score them differently.

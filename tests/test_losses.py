@@ -11,7 +11,15 @@ import torch.nn.functional as F
 
 import losses
 import metrics
-from losses import LambdaRank, ListNet, NDCGLoss2, NDCGLoss2PP, PointwiseBCE, PointwiseMSE, RankNet
+from losses import (
+    LambdaRank,
+    ListNet,
+    NDCGLoss2,
+    NDCGLoss2PP,
+    PointwiseBCE,
+    PointwiseMSE,
+    RankNet,
+)
 from metrics.swap import ranking_order
 
 

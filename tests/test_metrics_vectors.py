@@ -13,9 +13,9 @@ import re
 
 import numpy as np
 import pytest
+from conftest import REFERENCE
 
 import metrics
-from conftest import REFERENCE
 
 TOL = 1e-9
 

@@ -9,7 +9,14 @@ import pytest
 import torch
 
 from ltr.errors import LtrError
-from ltr.models import FeatureTransform, LinearScorer, MLPScorer, build_model, load_model, save_model
+from ltr.train.models import (
+    FeatureTransform,
+    LinearScorer,
+    MLPScorer,
+    build_model,
+    load_model,
+    save_model,
+)
 
 
 def test_linear_scorer_is_w_dot_x_plus_b():

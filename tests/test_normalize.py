@@ -1,4 +1,4 @@
-"""ltr.normalize: fitted on the training split only, JSON round trip, the log1p variants."""
+"""ltr.data.normalize: fitted on the training split only, JSON round trip, the log1p variants."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ltr.data import RankingDataset
-from ltr.normalize import KINDS, Normalizer
+from ltr.data.normalize import KINDS, Normalizer
 
 
 def test_standard_uses_training_statistics_only():

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from conftest import shared_path
 
+from ltr.clicks.open_bandit import ctr_by_position, ips_value, load_open_bandit
 from ltr.errors import DataFormatError, LtrError
-from ltr.open_bandit import ctr_by_position, ips_value, load_open_bandit
 
 
 @pytest.fixture(scope="module")

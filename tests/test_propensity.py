@@ -5,15 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ltr.click_models import pbm_examination, simulate_clicks
-from ltr.errors import LtrError
-from ltr.propensity import (
+from ltr.clicks.click_models import pbm_examination, simulate_clicks
+from ltr.clicks.propensity import (
     compare_to_truth,
     estimate_from_randomized,
     estimate_from_swaps,
     fit_power_law,
     propensities_from_curve,
 )
+from ltr.errors import LtrError
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ltr.report_table import format_interval, markdown_table
+from ltr.study.report_table import format_interval, markdown_table
 
 
 def test_table_layout_alignment_and_empty_cells():

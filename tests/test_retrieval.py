@@ -5,8 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from metrics.retrieval import (best_source_at_budget, candidate_recall, catalogue_coverage, linear_cost,
-                               pareto_front, recall_at_budget)
+from metrics.retrieval import (
+    best_source_at_budget,
+    candidate_recall,
+    catalogue_coverage,
+    linear_cost,
+    pareto_front,
+    recall_at_budget,
+)
 
 
 def test_coverage_hand_cases():

@@ -13,9 +13,9 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import REFERENCE, ROOT
 
 import metrics
-from conftest import REFERENCE, ROOT
 
 ARRANGEMENTS = {
     # labels in ranked order: (P@10, R@10, RR, AP, NDCG@10)

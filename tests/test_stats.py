@@ -6,8 +6,15 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from metrics.stats import (bootstrap_ci, bootstrap_means, holm, normal_interval, paired_bootstrap_test,
-                           paired_t_test, t_interval)
+from metrics.stats import (
+    bootstrap_ci,
+    bootstrap_means,
+    holm,
+    normal_interval,
+    paired_bootstrap_test,
+    paired_t_test,
+    t_interval,
+)
 
 # Fixed inputs: per-query NDCG-like values of two systems (written out, not generated).
 A = np.array([0.61, 0.42, 0.88, 0.35, 0.72, 0.55, 0.91, 0.47, 0.66, 0.59, 0.30, 0.77])

@@ -1,4 +1,4 @@
-"""ltr.synthetic and `ltr synth`: determinism, MSLR-like shape, a teacher that a better model approaches."""
+"""ltr.data.synthetic and `ltr synth`: determinism, MSLR-like shape, a teacher that a better model approaches."""
 
 from __future__ import annotations
 
@@ -10,7 +10,12 @@ import pytest
 import metrics
 from ltr.cli import main
 from ltr.data import load_svmlight
-from ltr.synthetic import DEFAULT, LABEL_SHARES, make_mslr_like, make_synthetic_splits
+from ltr.data.synthetic import (
+    DEFAULT,
+    LABEL_SHARES,
+    make_mslr_like,
+    make_synthetic_splits,
+)
 
 
 @pytest.fixture(scope="module")

@@ -11,12 +11,12 @@ from torch import nn
 
 import losses
 import metrics
-from ltr.checkpoint import load_checkpoint
-from ltr.config import TrainConfig, load_toml
 from ltr.data import RankingDataset
 from ltr.errors import LtrError
-from ltr.models import LinearScorer, MLPScorer
-from ltr.training import NonFiniteLossError, Trainer, resolve_device
+from ltr.train.checkpoint import load_checkpoint
+from ltr.train.config import TrainConfig, load_toml
+from ltr.train.models import LinearScorer, MLPScorer
+from ltr.train.trainer import NonFiniteLossError, Trainer, resolve_device
 
 F = 6
 METRICS = ("ndcg@3", "ndcg@10", "map")
@@ -304,7 +304,7 @@ def test_diverged_validation_scores_stop_with_a_clear_error(data, tmp_path):
         trainer.model.broken = True
 
     trainer = Trainer(model, losses.RankNet(), cfg(epochs=3, checkpoint_dir=str(tmp_path)), callbacks=[break_after_epoch_1])
-    from ltr.training import NonFiniteScoresError
+    from ltr.train.trainer import NonFiniteScoresError
 
     with pytest.raises(NonFiniteScoresError, match="after epoch 2: the model diverged") as info:
         trainer.fit(train, valid)

@@ -11,11 +11,11 @@ from sklearn.metrics import brier_score_loss, log_loss, roc_auc_score
 from torch import nn
 
 import losses
-from ltr.config import TrainConfig
 from ltr.data import RankingDataset
 from ltr.errors import LtrError
-from ltr.models import LinearScorer
-from ltr.training import Trainer, evaluate_scores
+from ltr.train.config import TrainConfig
+from ltr.train.models import LinearScorer
+from ltr.train.trainer import Trainer, evaluate_scores
 
 F = 5
 TRUE_W = np.array([1.5, -1.0, 0.8, 0.0, 0.5])

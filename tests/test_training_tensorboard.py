@@ -5,14 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from test_training import F, make_ds
 
 import losses
-from ltr.config import TrainConfig
-from ltr.models import MLPScorer
-from ltr.tensorboard_log import metric_tag
-from ltr.training import Trainer
-
-from test_training import F, make_ds
+from ltr.train.config import TrainConfig
+from ltr.train.models import MLPScorer
+from ltr.train.tensorboard_log import metric_tag
+from ltr.train.trainer import Trainer
 
 event_accumulator = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
 plugin_data_pb2 = pytest.importorskip("tensorboard.plugins.hparams.plugin_data_pb2")

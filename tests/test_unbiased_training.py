@@ -7,9 +7,9 @@ import pytest
 import torch
 
 import losses
-from ltr.click_models import pbm_examination, simulate_clicks
+from ltr.clicks.click_models import pbm_examination, simulate_clicks
+from ltr.clicks.ips import click_training_set, inverse_propensity_weights
 from ltr.data import RankingDataset
-from ltr.ips import click_training_set, inverse_propensity_weights
 
 
 def _one_list(weight_a: float):
@@ -79,8 +79,8 @@ def test_click_training_set_structure(clicks_setup):
 
 
 def _fit(train, valid, seed=0):
-    from ltr.models import LinearScorer
-    from ltr.training import TrainConfig, Trainer
+    from ltr.train.models import LinearScorer
+    from ltr.train.trainer import TrainConfig, Trainer
 
     torch.manual_seed(seed)
     model = LinearScorer(train.n_features)
@@ -103,7 +103,7 @@ def test_weights_change_training_through_the_trainer(clicks_setup):
 
 
 def test_lightgbm_position_option_is_used(clicks_setup):
-    from ltr.gbdt import predict_booster, train_lightgbm
+    from ltr.train.gbdt import predict_booster, train_lightgbm
 
     ds, log = clicks_setup
     train, position = click_training_set(ds, log, weighting="none")

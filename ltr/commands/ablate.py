@@ -48,7 +48,7 @@ def _split(text: str | None) -> list[str] | None:
 
 
 def build_config(args):
-    from ltr import ablation
+    from ltr.study import ablation
 
     if args.quick:
         config = ablation.quick_config()
@@ -78,9 +78,9 @@ def build_config(args):
 
 
 def run(args) -> int:
-    from ltr import ablation
-    from ltr.ablation_report import write_report
     from ltr.io_utils import atomic_write_json
+    from ltr.study import ablation
+    from ltr.study.report import write_report
 
     if args.workers < 0:
         raise LtrError(f"--workers must be >= 0, got {args.workers}")

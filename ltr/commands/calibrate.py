@@ -6,7 +6,7 @@ Input files hold one value per row, in the same row order:
   is an error, so that row counts cannot drift silently; there are no comment lines);
 * ``.npy``: a 1-D array (read with ``allow_pickle=False``).
 
-Both are read by :mod:`ltr.columns`.
+Both are read by :mod:`ltr.data.columns`.
 
 ``--scores``: numbers (probabilities in [0, 1], or raw scores such as logits); ``--labels``: 0 / 1;
 ``--groups`` (optional): a query / request / user id per row (any text), for the grouped AUC and a
@@ -15,7 +15,7 @@ split that never cuts a group.
 The rows are split at random (seeded) into a fit part (``--fit-fraction``) and an evaluation part;
 the calibrator is fitted on the fit part only and every number in the report is measured on the
 evaluation part. Written atomically into ``--out``: ``calibrator.json`` (JSON, reloadable with
-:func:`ltr.calibration.load_calibrator`), ``report.json``, ``report.txt``, ``reliability.png``.
+:func:`ltr.calibrate.calibrators.load_calibrator`), ``report.json``, ``report.txt``, ``reliability.png``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 from scipy.special import expit
 
-from ltr.columns import read_id_column, read_number_column
+from ltr.data.columns import read_id_column, read_number_column
 from ltr.errors import LtrError
 
 FORMATS_HELP = "one value per line, or a .npy 1-D array"
@@ -82,7 +82,12 @@ def split_rows(n: int, fit_fraction: float, seed: int, groups=None) -> np.ndarra
 
 
 def run(args) -> int:
-    from ltr.calibration import CalibrationReport, add_reliability_to_tensorboard, make_calibrator, save_reliability_diagram
+    from ltr.calibrate.calibrators import make_calibrator
+    from ltr.calibrate.report import (
+        CalibrationReport,
+        add_reliability_to_tensorboard,
+        save_reliability_diagram,
+    )
     from ltr.io_utils import atomic_write_json, atomic_write_text
 
     scores = read_number_column(args.scores, what="score")

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ltr.data.files import load_data_file
 from ltr.errors import LtrError
-from ltr.report_table import markdown_table
+from ltr.study.report_table import markdown_table
 
 
 def register(subparsers) -> None:
@@ -116,7 +117,7 @@ def _table(rows: list[dict], columns: list[str], digits: int = 4) -> str:
 
 
 def _read_scores(path: str, n_rows: int, what: str) -> np.ndarray:
-    from ltr.columns import read_number_column
+    from ltr.data.columns import read_number_column
 
     values = read_number_column(path, what="score")
     if len(values) != n_rows:
@@ -125,7 +126,7 @@ def _read_scores(path: str, n_rows: int, what: str) -> np.ndarray:
 
 
 def _model_scores(folder: str, ds) -> np.ndarray:
-    from ltr.commands.predict import load_scorer
+    from ltr.train.model_folder import load_scorer
 
     score, n_features = load_scorer(folder)
     if ds.n_features > n_features:
@@ -137,7 +138,7 @@ def _model_scores(folder: str, ds) -> np.ndarray:
 
 
 def _versions() -> dict:
-    # ltr.run_folder.versions() imports torch and LightGBM (seconds); the simulator needs neither.
+    # ltr.train.run_folder.versions() imports torch and LightGBM (seconds); the simulator needs neither.
     import platform
 
     import scipy
@@ -148,16 +149,8 @@ def _versions() -> dict:
             "ltr": ltr.__version__, "platform": platform.platform()}
 
 
-def _load_data(path: str):
-    from ltr.data import load_svmlight
-
-    if not Path(path).is_file():
-        raise LtrError(f"--data {path}: file not found")
-    return load_svmlight(path)
-
-
 def _load_log(path: str):
-    from ltr.click_models import ClickLog
+    from ltr.clicks.click_models import ClickLog
 
     return ClickLog.load(path)
 
@@ -171,7 +164,7 @@ def _ctr_rows(log) -> list[dict]:
 
 
 def _estimate(log, method: str, positions: int | None, confidence: float):
-    from ltr.propensity import estimate_from_randomized, estimate_from_swaps
+    from ltr.clicks.propensity import estimate_from_randomized, estimate_from_swaps
 
     if not 0 < confidence < 1:
         raise LtrError(f"--confidence must be in (0, 1), got {confidence}")
@@ -180,7 +173,7 @@ def _estimate(log, method: str, positions: int | None, confidence: float):
 
 
 def _estimate_rows(log, est) -> list[dict]:
-    from ltr.propensity import compare_to_truth
+    from ltr.clicks.propensity import compare_to_truth
 
     truth = log.meta.get("examination") if log.meta.get("model") == "pbm" else None
     if truth is not None:
@@ -190,11 +183,11 @@ def _estimate_rows(log, est) -> list[dict]:
 
 # ---------------------------------------------------------------------------------------------- actions
 def run_simulate(args) -> int:
-    from ltr.click_models import simulate_clicks
+    from ltr.clicks.click_models import simulate_clicks
     from ltr.io_utils import atomic_write_json
-    from ltr.run_folder import run_folder
+    from ltr.train.run_folder import run_folder
 
-    ds = _load_data(args.data)
+    ds = load_data_file(args.data, "data")
     if args.logger_scores:
         scores, logger = _read_scores(args.logger_scores, ds.n_items, "--logger-scores"), f"scores:{args.logger_scores}"
     elif args.logger_model:
@@ -241,8 +234,8 @@ def run_simulate(args) -> int:
 
 
 def run_estimate(args) -> int:
+    from ltr.clicks.propensity import fit_power_law
     from ltr.io_utils import atomic_write_json
-    from ltr.propensity import fit_power_law
 
     log = _load_log(args.log)
     est = _estimate(log, args.method, args.positions, args.confidence)
@@ -259,12 +252,12 @@ def run_estimate(args) -> int:
 
 def run_evaluate(args) -> int:
     import metrics
-    from ltr.click_models import attraction
+    from ltr.clicks.click_models import attraction
+    from ltr.clicks.ips import click_dcg, expected_click_dcg, logged_support
+    from ltr.clicks.propensity import propensities_from_curve
     from ltr.io_utils import atomic_write_json
-    from ltr.ips import click_dcg, expected_click_dcg, logged_support
-    from ltr.propensity import propensities_from_curve
 
-    ds = _load_data(args.data)
+    ds = load_data_file(args.data, "data")
     log = _load_log(args.log)
     if log.meta.get("n_rows") not in (None, ds.n_items) or (log.n_entries and log.doc.max() >= ds.n_items):
         raise LtrError(f"--log {args.log} was not simulated on --data {args.data} (row counts differ)")
@@ -300,8 +293,8 @@ def run_evaluate(args) -> int:
 
 
 def run_open_bandit(args) -> int:
+    from ltr.clicks.open_bandit import ctr_by_position, ips_value, load_open_bandit
     from ltr.io_utils import atomic_write_json
-    from ltr.open_bandit import ctr_by_position, ips_value, load_open_bandit
 
     if not Path(args.data).is_dir():
         raise LtrError(f"--data {args.data}: not a folder")

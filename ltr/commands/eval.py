@@ -68,8 +68,8 @@ def _clean(x: float):
 
 def run(args: argparse.Namespace) -> int:
     import metrics
+    from ltr.data.trec import align, read_qrels, read_run
     from ltr.io_utils import atomic_write_json
-    from ltr.trec import align, read_qrels, read_run
 
     qrels = read_qrels(args.qrels)
     trec_run = read_run(args.run)

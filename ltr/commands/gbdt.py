@@ -47,7 +47,7 @@ def register(subparsers) -> None:
 
 
 def resolve_settings(args) -> tuple[dict[str, Any], dict[str, Any]]:
-    from ltr.config import DEFAULT_METRICS, check_keys, load_toml
+    from ltr.train.config import DEFAULT_METRICS, check_keys, load_toml
 
     tables = {"lightgbm": {}, "gbdt": {}}
     if args.config:
@@ -70,20 +70,20 @@ def resolve_settings(args) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def run(args) -> int:
-    from ltr.commands.train import _print_metrics, data_facts, load_data
-    from ltr.gbdt import predict_booster, save_booster, train_lightgbm
+    from ltr.data.files import data_facts, load_data_file
     from ltr.io_utils import atomic_write_json
-    from ltr.run_folder import run_folder, versions
-    from ltr.tensorboard_log import TensorBoardLogger
-    from ltr.training import check_metric_names, evaluate_scores
+    from ltr.train.gbdt import predict_booster, save_booster, train_lightgbm
+    from ltr.train.run_folder import print_run_metrics, run_folder, versions
+    from ltr.train.tensorboard_log import TensorBoardLogger
+    from ltr.train.trainer import check_metric_names, evaluate_scores
 
     t0 = time.time()
     params, opts = resolve_settings(args)
     metric_kw = {"gain": opts["gain"]} if opts["preset"] is None else {}
     check_metric_names(opts["metrics"], opts["preset"], metric_kw)  # a typo fails before training
-    train_ds = load_data(args.train, "train")
-    valid_ds = load_data(args.valid, "valid", train_ds.n_features)
-    test_ds = load_data(args.test, "test", train_ds.n_features)
+    train_ds = load_data_file(args.train, "train")
+    valid_ds = load_data_file(args.valid, "valid", train_ds.n_features)
+    test_ds = load_data_file(args.test, "test", train_ds.n_features)
     for name, ds in (("valid", valid_ds), ("test", test_ds)):
         if ds is not None and ds.n_features != train_ds.n_features:
             raise LtrError(f"--{name} has {ds.n_features} features, --train has {train_ds.n_features}")
@@ -130,5 +130,5 @@ def run(args) -> int:
             "wall_time_s": time.time() - t0,
         }
         atomic_write_json(tmp / "summary.json", summary)
-    _print_metrics(out, metrics_out, None)
+    print_run_metrics(out, metrics_out, None)
     return 0

@@ -13,7 +13,6 @@ its query (0, 1, ...), the rule ``ltr eval`` uses to match qrels built from the 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from pathlib import Path
 
@@ -39,30 +38,6 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def load_scorer(folder: str | os.PathLike, device: str = "cpu"):
-    """Return ``score(features [N, F]) -> np.ndarray [N]`` and the model's feature count."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise LtrError(f"--model {folder}: not a folder")
-    try:
-        meta = json.loads((folder / "model.json").read_text())
-    except FileNotFoundError:
-        raise LtrError(f"--model {folder}: no model.json (not a run folder written by ltr train / ltr gbdt)") from None
-    except json.JSONDecodeError as exc:
-        raise LtrError(f"{folder / 'model.json'}: invalid JSON: {exc}") from None
-    if meta.get("type") == "lightgbm":
-        from ltr.gbdt import load_booster, predict_booster
-
-        booster, meta = load_booster(folder)
-        return (lambda x: predict_booster(booster, x)), int(meta["n_features"])
-    from ltr.models import load_model
-    from ltr.training import predict_scores, resolve_device
-
-    dev = resolve_device(device)
-    model = load_model(folder).to(dev)
-    return (lambda x: predict_scores(model, x, device=dev)), model.n_features
-
-
 def doc_ids_of(ds) -> np.ndarray:
     """The data set's ``doc_ids``, or each row's index within its query ("0", "1", ...)."""
     if getattr(ds, "doc_ids", None) is not None:
@@ -72,16 +47,16 @@ def doc_ids_of(ds) -> np.ndarray:
 
 
 def write_run(ds, scores: np.ndarray, path: str | os.PathLike, tag: str) -> None:
-    """Write the run file atomically with :func:`ltr.trec.write_run` (stable ranking, exact scores)."""
-    from ltr.trec import run_from_arrays
-    from ltr.trec import write_run as write_trec_run
+    """Write the run file atomically with :func:`ltr.data.trec.write_run` (stable ranking, exact scores)."""
+    from ltr.data.trec import run_from_arrays
+    from ltr.data.trec import write_run as write_trec_run
 
     write_trec_run(path, run_from_arrays(ds.query_ids, doc_ids_of(ds), scores, ds.query_offsets), tag=tag)
 
 
 def write_qrels(ds, path: str | os.PathLike) -> None:
     """The data set's labels as TREC qrels (``qid 0 docid label``), doc ids as in :func:`write_run`."""
-    from ltr.trec import write_qrels as write_trec_qrels
+    from ltr.data.trec import write_qrels as write_trec_qrels
 
     docs = doc_ids_of(ds)
     off = np.asarray(ds.query_offsets)
@@ -90,10 +65,11 @@ def write_qrels(ds, path: str | os.PathLike) -> None:
 
 
 def run(args) -> int:
-    from ltr.commands.train import load_data
+    from ltr.data.files import load_data_file
+    from ltr.train.model_folder import load_scorer
 
     score, n_features = load_scorer(args.model, args.device)
-    ds = load_data(args.data, "data", n_features)
+    ds = load_data_file(args.data, "data", n_features)
     if ds.n_features != n_features:
         raise LtrError(f"--data {args.data} has {ds.n_features} features, the model expects {n_features}")
     tag = args.tag or Path(args.model).resolve().name.replace(" ", "_")

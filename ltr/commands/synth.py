@@ -17,7 +17,7 @@ FILES = ("train.txt", "valid.txt", "test.txt")
 
 
 def register(subparsers) -> None:
-    from ltr.synthetic import DEFAULT
+    from ltr.data.synthetic import DEFAULT
 
     p = subparsers.add_parser(
         "synth",
@@ -49,8 +49,8 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from ltr.data import save_svmlight
+    from ltr.data.synthetic import make_synthetic_splits
     from ltr.io_utils import atomic_write_json
-    from ltr.synthetic import make_synthetic_splits
 
     out = Path(args.out)
     existing = [name for name in FILES + ("description.json",) if (out / name).exists()]

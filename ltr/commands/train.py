@@ -69,7 +69,7 @@ def _split(text: str | None) -> list[str] | None:
 
 def resolve_settings(args) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """Merge defaults, the TOML file and the command line -> (train, model, loss) dicts."""
-    from ltr.config import TrainConfig, check_keys, load_toml
+    from ltr.train.config import TrainConfig, check_keys, load_toml
 
     tables = {"train": {}, "model": {}, "loss": {}}
     if args.config:
@@ -121,7 +121,7 @@ def build_loss(loss_cfg: dict[str, Any]):
 
 
 def build_scorer(model_cfg: dict[str, Any], train_ds):
-    from ltr.models import FeatureTransform, build_model
+    from ltr.train.models import FeatureTransform, build_model
 
     arch = {k: v for k, v in model_cfg.items() if k != "normalize"}
     if arch["type"] == "linear":
@@ -132,33 +132,19 @@ def build_scorer(model_cfg: dict[str, Any], train_ds):
     return model
 
 
-def data_facts(path: str, ds) -> dict[str, Any]:
-    return {"path": str(path), "n_queries": int(ds.n_queries), "n_items": int(ds.n_items), "n_features": int(ds.n_features)}
-
-
-def load_data(path: str | None, what: str, n_features: int | None = None):
-    """Read an SVMlight/LETOR file (``n_features``: pad sparse files to the training width)."""
-    if path is None:
-        return None
-    from ltr.data import load_svmlight
-
-    if not Path(path).is_file():
-        raise LtrError(f"--{what} {path}: file not found")
-    return load_svmlight(path, n_features=n_features)
-
-
 def run(args) -> int:
-    from ltr.config import TrainConfig
+    from ltr.data.files import data_facts, load_data_file
     from ltr.io_utils import atomic_write_json
-    from ltr.models import save_model
-    from ltr.run_folder import run_folder, versions
-    from ltr.training import Trainer, seed_everything
+    from ltr.train.config import TrainConfig
+    from ltr.train.models import save_model
+    from ltr.train.run_folder import print_run_metrics, run_folder, versions
+    from ltr.train.trainer import Trainer, seed_everything
 
     t0 = time.time()
     train_cfg, model_cfg, loss_cfg = resolve_settings(args)
-    train_ds = load_data(args.train, "train")
-    valid_ds = load_data(args.valid, "valid", train_ds.n_features)
-    test_ds = load_data(args.test, "test", train_ds.n_features)
+    train_ds = load_data_file(args.train, "train")
+    valid_ds = load_data_file(args.valid, "valid", train_ds.n_features)
+    test_ds = load_data_file(args.test, "test", train_ds.n_features)
     out = Path(args.out) if args.out else Path("runs") / f"train-{loss_cfg['name']}-{model_cfg['type']}-{time.strftime('%Y%m%d-%H%M%S')}"
     loss = build_loss(loss_cfg)
 
@@ -191,13 +177,5 @@ def run(args) -> int:
             "wall_time_s": time.time() - t0,
         }
         atomic_write_json(tmp / "summary.json", summary)
-    _print_metrics(out, metrics_out, result.best_epoch)
+    print_run_metrics(out, metrics_out, result.best_epoch)
     return 0
-
-
-def _print_metrics(out: Path, metrics_out: dict[str, dict[str, float]], best_epoch: int | None) -> None:
-    where = f" (best epoch {best_epoch})" if best_epoch else ""
-    print(f"run folder: {out}{where}")
-    for split, values in metrics_out.items():
-        for name, value in values.items():
-            print(f"{split}\t{name}\t{value:.6f}")

@@ -17,7 +17,7 @@ Click models
 * Cascade model (Craswell et al., 2008): the user scans from the top and stops at the first click;
   ``P(examine r) = prod_{j<r} (1 - a_j)`` and ``P(click at r) = a_r * prod_{j<r} (1 - a_j)``.
 
-Interventions (for propensity estimation, see :mod:`ltr.propensity`): a share
+Interventions (for propensity estimation, see :mod:`ltr.clicks.propensity`): a share
 ``randomize_fraction`` of sessions shows the top-k set in a uniformly random order; a share
 ``swap_fraction`` swaps the item at position 1 with the item at a position k drawn uniformly from
 ``1..n_shown`` (k = 1 leaves the list unchanged and is the control group).

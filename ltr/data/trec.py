@@ -26,7 +26,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from ltr.columns import parse_number
+from ltr.data.columns import parse_number
 from ltr.errors import DataFormatError, LtrError
 from ltr.io_utils import atomic_write_text
 

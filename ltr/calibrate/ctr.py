@@ -9,7 +9,7 @@ The generative model (seeded, vectorised):
 * Observed features of an impression: ``x = [u * a, a, q + noise]`` (``3 d`` columns, float32).
 * True click probability ``p = sigmoid(base_logit + x @ w + interaction * x_0 * x_1)``: a linear
   model on ``x`` is close but not exact. Clicks are Bernoulli(p); ``p`` is the click probability in
-  the top position (position effects belong to :mod:`ltr.auction`).
+  the top position (position effects belong to :mod:`ltr.calibrate.auction`).
 
 Miscalibration sources: negative down-sampling (keep every click and a share ``w`` of the
 non-clicks; a model trained on the result predicts ``q = p / (p + (1 - p) w)``, which
@@ -219,8 +219,8 @@ def distort(p, kind: str, strength: float | None = None) -> np.ndarray:
 
 def train_ctr_model(train: Impressions, valid: Impressions, *, hidden=(32,), epochs: int = 8, batch_size: int = 256,
                     lr: float = 3e-3, seed: int = 0, progress: bool = False, log_dir=None):
-    """A pointwise CTR model: :class:`ltr.models.MLPScorer` (``hidden=()`` gives a linear model) trained
-    with :class:`ltr.training.Trainer` and :class:`losses.PointwiseBCE` (binary cross-entropy on the
+    """A pointwise CTR model: :class:`ltr.train.models.MLPScorer` (``hidden=()`` gives a linear model) trained
+    with :class:`ltr.train.trainer.Trainer` and :class:`losses.PointwiseBCE` (binary cross-entropy on the
     logit), one "query" per request. The output bias starts at the logit of the training click rate.
     Early stopping watches the validation LogLoss of ``sigmoid(score)`` (``monitor="logloss"``, lower
     is better), the loss the model is fitted for; AUC is logged beside it. Seeded: the same ``seed``
@@ -228,11 +228,11 @@ def train_ctr_model(train: Impressions, valid: Impressions, *, hidden=(32,), epo
 
     Returns ``(trainer, fit_result)``; ``sigmoid(trainer.predict(ds))`` are the predicted CTRs.
     """
-    from losses import PointwiseBCE
-    from ltr.models import LinearScorer, MLPScorer
-    from ltr.training import TrainConfig, Trainer
-
     import torch
+
+    from losses import PointwiseBCE
+    from ltr.train.models import LinearScorer, MLPScorer
+    from ltr.train.trainer import TrainConfig, Trainer
 
     n_features = train.features.shape[1]
     torch.manual_seed(seed)  # the initial weights: the trainer seeds only when fit starts

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ltr.click_models import MODE_RANDOMIZED, MODE_SWAP, ClickLog
+from ltr.clicks.click_models import MODE_RANDOMIZED, MODE_SWAP, ClickLog
 from ltr.errors import LtrError
 from metrics.stats import normal_interval
 
@@ -198,7 +198,7 @@ def propensities_from_curve(log: ClickLog, curve) -> np.ndarray:
     """Per-entry propensities ``curve[position - 1]`` (for IPS with an estimated curve).
 
     >>> import numpy as np
-    >>> from ltr.click_models import ClickLog
+    >>> from ltr.clicks.click_models import ClickLog
     >>> z = np.zeros(3, dtype=np.int64)
     >>> log = ClickLog(z, z, z, np.array([1, 2, 3]), z, z.astype(np.int8), np.ones(3), np.zeros(1, np.int64),
     ...                np.zeros(1, np.int8), np.zeros(1, np.int64))

@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
+
+import tomllib
 
 from ltr.errors import LtrError
 
@@ -53,7 +54,7 @@ class TrainConfig:
         metrics and "auc" are better when higher; "logloss" and "brier" (computed on sigmoid(score),
         for pointwise BCE / CTR models whose scores are logits) when lower.
     metrics: validation metrics computed each epoch (``metrics.evaluate`` names, plus "logloss",
-        "brier", "auc" on binary labels, see ``ltr.training``); monitor is added if missing.
+        "brier", "auc" on binary labels, see ``ltr.train.trainer``); monitor is added if missing.
     preset, conventions: metric conventions passed to ``metrics.evaluate`` (None: the toolkit's own).
     seed: seeds torch, numpy and python at the start of ``fit`` and derives each epoch's batch order.
     device: "cpu", "cuda", "cuda:N" or "auto" (cuda when present).

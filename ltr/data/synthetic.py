@@ -42,7 +42,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from ltr.data import RankingDataset, split_by_query
+from ltr.data.dataset import RankingDataset, split_by_query
 
 __all__ = ["make_mslr_like", "make_synthetic_splits", "generate", "DEFAULT", "LABEL_SHARES", "GENERATOR_VERSION"]
 
@@ -218,7 +218,7 @@ def make_mslr_like(
     label_counts = np.bincount(labels.astype(np.int64), minlength=5)
     has_relevant = np.maximum.reduceat(labels, offsets[:-1]) > 0
     description = {
-        "generator": "ltr.synthetic.make_mslr_like",
+        "generator": "ltr.data.synthetic.make_mslr_like",
         "version": GENERATOR_VERSION,
         "parameters": {
             "n_queries": n_queries,

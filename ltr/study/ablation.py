@@ -19,13 +19,13 @@ over queries are well defined). ``workers`` only changes where a cell runs, neve
 
 Methods (``losses.get_loss`` names, ``name@K`` adds a cutoff ``k=K``, plus LightGBM):
 ``ranknet``, ``lambdarank``, ``lambdarank@10``, ``ndcg_loss2``, ``ndcg_loss2pp``, ``listnet``,
-``mse``, ``bce``, ``lightgbm``. Data sets: ``synthetic`` (``ltr.synthetic``), ``svmlight``
+``mse``, ``bce``, ``lightgbm``. Data sets: ``synthetic`` (``ltr.data.synthetic``), ``svmlight``
 (train / valid / test files; a missing valid file is split off the training file by query) and
 ``folds`` (``S1..Sn`` parts with the LETOR rotation: fold f trains on S_f, S_f+1, S_f+2, validates on
 S_f+3 and tests on S_f+4, indices modulo n; the per-query values of the folds are concatenated, so
 every query of the data set is tested exactly once per seed).
 
-The report (:mod:`ltr.ablation_report`) turns the cells into ``results.json``, ``results.md``, a
+The report (:mod:`ltr.study.report`) turns the cells into ``results.json``, ``results.md``, a
 plot and TensorBoard HParams runs.
 """
 
@@ -224,7 +224,7 @@ def load_config(path: str | os.PathLike) -> AblationConfig:
     (``name``, ``kind`` and the kind's options). Relative data paths are taken from the current
     working directory. Unknown keys are errors naming the file and the key.
     """
-    from ltr.config import check_keys, read_toml
+    from ltr.train.config import check_keys, read_toml
 
     path = Path(path)
     data = read_toml(path)
@@ -393,7 +393,7 @@ def load_splits(spec: DatasetSpec, fold: int | None):
 
     opts = dict(spec.options)
     if spec.kind == "synthetic":
-        from ltr import synthetic
+        from ltr.data import synthetic
 
         split = tuple(opts.pop("split", (0.6, 0.2, 0.2)))
         split_seed = int(opts.pop("split_seed", 0))
@@ -461,7 +461,7 @@ def run_cell(cell: Cell, config: AblationConfig) -> dict:
     """Train and evaluate one cell; return its record (per-query test values keyed by stamped names)."""
     import torch
 
-    from ltr.training import evaluate_scores
+    from ltr.train.trainer import evaluate_scores
 
     t0 = time.perf_counter()
     code_version()
@@ -471,7 +471,7 @@ def run_cell(cell: Cell, config: AblationConfig) -> dict:
     base, k = parse_method(cell.method)
     info: dict[str, Any]
     if base == "lightgbm":
-        from ltr.gbdt import predict_booster, train_lightgbm
+        from ltr.train.gbdt import predict_booster, train_lightgbm
 
         params = {"num_threads": int(config.threads_per_cell), **config.lightgbm}
         gbdt = dict(config.gbdt)
@@ -480,8 +480,8 @@ def run_cell(cell: Cell, config: AblationConfig) -> dict:
         info = {"best_iteration": int(ginfo["best_iteration"])}
     else:
         import losses
-        from ltr.models import FeatureTransform, build_model
-        from ltr.training import TrainConfig, Trainer
+        from ltr.train.models import FeatureTransform, build_model
+        from ltr.train.trainer import TrainConfig, Trainer
 
         model_cfg = dict(config.model)
         normalize = model_cfg.pop("normalize", None)
@@ -523,7 +523,7 @@ def run_cell(cell: Cell, config: AblationConfig) -> dict:
 
 
 def _predict(model, ds) -> np.ndarray:
-    from ltr.training import predict_scores
+    from ltr.train.trainer import predict_scores
 
     return predict_scores(model, ds.features)
 

@@ -1,6 +1,6 @@
 """Counterfactual evaluation and training from logged clicks: naive, IPS and self-normalised IPS.
 
-Setting: a click log (:class:`ltr.click_models.ClickLog`) recorded on the lists a logging ranker
+Setting: a click log (:class:`ltr.clicks.click_models.ClickLog`) recorded on the lists a logging ranker
 showed; each entry carries the examination propensity ``p`` of its position. A new ranker with
 scores ``s`` is judged by a click-based DCG, with the discount ``d`` of :mod:`metrics.discounts`
 (``1/log2(rank+1)`` cut at k by default; the rank is the item's rank under ``s`` in its query)::
@@ -17,7 +17,7 @@ so it orders rankers as DCG with the toolkit's gain does. The naive estimate ins
 item by how often the *logging* ranker let it be seen. SNIPS divides by the estimated total
 attraction, so it targets ``sum_i a_i d(rank_s(i)) / sum_i a_i`` (consistent, slightly biased for
 few sessions) and is unchanged when all propensities are scaled by a constant, which is what
-relative propensities from :mod:`ltr.propensity` give. Clipping at ``tau`` bounds the weights by
+relative propensities from :mod:`ltr.clicks.propensity` give. Clipping at ``tau`` bounds the weights by
 ``1/tau``: less variance, a downward bias on items with ``p < tau``.
 
 Training (:func:`click_training_set`): each session becomes a list with labels = clicks and
@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from ltr.click_models import ClickLog
+from ltr.clicks.click_models import ClickLog
 from ltr.errors import LtrError
 from metrics.discounts import discount_values
 
@@ -116,7 +116,7 @@ def click_dcg(
     """Per-query click-based DCG@k of the ranking by ``scores``: ``"naive"``, ``"ips"`` or ``"snips"``.
 
     ``propensity``: per-entry propensities to use instead of the logged ones (e.g. an estimated
-    curve through :func:`ltr.propensity.propensities_from_curve`). Returns ``[Q]``: NaN for queries
+    curve through :func:`ltr.clicks.propensity.propensities_from_curve`). Returns ``[Q]``: NaN for queries
     without sessions (and, for SNIPS, without clicks).
     """
     if estimator not in ESTIMATORS:
@@ -197,7 +197,9 @@ def click_training_set(
     :class:`ltr.data.RankingDataset` (``query_ids`` = session ids; ``log.session_query[query_ids]``
     gives each list's query) and the shown position of each row (for LightGBM's position bias).
     """
-    from ltr.data import RankingDataset  # lazy: keeps the estimators importable on their own
+    from ltr.data import (
+        RankingDataset,  # lazy: keeps the estimators importable on their own
+    )
 
     if weighting not in ("ips", "none"):
         raise LtrError(f"unknown weighting {weighting!r}: use 'ips' or 'none'")

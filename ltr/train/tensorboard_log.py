@@ -54,7 +54,9 @@ class TensorBoardLogger:
     """
 
     def __init__(self, log_dir: str | os.PathLike, purge_step: int | None = None):
-        from torch.utils.tensorboard import SummaryWriter  # imported lazily: it is slow to import
+        from torch.utils.tensorboard import (
+            SummaryWriter,  # imported lazily: it is slow to import
+        )
 
         self.log_dir = str(log_dir)
         self.writer = SummaryWriter(log_dir=self.log_dir, purge_step=purge_step)

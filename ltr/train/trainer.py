@@ -7,7 +7,7 @@
     result.best_epoch, result.valid_metrics      # the model now holds the best epoch's weights
 
 One epoch visits every training query once, in batches of ``batch_size`` queries padded to their
-longest list (:func:`ltr.batching.iterate_batches`, length-bucketed); the batch order of epoch ``e``
+longest list (:func:`ltr.data.batching.iterate_batches`, length-bucketed); the batch order of epoch ``e``
 is a pure function of ``(seed, e)`` (the sampler's ``set_epoch``), so a resumed run sees the same batches as an uninterrupted one.
 After each epoch the validation set is scored (eval mode, no gradients, flat rows) and judged by
 ``metrics.evaluate``; the ``monitor`` metric picks the best epoch, whose weights are kept in memory and
@@ -47,9 +47,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from ltr.checkpoint import CHECKPOINT_NAME, load_checkpoint, rng_state, save_checkpoint, set_rng_state
-from ltr.config import DEFAULT_METRICS, TrainConfig
 from ltr.errors import LtrError
+from ltr.train.checkpoint import (
+    CHECKPOINT_NAME,
+    load_checkpoint,
+    rng_state,
+    save_checkpoint,
+    set_rng_state,
+)
+from ltr.train.config import DEFAULT_METRICS, TrainConfig
 
 __all__ = [
     "TrainConfig",
@@ -305,7 +311,7 @@ class Trainer:
         """
         from tqdm.auto import tqdm
 
-        from ltr.batching import iterate_batches
+        from ltr.data.batching import iterate_batches
 
         cfg = self.config
         n_features = getattr(self.model, "n_features", None)
@@ -337,7 +343,7 @@ class Trainer:
             seed_everything(cfg.seed)
 
         if cfg.log_dir is not None:
-            from ltr.tensorboard_log import TensorBoardLogger
+            from ltr.train.tensorboard_log import TensorBoardLogger
 
             # A resumed run whose log folder already holds the killed run's events keeps them and
             # hides its later, unfinished epochs (purge_step). A fresh folder (e.g. ``ltr train``'s

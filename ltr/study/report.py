@@ -28,11 +28,17 @@ from typing import Any
 
 import numpy as np
 
-from ltr.ablation import AblationConfig, _json_safe
 from ltr.errors import LtrError
 from ltr.io_utils import atomic_path, atomic_write_json, atomic_write_text
-from ltr.report_table import format_interval, markdown_table
-from metrics.stats import bootstrap_ci, holm, paired_bootstrap_test, paired_t_test, t_interval
+from ltr.study.ablation import AblationConfig, _json_safe
+from ltr.study.report_table import format_interval, markdown_table
+from metrics.stats import (
+    bootstrap_ci,
+    holm,
+    paired_bootstrap_test,
+    paired_t_test,
+    t_interval,
+)
 
 __all__ = ["RESULTS_FORMAT", "summarize", "render_markdown", "plot_summary", "write_tensorboard", "write_report"]
 
@@ -251,8 +257,8 @@ def write_tensorboard(records: list[dict], config: AblationConfig, folder: str |
     The hyper-parameters are the cell's coordinates and settings; the metrics are its test means
     (stamped names). The whole folder is written beside the destination and swapped in at the end.
     """
-    from ltr.run_folder import run_folder
-    from ltr.tensorboard_log import TensorBoardLogger
+    from ltr.train.run_folder import run_folder
+    from ltr.train.tensorboard_log import TensorBoardLogger
 
     folder = Path(folder)
     with run_folder(folder, overwrite=True) as tmp:

@@ -17,7 +17,7 @@ from typing import Iterator
 
 from ltr.errors import LtrError
 
-__all__ = ["run_folder", "versions"]
+__all__ = ["run_folder", "versions", "print_run_metrics"]
 
 
 @contextlib.contextmanager
@@ -68,3 +68,12 @@ def versions() -> dict[str, str]:
         out["lightgbm"] = "absent"
     out["platform"] = platform.platform()
     return out
+
+
+def print_run_metrics(out: Path, metrics_out: dict[str, dict[str, float]], best_epoch: int | None) -> None:
+    """Print where a run folder is and its metrics, one ``split<TAB>name<TAB>value`` line each."""
+    where = f" (best epoch {best_epoch})" if best_epoch else ""
+    print(f"run folder: {out}{where}")
+    for split, values in metrics_out.items():
+        for name, value in values.items():
+            print(f"{split}\t{name}\t{value:.6f}")

@@ -21,7 +21,7 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 import torch
 
-from ltr.data import RankingDataset
+from ltr.data.dataset import RankingDataset
 
 __all__ = ["PaddedBatch", "BucketBatchSampler", "iterate_batches", "make_batch", "padding_ratio", "pad_flat"]
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ltr.data import RankingDataset
+from ltr.data.dataset import RankingDataset
 
 __all__ = ["Normalizer", "KINDS", "signed_log1p"]
 

@@ -64,7 +64,7 @@ class FeatureTransform(nn.Module):
     """Fixed per-feature input transform inside the model: ``x -> (f(x) - shift) / scale``.
 
     ``f`` is ``sign(x) * log1p(|x|)`` on the features where ``log1p_mask`` is true and the identity
-    elsewhere. The statistics come from :class:`ltr.normalize.Normalizer` fitted on the training
+    elsewhere. The statistics come from :class:`ltr.data.normalize.Normalizer` fitted on the training
     split (kinds ``standard``, ``log1p``, ``log1p_standard``); they are buffers, so they travel in the
     model's state dict and a saved model normalises its own inputs.
 
@@ -86,7 +86,7 @@ class FeatureTransform(nn.Module):
 
     @classmethod
     def from_normalizer(cls, normalizer) -> "FeatureTransform":
-        """The in-model equivalent of a fitted :class:`ltr.normalize.Normalizer`."""
+        """The in-model equivalent of a fitted :class:`ltr.data.normalize.Normalizer`."""
         if not normalizer.is_fitted:
             raise LtrError("the normaliser must be fitted on the training split first")
         t = cls(normalizer.n_features_, normalizer.kind)
@@ -97,8 +97,8 @@ class FeatureTransform(nn.Module):
 
     @classmethod
     def fit(cls, features: np.ndarray, kind: str = "standard") -> "FeatureTransform":
-        """Fit a :class:`ltr.normalize.Normalizer` of ``kind`` on training features [N, F]."""
-        from ltr.normalize import Normalizer
+        """Fit a :class:`ltr.data.normalize.Normalizer` of ``kind`` on training features [N, F]."""
+        from ltr.data.normalize import Normalizer
 
         if kind not in cls.KINDS:
             raise LtrError(f"unknown normalisation {kind!r}; choose one of {', '.join(cls.KINDS)}")

@@ -1,0 +1,160 @@
+"""The before / after calibration report: LogLoss, Brier, ECE and MCE, the AUC-invariance check,
+and the reliability diagram (PNG and TensorBoard figure).
+"""
+
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from ltr.calibrate.calibrators import _as_labels, _as_scores, _Calibrator
+from ltr.calibrate.invariance import AucInvarianceReport, check_auc_invariance
+from ltr.io_utils import atomic_path
+from metrics.classification import brier, calibration_curve, ece, log_loss, mce
+
+__all__ = ["calibration_metrics", "CalibrationReport", "reliability_figure", "save_reliability_diagram",
+           "add_reliability_to_tensorboard"]
+
+
+def calibration_metrics(labels, probs, n_bins: int = 15) -> dict[str, float]:
+    """LogLoss, Brier, ECE and MCE with equal-width and equal-mass bins, mean prediction and base rate."""
+    y = np.asarray(labels, dtype=np.float64)
+    p = np.asarray(probs, dtype=np.float64)
+    return {
+        "log_loss": log_loss(y, p),
+        "brier": brier(y, p),
+        "ece_width": ece(y, p, n_bins=n_bins, strategy="width"),
+        "ece_mass": ece(y, p, n_bins=n_bins, strategy="mass"),
+        "mce_width": mce(y, p, n_bins=n_bins, strategy="width"),
+        "mce_mass": mce(y, p, n_bins=n_bins, strategy="mass"),
+        "mean_prediction": float(p.mean()),
+        "base_rate": float(y.mean()),
+    }
+
+
+@dataclass
+class CalibrationReport:
+    """Calibration metrics before and after, the AUC-invariance check, and the fitted calibrator."""
+
+    method: str
+    n_fit: int
+    n_eval: int
+    n_bins: int
+    before: dict[str, float]
+    after: dict[str, float]
+    invariance: AucInvarianceReport
+    calibrator: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, method: str, calibrator: _Calibrator, eval_scores, eval_labels, eval_probs_before=None,
+              groups=None, n_bins: int = 15) -> "CalibrationReport":
+        """Apply ``calibrator`` to the evaluation rows and measure. ``eval_probs_before`` are the
+        probabilities to judge "before" (default: the scores themselves, which must then lie in [0, 1];
+        for raw scores pass e.g. their sigmoid)."""
+        s = _as_scores(eval_scores)
+        y = _as_labels(eval_labels, s.shape[0])
+        before = s if eval_probs_before is None else np.asarray(eval_probs_before, dtype=np.float64)
+        after = calibrator.predict(s)
+        return cls(
+            method=method,
+            n_fit=calibrator.n_fit_,
+            n_eval=int(s.shape[0]),
+            n_bins=n_bins,
+            before=calibration_metrics(y, before, n_bins),
+            after=calibration_metrics(y, after, n_bins),
+            invariance=check_auc_invariance(s, after, y, groups),
+            calibrator=calibrator.to_dict(),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "method": self.method,
+            "n_fit": self.n_fit,
+            "n_eval": self.n_eval,
+            "n_bins": self.n_bins,
+            "before": self.before,
+            "after": self.after,
+            "auc_invariance": self.invariance.to_dict(),
+            "calibrator": self.calibrator,
+        }
+
+    def to_text(self) -> str:
+        rows = [
+            ("LogLoss", "log_loss"), ("Brier", "brier"), (f"ECE width ({self.n_bins} bins)", "ece_width"),
+            (f"ECE mass ({self.n_bins} bins)", "ece_mass"), ("MCE width", "mce_width"), ("MCE mass", "mce_mass"),
+            ("mean prediction", "mean_prediction"), ("base rate", "base_rate"),
+        ]
+        out = [f"calibration: {self.method}; fitted on {self.n_fit} rows, evaluated on {self.n_eval} held-out rows", "",
+               f"{'metric':<22} {'before':>12} {'after':>12}"]
+        for label, key in rows:
+            out.append(f"{label:<22} {self.before[key]:>12.6f} {self.after[key]:>12.6f}")
+        out += ["", self.invariance.to_text()]
+        return "\n".join(out) + "\n"
+
+
+def reliability_figure(labels, series: Mapping[str, Any], n_bins: int = 15, title: str | None = None):
+    """A matplotlib figure: reliability curves with equal-width (left) and equal-mass (right) bins.
+
+    ``series`` maps a name (e.g. "before", "after") to probabilities. The axes span the range the
+    curves use, not [0, 1], so that low click rates are visible.
+    """
+    # A bare Figure (no pyplot): no GUI backend is touched and nothing global is registered.
+    from matplotlib.figure import Figure
+
+    y = np.asarray(labels, dtype=np.float64)
+    fig = Figure(figsize=(10, 4.5))
+    axes = fig.subplots(1, 2)
+    for ax, strategy in zip(axes, ("width", "mass")):
+        top = 0.0
+        for name, probs in series.items():
+            c = calibration_curve(y, probs, n_bins=n_bins, strategy=strategy)
+            ax.plot(c.mean_predicted, c.fraction_positive, marker="o", ms=3, label=name)
+            top = max(top, float(c.mean_predicted.max()), float(c.fraction_positive.max()))
+        top = min(1.0, top * 1.05) or 1.0
+        ax.plot([0, top], [0, top], ls="--", color="grey", lw=1, label="perfect")
+        ax.set_xlim(0, top)
+        ax.set_ylim(0, top)
+        ax.set_xlabel("mean predicted probability")
+        ax.set_ylabel("observed positive rate")
+        ax.set_title(f"equal-{strategy} bins ({n_bins})")
+        ax.legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def save_reliability_diagram(path, labels, series: Mapping[str, Any], n_bins: int = 15,
+                             title: str | None = None, dpi: int = 110) -> None:
+    """Write :func:`reliability_figure` as a PNG, atomically."""
+    fig = reliability_figure(labels, series, n_bins=n_bins, title=title)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=dpi)
+
+
+def add_reliability_to_tensorboard(writer_or_dir, tag: str, labels, series: Mapping[str, Any],
+                                   n_bins: int = 15, step: int = 0) -> None:
+    """Log the reliability figure with ``SummaryWriter.add_figure``.
+
+    ``writer_or_dir`` is an open ``torch.utils.tensorboard.SummaryWriter`` or a log directory (a writer
+    is opened and closed). TensorBoard event files are append-only streams read while they grow,
+    so they are not written through a temporary file.
+    """
+    fig = reliability_figure(labels, series, n_bins=n_bins, title=tag)
+    own = isinstance(writer_or_dir, (str, bytes)) or hasattr(writer_or_dir, "__fspath__")
+    if own:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from torch.utils.tensorboard import SummaryWriter
+        writer = SummaryWriter(log_dir=str(writer_or_dir))
+    else:
+        writer = writer_or_dir
+    try:
+        writer.add_figure(tag, fig, global_step=step, close=True)
+    finally:
+        if own:
+            writer.close()
