@@ -56,6 +56,7 @@ from ltr.train.checkpoint import (
     set_rng_state,
 )
 from ltr.train.config import DEFAULT_METRICS, TrainConfig
+from ltr.train.early_stopping import EarlyStopping
 
 __all__ = [
     "TrainConfig",
@@ -243,6 +244,9 @@ class Trainer:
         self.callbacks = list(callbacks or [])
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.config.lr, weight_decay=self.config.weight_decay)
         self.logger = None
+        cfg = self.config
+        self.stopping = EarlyStopping(cfg.monitor, higher_is_better(cfg.monitor), cfg.min_delta, cfg.patience)
+        self.history: list[dict[str, Any]] = []
 
     # ------------------------------------------------------------------ prediction
     @torch.no_grad()
@@ -260,10 +264,14 @@ class Trainer:
         d = self.config.checkpoint_dir
         return None if d is None else Path(d) / CHECKPOINT_NAME
 
+    def _last_good_checkpoint(self) -> str | None:
+        path = self.checkpoint_path
+        return str(path) if path is not None and path.exists() else None
+
     def _config_fingerprint(self) -> dict[str, Any]:
         return {k: v for k, v in self.config.to_dict().items() if k not in _RESUME_FREE_KEYS}
 
-    def _state(self, epochs_done: int, st: dict[str, Any]) -> dict[str, Any]:
+    def _state(self, epochs_done: int) -> dict[str, Any]:
         return {
             "format": "ltr-checkpoint-1",
             "epochs_done": epochs_done,
@@ -271,18 +279,13 @@ class Trainer:
             "seed": int(self.config.seed),
             "model": {k: v.detach().cpu().clone() for k, v in self.model.state_dict().items()},
             "optimizer": self.optimizer.state_dict(),
-            "best_value": st["best_value"],
-            "best_epoch": st["best_epoch"],
-            "best_model": st["best_model"],
-            "best_metrics": st["best_metrics"],
-            "bad_epochs": st["bad_epochs"],
-            "history": st["history"],
-            "monitor": st["monitor"],
+            **self.stopping.state_dict(),
+            "history": self.history,
             "rng": rng_state(),
             "config": self._config_fingerprint(),
         }
 
-    def _restore(self, ckpt: dict[str, Any], st: dict[str, Any]) -> int:
+    def _restore(self, ckpt: dict[str, Any]) -> int:
         if ckpt.get("format") != "ltr-checkpoint-1":
             raise LtrError(f"{self.checkpoint_path}: not an ltr checkpoint")
         mine = self._config_fingerprint()
@@ -298,8 +301,8 @@ class Trainer:
         except RuntimeError as exc:
             raise LtrError(f"{self.checkpoint_path}: checkpoint does not fit this model: {exc}") from None
         self.optimizer.load_state_dict(ckpt["optimizer"])
-        for key in ("best_value", "best_epoch", "best_model", "best_metrics", "bad_epochs", "history", "monitor"):
-            st[key] = ckpt[key]
+        self.stopping.load_state_dict(ckpt)
+        self.history = ckpt["history"]
         set_rng_state(ckpt["rng"])
         return int(ckpt["epochs_done"])
 
@@ -307,13 +310,30 @@ class Trainer:
     def fit(self, train_ds, valid_ds, test_ds=None) -> FitResult:
         """Train on ``train_ds``, validate on ``valid_ds`` each epoch; return the best epoch's result.
 
-        ``test_ds`` (optional) is scored once, with the best weights, after training.
+        ``test_ds`` (optional) is scored once, with the best weights, after training. The steps, in
+        order: :meth:`_check_data`, :meth:`_resume_or_seed`, :meth:`_open_logger`, then per epoch
+        :meth:`run_epoch` (:meth:`train_epoch`, :meth:`validate`, the early-stopping update) and
+        :meth:`_end_epoch` (logging, checkpoint), and last :meth:`_finish` (best weights, test set).
         """
-        from tqdm.auto import tqdm
-
-        from ltr.data.batching import iterate_batches
-
+        t0 = time.perf_counter()
         cfg = self.config
+        self._check_data(train_ds, valid_ds, test_ds)
+        self.stopping = EarlyStopping(cfg.monitor, higher_is_better(cfg.monitor), cfg.min_delta, cfg.patience)
+        self.history = []
+        start = self._resume_or_seed()
+        self._open_logger(start)
+        try:
+            stopped_early = self._run_epochs(train_ds, valid_ds, start)
+            if self.stopping.best_model is not None:
+                self.model.load_state_dict(self.stopping.best_model)
+            return self._finish(test_ds, stopped_early, t0)
+        finally:
+            if self.logger is not None:
+                self.logger.close()
+                self.logger = None
+
+    def _check_data(self, train_ds, valid_ds, test_ds) -> None:
+        """Refuse empty sets, a feature count the model does not take, and unknown metric names."""
         n_features = getattr(self.model, "n_features", None)
         for name, ds in (("training", train_ds), ("validation", valid_ds), ("test", test_ds)):
             if ds is None:
@@ -322,152 +342,165 @@ class Trainer:
                 raise LtrError(f"the {name} set has {ds.n_features} features, the model expects {n_features}")
             if ds.n_queries == 0:
                 raise LtrError(f"the {name} set has no queries")
-        check_metric_names(cfg.metrics, cfg.preset, cfg.conventions)
-        t0 = time.perf_counter()
-        higher = higher_is_better(cfg.monitor)
+        check_metric_names(self.config.metrics, self.config.preset, self.config.conventions)
 
-        st: dict[str, Any] = {
-            "best_value": -math.inf if higher else math.inf,
-            "best_epoch": 0,
-            "best_model": None,
-            "best_metrics": {},
-            "bad_epochs": 0,
-            "history": [],
-            "monitor": cfg.monitor,  # replaced by the stamped name after the first validation
-        }
-        start = 0
-        ckpt_path = self.checkpoint_path
-        if cfg.resume and ckpt_path is not None and ckpt_path.exists():
-            start = self._restore(load_checkpoint(ckpt_path), st)
-        else:
-            seed_everything(cfg.seed)
+    def _resume_or_seed(self) -> int:
+        """Restore the checkpoint when resuming (returns the epochs it had finished), else seed."""
+        path = self.checkpoint_path
+        if self.config.resume and path is not None and path.exists():
+            return self._restore(load_checkpoint(path))
+        seed_everything(self.config.seed)
+        return 0
 
-        if cfg.log_dir is not None:
-            from ltr.train.tensorboard_log import TensorBoardLogger
+    def _open_logger(self, start: int) -> None:
+        """Open TensorBoard when ``log_dir`` is set.
 
-            # A resumed run whose log folder already holds the killed run's events keeps them and
-            # hides its later, unfinished epochs (purge_step). A fresh folder (e.g. ``ltr train``'s
-            # new run folder) gets the restored history's per-epoch scalars written again, so its
-            # curves start at epoch 1; only the earlier epochs' score histograms are missing
-            # (scores are not checkpointed).
-            fresh = not any(Path(cfg.log_dir).glob("events.out.tfevents.*"))
-            self.logger = TensorBoardLogger(cfg.log_dir, purge_step=start + 1 if start and not fresh else None)
-            if start and fresh:
-                for record in st["history"]:
-                    self._log_epoch(record, None)
-        use_weights = getattr(train_ds, "weights", None) is not None
-        stopped_early = False
+        A resumed run whose log folder already holds the killed run's events keeps them and hides its
+        later, unfinished epochs (purge_step). A fresh folder (e.g. ``ltr train``'s new run folder)
+        gets the restored history's per-epoch scalars written again, so its curves start at epoch 1;
+        only the earlier epochs' score histograms are missing (scores are not checkpointed).
+        """
+        log_dir = self.config.log_dir
+        if log_dir is None:
+            return
+        from ltr.train.tensorboard_log import TensorBoardLogger
+
+        fresh = not any(Path(log_dir).glob("events.out.tfevents.*"))
+        self.logger = TensorBoardLogger(log_dir, purge_step=start + 1 if start and not fresh else None)
+        if start and fresh:
+            for record in self.history:
+                self._log_epoch(record, None)
+
+    def _run_epochs(self, train_ds, valid_ds, start: int) -> bool:
+        """Epochs ``start + 1 .. epochs`` until early stopping; returns whether it stopped early."""
+        from tqdm.auto import tqdm
+
+        cfg = self.config
+        if self.stopping.should_stop:
+            return True  # the checkpointed run had already stopped
+        bar = tqdm(range(start, cfg.epochs), desc="epochs", disable=not cfg.progress, initial=start, total=cfg.epochs)
         try:
-            if cfg.patience is not None and st["bad_epochs"] >= cfg.patience:
-                stopped_early = True  # the checkpointed run had already stopped
-            epoch_bar = tqdm(range(start, cfg.epochs), desc="epochs", disable=not cfg.progress, initial=start, total=cfg.epochs)
-            for e in (range(0) if stopped_early else epoch_bar):
-                epoch = e + 1
-                t_epoch = time.perf_counter()
-                self.model.train()
-                total, count = 0.0, 0
-                batches = iterate_batches(
-                    train_ds, cfg.batch_size, shuffle=True, seed=cfg.seed, epoch=e, device=self.device,
-                    bucket_size=cfg.bucket_size,
-                )
-                n_batches = -(-train_ds.n_queries // cfg.batch_size)
-                for b, batch in enumerate(tqdm(batches, desc=f"epoch {epoch}", total=n_batches, leave=False, disable=not cfg.progress), 1):
-                    scores = self.model(batch.features, mask=batch.mask)
-                    try:
-                        if use_weights and batch.weights is not None:
-                            value = self.loss(scores, batch.labels, batch.mask, weights=batch.weights)
-                        else:
-                            value = self.loss(scores, batch.labels, batch.mask)
-                    except ValueError as exc:  # the loss refuses this data (e.g. BCE on graded labels)
-                        raise LtrError(f"the loss {type(self.loss).__name__} refused batch {b} of epoch {epoch}: {exc}") from None
-                    v = float(value.detach())
-                    if not math.isfinite(v):
-                        raise NonFiniteLossError(epoch, b, v, str(ckpt_path) if ckpt_path and ckpt_path.exists() else None)
-                    total += v
-                    count += 1
-                    if not value.requires_grad:  # e.g. a batch of empty queries: nothing to learn
-                        continue
-                    self.optimizer.zero_grad(set_to_none=True)
-                    value.backward()
-                    if cfg.grad_clip is not None:
-                        nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
-                    self.optimizer.step()
-                train_loss = total / max(count, 1)
-
-                valid_scores = self.predict(valid_ds)
-                n_bad = int(np.count_nonzero(~np.isfinite(valid_scores)))
-                if n_bad:
-                    raise NonFiniteScoresError(epoch, n_bad, str(ckpt_path) if ckpt_path and ckpt_path.exists() else None)
-                ev = evaluate_scores(valid_scores, valid_ds, cfg.metrics, cfg.preset, cfg.conventions, where="validation")
-                st["monitor"] = ev.names[cfg.monitor]
-                valid = {k: float(v) for k, v in ev.mean.items()}
-                value_now = valid[st["monitor"]]
-                if higher:
-                    improved = math.isfinite(value_now) and value_now > st["best_value"] + cfg.min_delta
-                else:
-                    improved = math.isfinite(value_now) and value_now < st["best_value"] - cfg.min_delta
-                if improved or st["best_model"] is None:
-                    st["best_value"] = value_now if math.isfinite(value_now) else st["best_value"]
-                    st["best_epoch"] = epoch
-                    st["best_model"] = {k: v.detach().cpu().clone() for k, v in self.model.state_dict().items()}
-                    st["best_metrics"] = valid
-                    st["bad_epochs"] = 0
-                else:
-                    st["bad_epochs"] += 1
-                record = {
-                    "epoch": epoch,
-                    "train_loss": train_loss,
-                    "valid": valid,
-                    "improved": bool(improved),
-                    "seconds": time.perf_counter() - t_epoch,
-                }
-                st["history"].append(record)
-
-                if self.logger is not None:
-                    self._log_epoch(record, valid_scores if cfg.histograms else None)
-                if ckpt_path is not None:
-                    save_checkpoint(ckpt_path, self._state(epoch, st))
-                epoch_bar.set_postfix(loss=f"{train_loss:.4f}", **{cfg.monitor: f"{value_now:.4f}"})
+            for e in bar:
+                record, valid_scores = self.run_epoch(train_ds, valid_ds, e)
+                self._end_epoch(record, valid_scores)
+                bar.set_postfix(loss=f"{record['train_loss']:.4f}", **{cfg.monitor: f"{record['valid'][self.stopping.monitor]:.4f}"})
                 for callback in self.callbacks:
-                    callback(self, epoch, record)
-                if cfg.patience is not None and st["bad_epochs"] >= cfg.patience:
-                    stopped_early = True
-                    break
-            epoch_bar.close()
-
-            if st["best_model"] is not None:
-                self.model.load_state_dict(st["best_model"])
-            test_metrics = None
-            if test_ds is not None:
-                ev = evaluate_scores(self.predict(test_ds), test_ds, cfg.metrics, cfg.preset, cfg.conventions, where="test")
-                test_metrics = {k: float(v) for k, v in ev.mean.items()}
-            result = FitResult(
-                best_epoch=int(st["best_epoch"]),
-                best_value=float(st["best_value"]),
-                monitor=st["monitor"],
-                history=list(st["history"]),
-                model=self.model,
-                valid_metrics=dict(st["best_metrics"]),
-                test_metrics=test_metrics,
-                epochs_run=len(st["history"]),
-                stopped_early=stopped_early,
-                wall_time_s=time.perf_counter() - t0,
-                higher_is_better=higher,
-            )
-            if self.logger is not None:
-                final = {"valid": result.valid_metrics}
-                if test_metrics is not None:
-                    final["test"] = test_metrics
-                    self.logger.metrics("test", test_metrics, result.best_epoch)
-                hp = {**self._hparam_config(), **self.hparams, "best_epoch": result.best_epoch}
-                self.logger.hparams(hp, final, result.best_epoch)
-                result.tensorboard_tags = dict(self.logger.tags)
-                self.logger.flush()
-            return result
+                    callback(self, record["epoch"], record)
+                if self.stopping.should_stop:
+                    return True
+            return False
         finally:
-            if self.logger is not None:
-                self.logger.close()
-                self.logger = None
+            bar.close()
+
+    def run_epoch(self, train_ds, valid_ds, e: int) -> tuple[dict[str, Any], np.ndarray]:
+        """One epoch (0-based ``e``): train, validate, update the early-stopping state; returns the
+        epoch's history record and the validation scores."""
+        t_epoch = time.perf_counter()
+        epoch = e + 1
+        train_loss = self.train_epoch(train_ds, e)
+        valid, valid_scores = self.validate(valid_ds, epoch)
+        improved = self.stopping.update(epoch, valid[self.stopping.monitor], valid, self.model)
+        record = {
+            "epoch": epoch,
+            "train_loss": train_loss,
+            "valid": valid,
+            "improved": bool(improved),
+            "seconds": time.perf_counter() - t_epoch,
+        }
+        self.history.append(record)
+        return record, valid_scores
+
+    def train_epoch(self, train_ds, e: int) -> float:
+        """One pass over the training queries in the batches of sampler epoch ``e``; the mean batch loss."""
+        from tqdm.auto import tqdm
+
+        from ltr.data.batching import iterate_batches
+
+        cfg = self.config
+        self.model.train()
+        use_weights = getattr(train_ds, "weights", None) is not None
+        batches = iterate_batches(
+            train_ds, cfg.batch_size, shuffle=True, seed=cfg.seed, epoch=e, device=self.device, bucket_size=cfg.bucket_size
+        )
+        n_batches = -(-train_ds.n_queries // cfg.batch_size)
+        total, count = 0.0, 0
+        for b, batch in enumerate(tqdm(batches, desc=f"epoch {e + 1}", total=n_batches, leave=False, disable=not cfg.progress), 1):
+            total += self._train_step(batch, use_weights, b, e + 1)
+            count += 1
+        return total / max(count, 1)
+
+    def _batch_loss(self, batch, use_weights: bool, b: int, epoch: int) -> torch.Tensor:
+        scores = self.model(batch.features, mask=batch.mask)
+        try:
+            if use_weights and batch.weights is not None:
+                return self.loss(scores, batch.labels, batch.mask, weights=batch.weights)
+            return self.loss(scores, batch.labels, batch.mask)
+        except ValueError as exc:  # the loss refuses this data (e.g. BCE on graded labels)
+            raise LtrError(f"the loss {type(self.loss).__name__} refused batch {b} of epoch {epoch}: {exc}") from None
+
+    def _train_step(self, batch, use_weights: bool, b: int, epoch: int) -> float:
+        """Loss of batch ``b``, one optimiser step; the loss value (NaN / inf stops training)."""
+        value = self._batch_loss(batch, use_weights, b, epoch)
+        v = float(value.detach())
+        if not math.isfinite(v):
+            raise NonFiniteLossError(epoch, b, v, self._last_good_checkpoint())
+        if not value.requires_grad:  # e.g. a batch of empty queries: nothing to learn
+            return v
+        self.optimizer.zero_grad(set_to_none=True)
+        value.backward()
+        if self.config.grad_clip is not None:
+            nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
+        self.optimizer.step()
+        return v
+
+    def validate(self, valid_ds, epoch: int) -> tuple[dict[str, float], np.ndarray]:
+        """Score the validation set and judge it; returns ``{stamped name: mean}`` and the scores."""
+        cfg = self.config
+        valid_scores = self.predict(valid_ds)
+        n_bad = int(np.count_nonzero(~np.isfinite(valid_scores)))
+        if n_bad:
+            raise NonFiniteScoresError(epoch, n_bad, self._last_good_checkpoint())
+        ev = evaluate_scores(valid_scores, valid_ds, cfg.metrics, cfg.preset, cfg.conventions, where="validation")
+        self.stopping.monitor = ev.names[cfg.monitor]
+        return {k: float(v) for k, v in ev.mean.items()}, valid_scores
+
+    def _end_epoch(self, record: dict[str, Any], valid_scores: np.ndarray) -> None:
+        """Log the finished epoch to TensorBoard and write the checkpoint."""
+        if self.logger is not None:
+            self._log_epoch(record, valid_scores if self.config.histograms else None)
+        if self.checkpoint_path is not None:
+            save_checkpoint(self.checkpoint_path, self._state(record["epoch"]))
+
+    def _finish(self, test_ds, stopped_early: bool, t0: float) -> FitResult:
+        """Score the test set with the best weights (already loaded); close the TensorBoard record."""
+        cfg = self.config
+        test_metrics = None
+        if test_ds is not None:
+            ev = evaluate_scores(self.predict(test_ds), test_ds, cfg.metrics, cfg.preset, cfg.conventions, where="test")
+            test_metrics = {k: float(v) for k, v in ev.mean.items()}
+        result = FitResult(
+            best_epoch=int(self.stopping.best_epoch),
+            best_value=float(self.stopping.best_value),
+            monitor=self.stopping.monitor,
+            history=list(self.history),
+            model=self.model,
+            valid_metrics=dict(self.stopping.best_metrics),
+            test_metrics=test_metrics,
+            epochs_run=len(self.history),
+            stopped_early=stopped_early,
+            wall_time_s=time.perf_counter() - t0,
+            higher_is_better=self.stopping.higher_is_better,
+        )
+        if self.logger is not None:
+            final = {"valid": result.valid_metrics}
+            if test_metrics is not None:
+                final["test"] = test_metrics
+                self.logger.metrics("test", test_metrics, result.best_epoch)
+            hp = {**self._hparam_config(), **self.hparams, "best_epoch": result.best_epoch}
+            self.logger.hparams(hp, final, result.best_epoch)
+            result.tensorboard_tags = dict(self.logger.tags)
+            self.logger.flush()
+        return result
 
     def _log_epoch(self, record: dict[str, Any], valid_scores: np.ndarray | None) -> None:
         self.logger.scalar("train/loss", record["train_loss"], record["epoch"])
@@ -480,7 +513,6 @@ class Trainer:
         d = self.config.to_dict()
         keep = ("epochs", "batch_size", "lr", "weight_decay", "patience", "monitor", "seed", "grad_clip", "preset")
         return {k: d[k] for k in keep}
-
 
 def _norm(v: Any) -> Any:
     # lists and tuples compare equal after a checkpoint round trip
