@@ -34,8 +34,7 @@ def timed(fn):
 
 
 def make_rows(n_rows: int, seed: int = 0):
-    from ltr.data import RankingDataset
-    from ltr.data.synthetic import make_mslr_like
+    from ltr.data import RankingDataset, make_mslr_like
 
     n_queries = int(n_rows / 120 * 1.1) + 10
     ds = make_mslr_like(n_queries, 136, seed=seed)
@@ -101,7 +100,7 @@ def bench_load(n_rows: int, peer: bool, peer_rows: int) -> None:
 
 
 def bench_padding() -> None:
-    from ltr.data.batching import BucketBatchSampler, padding_ratio
+    from ltr.data import BucketBatchSampler, padding_ratio
     from ltr.data.synthetic import DEFAULT, make_mslr_like
 
     for label, kwargs in (("ltr.data.synthetic.DEFAULT", dict(DEFAULT)), ("make_mslr_like() defaults", {})):

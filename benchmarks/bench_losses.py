@@ -46,7 +46,7 @@ import time  # noqa: E402
 import torch  # noqa: E402
 
 import losses  # noqa: E402
-from ltr.study.report_table import markdown_table  # noqa: E402
+from ltr.study import markdown_table  # noqa: E402
 
 CONFIGS = [(256, 10), (64, 100), (16, 1000), (1, 10000)]
 from allrank_loader import load_allrank_lambdaloss  # noqa: E402  (benchmarks/ is sys.path[0])

@@ -50,10 +50,14 @@ from allrank_loader import load_allrank_lambdaloss  # noqa: E402  (benchmarks/ i
 
 import losses  # noqa: E402
 import metrics  # noqa: E402
-from ltr.data.batching import make_batch  # noqa: E402
-from ltr.train.config import TrainConfig  # noqa: E402
-from ltr.train.models import FeatureTransform, MLPScorer  # noqa: E402
-from ltr.train.trainer import Trainer, predict_scores  # noqa: E402
+from ltr.data import make_batch  # noqa: E402
+from ltr.train import (  # noqa: E402  # noqa: E402
+    FeatureTransform,
+    MLPScorer,
+    TrainConfig,  # noqa: E402
+    Trainer,
+    predict_scores,
+)
 
 EPS = 1e-10
 PAD = -1.0
@@ -195,8 +199,7 @@ def main(argv=None) -> int:
 
 
 def _splits(n_total: int, seed: int):
-    from ltr.data import split_by_query
-    from ltr.data.synthetic import make_mslr_like
+    from ltr.data import make_mslr_like, split_by_query
 
     ds = make_mslr_like(n_total, 136, seed=seed)
     train, valid = split_by_query(ds, (0.9, 0.1), seed=seed)

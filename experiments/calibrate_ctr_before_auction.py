@@ -29,8 +29,12 @@ from pathlib import Path
 import numpy as np
 from scipy.special import expit
 
+from ltr.calibrate import (
+    check_auc_invariance,
+    make_calibrator,
+    save_reliability_diagram,
+)
 from ltr.calibrate.auction import oracle_comparison, pad_groups
-from ltr.calibrate.calibrators import make_calibrator
 from ltr.calibrate.ctr import (
     correct_downsampling,
     distort,
@@ -38,10 +42,8 @@ from ltr.calibrate.ctr import (
     generate_impressions,
     train_ctr_model,
 )
-from ltr.calibrate.invariance import check_auc_invariance
-from ltr.calibrate.report import save_reliability_diagram
 from ltr.io_utils import atomic_write_json, atomic_write_text
-from ltr.study.report_table import markdown_table
+from ltr.study import markdown_table
 from metrics.classification import auc, ece, grouped_auc, log_loss
 
 

@@ -40,7 +40,7 @@ def load_data(name: str, seed: int):
     from ltr.data import load_svmlight, split_by_query
 
     if name == "synthetic":
-        from ltr.data.synthetic import make_synthetic_splits
+        from ltr.data import make_synthetic_splits
 
         return make_synthetic_splits(800, 40, mean_list_length=30, max_list_length=120, empty_query_share=0.0,
                                      valid_share=0.1, test_share=0.2, seed=seed)
@@ -73,7 +73,7 @@ def production_ranker(train, share: float, seed: int):
 
 
 def lightgbm_scores(train, valid, test, *, position=None, seed=0):
-    from ltr.train.gbdt import predict_booster, train_lightgbm
+    from ltr.train import predict_booster, train_lightgbm
 
     params = {"num_leaves": 15, "learning_rate": 0.1, "min_data_in_leaf": 20, "num_threads": 2, "verbosity": -1}
     booster, _ = train_lightgbm(train, valid, params, position=position, num_boost_round=300,
@@ -85,8 +85,7 @@ def neural_scores(train, valid, test, loss_name: str, seed: int, epochs: int):
     import torch
 
     import losses
-    from ltr.train.models import FeatureTransform, MLPScorer
-    from ltr.train.trainer import TrainConfig, Trainer
+    from ltr.train import FeatureTransform, MLPScorer, TrainConfig, Trainer
 
     torch.set_num_threads(1)  # tiny models: threads only add contention on a shared machine
     torch.manual_seed(seed)
@@ -103,8 +102,8 @@ def neural_scores(train, valid, test, loss_name: str, seed: int, epochs: int):
 def evaluation_study(name, train, valid, test, produce, args, seed):
     """Naive / IPS / SNIPS / truth of several rankers on a log of the production ranker."""
     import metrics
+    from ltr.clicks import click_dcg, expected_click_dcg
     from ltr.clicks.click_models import attraction, simulate_clicks
-    from ltr.clicks.ips import click_dcg, expected_click_dcg
     from metrics.stats import bootstrap_ci
 
     max_label = float(max(train.labels.max(), test.labels.max()))
@@ -144,8 +143,7 @@ def evaluation_study(name, train, valid, test, produce, args, seed):
 def training_study(name, train, valid, test, produce, args, seed):
     """NDCG@10 on test labels of rankers trained on raw / IPS-weighted clicks, and the skyline."""
     import metrics
-    from ltr.clicks.click_models import simulate_clicks
-    from ltr.clicks.ips import click_training_set
+    from ltr.clicks import click_training_set, simulate_clicks
     from ltr.clicks.propensity import (
         estimate_from_randomized,
         fit_power_law,
@@ -186,7 +184,7 @@ def training_study(name, train, valid, test, produce, args, seed):
 
 # ---------------------------------------------------------------------------------------------- report
 def eval_table(rows):
-    from ltr.study.report_table import format_interval, markdown_table
+    from ltr.study import format_interval, markdown_table
 
     cols = ["naive", "IPS", "IPS clip 0.1", "SNIPS", "true click-DCG", "true SNIPS target", "NDCG@10 (labels)"]
     cells = [[r["data"], r["ranker"]] + [format_interval(r[c]["mean"], r[c]["low"], r[c]["high"]) for c in cols]
@@ -195,7 +193,7 @@ def eval_table(rows):
 
 
 def train_table(results):
-    from ltr.study.report_table import format_interval, markdown_table
+    from ltr.study import format_interval, markdown_table
     from metrics.stats import t_interval
 
     cells = []
@@ -221,7 +219,7 @@ PAIRS = (
 def paired_table(results):
     """Debiased minus raw: per-seed differences (t-interval) and a paired bootstrap over test queries
     of the seed-averaged per-query NDCG@10."""
-    from ltr.study.report_table import format_interval, markdown_table
+    from ltr.study import format_interval, markdown_table
     from metrics.stats import paired_bootstrap_test, t_interval
 
     cells = []

@@ -17,8 +17,8 @@ import argparse
 import numpy as np
 
 import metrics
-from ltr.data.synthetic import make_mslr_like
-from ltr.study.report_table import format_interval, markdown_table
+from ltr.data import make_mslr_like
+from ltr.study import format_interval, markdown_table
 from metrics.averaging import activity_cohorts, averages_by_cohort
 
 

@@ -35,12 +35,18 @@ import torch
 import losses
 from ltr.data import concat_datasets, load_svmlight, split_by_query
 from ltr.io_utils import atomic_write_json
-from ltr.study.report_table import markdown_table
-from ltr.train.config import TrainConfig
-from ltr.train.gbdt import predict_booster, train_lightgbm
-from ltr.train.models import FeatureTransform, MLPScorer
+from ltr.study import markdown_table
+from ltr.train import (
+    FeatureTransform,
+    MLPScorer,
+    TrainConfig,
+    Trainer,
+    evaluate_scores,
+    predict_booster,
+    seed_everything,
+    train_lightgbm,
+)
 from ltr.train.run_folder import versions
-from ltr.train.trainer import Trainer, evaluate_scores, seed_everything
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("LTR_SHARED_DIR", ROOT.parent / "shared")) / "data"
