@@ -241,6 +241,176 @@ def top_k_matrix(scores: Any, query_offsets: Any, top_k: int | None = None) -> t
     return shown, np.minimum(lengths, k)
 
 
+def _check_click_args(model, sessions_per_query, randomize_fraction, swap_fraction, top_k) -> None:
+    if model not in MODELS:
+        raise LtrError(f"unknown click model {model!r}: use one of {', '.join(MODELS)}")
+    if sessions_per_query < 1:
+        raise LtrError(f"sessions_per_query must be >= 1, got {sessions_per_query}")
+    for name, value in (("randomize_fraction", randomize_fraction), ("swap_fraction", swap_fraction)):
+        if not 0.0 <= value <= 1.0:
+            raise LtrError(f"{name} must be in [0, 1], got {value}")
+    if randomize_fraction + swap_fraction > 1.0 + 1e-12:
+        raise LtrError("randomize_fraction + swap_fraction must not exceed 1")
+    if top_k is not None and top_k < 1:
+        raise LtrError(f"top_k must be >= 1 or None, got {top_k}")
+
+
+def _pbm_theta(examination: Sequence[float] | None, eta: float, k: int) -> np.ndarray:
+    """PBM examination of positions 1..k: the user curve cut at k, or ``1 / r^eta``."""
+    if examination is None:
+        return pbm_examination(k, eta)
+    theta = np.asarray(examination, dtype=np.float64).ravel()
+    if len(theta) < k:
+        raise LtrError(f"examination curve has {len(theta)} positions, {k} are shown")
+    if ((theta < 0) | (theta > 1)).any():
+        raise LtrError("examination probabilities must lie in [0, 1]")
+    return theta[:k]
+
+
+def _session_modes(rng: np.random.Generator, n_sessions: int, randomize_fraction: float, swap_fraction: float) -> np.ndarray:
+    """Mode of each session [S] (int8): one uniform draw u, randomized when ``u < randomize_fraction``,
+    swap when ``randomize_fraction <= u < randomize_fraction + swap_fraction``, production otherwise."""
+    u = rng.random(n_sessions)
+    session_mode = np.zeros(n_sessions, dtype=np.int8)
+    session_mode[u < randomize_fraction] = MODE_RANDOMIZED
+    session_mode[(u >= randomize_fraction) & (u < randomize_fraction + swap_fraction)] = MODE_SWAP
+    return session_mode
+
+
+def _randomize_order(rng, shown, rank, valid, rows) -> None:
+    """Shuffle the shown entries of sessions ``rows`` uniformly, in place (padding stays at the end)."""
+    k = shown.shape[1]
+    # Uniform permutation of the shown entries: sort random keys, padding keys at +inf.
+    keys = np.where(valid[rows], rng.random((len(rows), k)), np.inf)
+    perm = np.argsort(keys, axis=1, kind="stable")
+    shown[rows] = np.take_along_axis(shown[rows], perm, axis=1)
+    rank[rows] = np.take_along_axis(rank[rows], perm, axis=1)
+
+
+def _swap_first(rng, shown, rank, slen, rows) -> np.ndarray:
+    """Swap position 1 with a uniform position k in 1..n_shown in sessions ``rows``, in place; returns k."""
+    kpos = 1 + np.floor(rng.random(len(rows)) * slen[rows]).astype(np.int64)
+    kpos = np.minimum(kpos, slen[rows])  # guards the (measure-zero) u == 1 edge
+    col = kpos - 1
+    for arr in (shown, rank):
+        first = arr[rows, 0].copy()
+        arr[rows, 0] = arr[rows, col]
+        arr[rows, col] = first
+    return kpos
+
+
+def _draw_clicks(rng, model, a, valid, theta) -> tuple[np.ndarray, np.ndarray]:
+    """Clicks [B, K] (bool) given attractions ``a`` [B, K], and the examination propensity of each cell.
+
+    PBM: click when ``u < theta_r a_r``. Cascade: the first cell with ``u < a_r`` is the click, and
+    ``P(examined at r) = prod_{j<r} (1 - a_j)``.
+    """
+    draw = rng.random(a.shape)
+    if model == "pbm":
+        prop = np.broadcast_to(theta, a.shape)
+        return (draw < prop * a) & valid, prop
+    hit = (draw < a) & valid
+    has = hit.any(axis=1)
+    first_hit = np.argmax(hit, axis=1)
+    click = np.zeros(a.shape, dtype=bool)
+    click[np.flatnonzero(has), first_hit[has]] = True
+    # P(examined at r) = prod_{j<r} (1 - a_j): an exclusive cumulative product.
+    prop = np.concatenate([np.ones((len(a), 1)), np.cumprod(1.0 - a, axis=1)[:, :-1]], axis=1)
+    return click, prop
+
+
+def _simulate_chunk(rng, model, start, sq, mode, base, n_shown, attr_rows, theta, session_swap) -> tuple[np.ndarray, ...]:
+    """Sessions ``start..start+len(sq)-1`` (queries ``sq``, modes ``mode``): their log entries as a tuple
+    (session, query, doc, position, logged_rank, click, propensity); swap positions go into ``session_swap``."""
+    k = base.shape[1]
+    shown = base[sq]
+    slen = n_shown[sq]
+    valid = np.arange(k)[None, :] < slen[:, None]
+    rank = np.broadcast_to(np.arange(1, k + 1), shown.shape).copy()
+    # rng order per chunk (order keys, swap positions, click draws) fixes the log of a seed: keep it.
+    rnd = np.flatnonzero(mode == MODE_RANDOMIZED)
+    if len(rnd):
+        _randomize_order(rng, shown, rank, valid, rnd)
+    sw = np.flatnonzero(mode == MODE_SWAP)
+    if len(sw):
+        session_swap[start + sw] = _swap_first(rng, shown, rank, slen, sw)
+    a = np.where(valid, attr_rows[np.where(valid, shown, 0)], 0.0)
+    click, prop = _draw_clicks(rng, model, a, valid, theta)
+    r_idx, c_idx = np.nonzero(valid)
+    return (
+        start + r_idx,
+        sq[r_idx],
+        shown[r_idx, c_idx],
+        c_idx + 1,
+        rank[r_idx, c_idx],
+        click[r_idx, c_idx].astype(np.int8),
+        np.asarray(prop)[r_idx, c_idx].astype(np.float64),
+    )
+
+
+def _simulate_sessions(rng, model, session_query, session_mode, base, n_shown, attr_rows, theta, progress):
+    """All sessions, in chunks of about ``_CHUNK_CELLS`` cells: ``(parts, session_swap)``, ``parts`` being
+    one entry tuple per chunk (see :func:`_simulate_chunk`) and ``session_swap`` [S] the swapped positions."""
+    n_sessions = len(session_query)
+    session_swap = np.zeros(n_sessions, dtype=np.int64)
+    chunk = max(1, _CHUNK_CELLS // max(base.shape[1], 1))
+    starts = range(0, n_sessions, chunk)
+    if progress:
+        from tqdm.auto import tqdm
+
+        starts = tqdm(starts, desc=f"simulating {model} clicks", unit="chunk")
+    parts = [
+        _simulate_chunk(
+            rng, model, start, session_query[start : start + chunk], session_mode[start : start + chunk],
+            base, n_shown, attr_rows, theta, session_swap,
+        )
+        for start in starts
+    ]
+    return parts, session_swap
+
+
+def _click_meta(
+    model, eta, examination, theta, eps, max_label, gain, k, sessions_per_query, randomize_fraction, swap_fraction, seed, offsets
+) -> dict:
+    """The simulator's settings as stored in :attr:`ClickLog.meta` (JSON-able)."""
+    return {
+        "model": model,
+        "eta": float(eta) if model == "pbm" and examination is None else None,
+        "examination": theta.tolist() if model == "pbm" else None,
+        "eps": float(eps),
+        "max_label": float(max_label),
+        "gain": gain if isinstance(gain, str) else getattr(gain, "__name__", "custom"),
+        "top_k": int(k),
+        "sessions_per_query": int(sessions_per_query),
+        "randomize_fraction": float(randomize_fraction),
+        "swap_fraction": float(swap_fraction),
+        "seed": int(seed),
+        "n_queries": int(len(offsets) - 1),
+        "n_rows": int(offsets[-1]),
+    }
+
+
+def _assemble_log(parts, session_query, session_mode, session_swap, meta) -> ClickLog:
+    """One :class:`ClickLog` from the chunks' entry tuples and the session arrays."""
+
+    def cat(i: int, dtype) -> np.ndarray:
+        return np.concatenate([p[i] for p in parts]).astype(dtype) if parts else np.zeros(0, dtype=dtype)
+
+    return ClickLog(
+        session=cat(0, np.int64),
+        query=cat(1, np.int64),
+        doc=cat(2, np.int64),
+        position=cat(3, np.int64),
+        logged_rank=cat(4, np.int64),
+        click=cat(5, np.int8),
+        propensity=cat(6, np.float64),
+        session_query=session_query.astype(np.int64),
+        session_mode=session_mode,
+        session_swap=session_swap,
+        meta=meta,
+    )
+
+
 def simulate_clicks(
     labels: Any,
     query_offsets: Any,
@@ -280,17 +450,7 @@ def simulate_clicks(
     Expected click rates (what the tests check): under PBM, ``P(click at r) = theta_r * a(item at r)``;
     under the cascade model, ``a_r * prod_{j<r} (1 - a_j)``.
     """
-    if model not in MODELS:
-        raise LtrError(f"unknown click model {model!r}: use one of {', '.join(MODELS)}")
-    if sessions_per_query < 1:
-        raise LtrError(f"sessions_per_query must be >= 1, got {sessions_per_query}")
-    for name, value in (("randomize_fraction", randomize_fraction), ("swap_fraction", swap_fraction)):
-        if not 0.0 <= value <= 1.0:
-            raise LtrError(f"{name} must be in [0, 1], got {value}")
-    if randomize_fraction + swap_fraction > 1.0 + 1e-12:
-        raise LtrError("randomize_fraction + swap_fraction must not exceed 1")
-    if top_k is not None and top_k < 1:
-        raise LtrError(f"top_k must be >= 1 or None, got {top_k}")
+    _check_click_args(model, sessions_per_query, randomize_fraction, swap_fraction, top_k)
     lab = np.asarray(labels, dtype=np.float64)
     offsets = np.asarray(query_offsets, dtype=np.int64)
     if len(lab) != offsets[-1]:
@@ -298,117 +458,20 @@ def simulate_clicks(
     if max_label is None:
         max_label = float(lab.max()) if len(lab) else 0.0
     attr_rows = attraction(lab, max_label=max_label, eps=eps, gain=gain)
-
     base, n_shown = top_k_matrix(scores, offsets, top_k)
     k = base.shape[1]
-    if model == "pbm":
-        if examination is not None:
-            theta = np.asarray(examination, dtype=np.float64).ravel()
-            if len(theta) < k:
-                raise LtrError(f"examination curve has {len(theta)} positions, {k} are shown")
-            if ((theta < 0) | (theta > 1)).any():
-                raise LtrError("examination probabilities must lie in [0, 1]")
-            theta = theta[:k]
-        else:
-            theta = pbm_examination(k, eta)
+    theta = _pbm_theta(examination, eta, k) if model == "pbm" else None
+
     rng = np.random.default_rng(seed)
-    queries = np.flatnonzero(n_shown > 0)
-    session_query = np.repeat(queries, sessions_per_query)
-    n_sessions = len(session_query)
+    session_query = np.repeat(np.flatnonzero(n_shown > 0), sessions_per_query)
     # Session modes are drawn for all sessions first, so that the share of each mode does not
-    # depend on the chunking below.
-    u = rng.random(n_sessions)
-    session_mode = np.zeros(n_sessions, dtype=np.int8)
-    session_mode[u < randomize_fraction] = MODE_RANDOMIZED
-    session_mode[(u >= randomize_fraction) & (u < randomize_fraction + swap_fraction)] = MODE_SWAP
-    session_swap = np.zeros(n_sessions, dtype=np.int64)
-
-    parts: list[tuple[np.ndarray, ...]] = []
-    chunk = max(1, _CHUNK_CELLS // max(k, 1))
-    starts = range(0, n_sessions, chunk)
-    if progress:
-        from tqdm.auto import tqdm
-
-        starts = tqdm(starts, desc=f"simulating {model} clicks", unit="chunk")
-    for start in starts:
-        stop = min(start + chunk, n_sessions)
-        sq = session_query[start:stop]
-        mode = session_mode[start:stop]
-        shown = base[sq]
-        slen = n_shown[sq]
-        valid = np.arange(k)[None, :] < slen[:, None]
-        rank = np.broadcast_to(np.arange(1, k + 1), shown.shape).copy()
-
-        rnd = np.flatnonzero(mode == MODE_RANDOMIZED)
-        if len(rnd):
-            # Uniform permutation of the shown entries: sort random keys, padding keys at +inf.
-            keys = np.where(valid[rnd], rng.random((len(rnd), k)), np.inf)
-            perm = np.argsort(keys, axis=1, kind="stable")
-            shown[rnd] = np.take_along_axis(shown[rnd], perm, axis=1)
-            rank[rnd] = np.take_along_axis(rank[rnd], perm, axis=1)
-        sw = np.flatnonzero(mode == MODE_SWAP)
-        if len(sw):
-            kpos = 1 + np.floor(rng.random(len(sw)) * slen[sw]).astype(np.int64)
-            kpos = np.minimum(kpos, slen[sw])  # guards the (measure-zero) u == 1 edge
-            session_swap[start + sw] = kpos
-            col = kpos - 1
-            for arr in (shown, rank):
-                first = arr[sw, 0].copy()
-                arr[sw, 0] = arr[sw, col]
-                arr[sw, col] = first
-
-        a = np.where(valid, attr_rows[np.where(valid, shown, 0)], 0.0)
-        draw = rng.random(shown.shape)
-        if model == "pbm":
-            prop = np.broadcast_to(theta, shown.shape)
-            click = (draw < prop * a) & valid
-        else:
-            hit = (draw < a) & valid
-            has = hit.any(axis=1)
-            first_hit = np.argmax(hit, axis=1)
-            click = np.zeros(shown.shape, dtype=bool)
-            click[np.flatnonzero(has), first_hit[has]] = True
-            # P(examined at r) = prod_{j<r} (1 - a_j): an exclusive cumulative product.
-            prop = np.concatenate([np.ones((len(sq), 1)), np.cumprod(1.0 - a, axis=1)[:, :-1]], axis=1)
-        r_idx, c_idx = np.nonzero(valid)
-        parts.append((
-            start + r_idx,
-            sq[r_idx],
-            shown[r_idx, c_idx],
-            c_idx + 1,
-            rank[r_idx, c_idx],
-            click[r_idx, c_idx].astype(np.int8),
-            np.asarray(prop)[r_idx, c_idx].astype(np.float64),
-        ))
-
-    def cat(i: int, dtype) -> np.ndarray:
-        return np.concatenate([p[i] for p in parts]).astype(dtype) if parts else np.zeros(0, dtype=dtype)
-
-    meta = {
-        "model": model,
-        "eta": float(eta) if model == "pbm" and examination is None else None,
-        "examination": theta.tolist() if model == "pbm" else None,
-        "eps": float(eps),
-        "max_label": float(max_label),
-        "gain": gain if isinstance(gain, str) else getattr(gain, "__name__", "custom"),
-        "top_k": int(k),
-        "sessions_per_query": int(sessions_per_query),
-        "randomize_fraction": float(randomize_fraction),
-        "swap_fraction": float(swap_fraction),
-        "seed": int(seed),
-        "n_queries": int(len(offsets) - 1),
-        "n_rows": int(offsets[-1]),
-    }
-    return ClickLog(
-        session=cat(0, np.int64),
-        query=cat(1, np.int64),
-        doc=cat(2, np.int64),
-        position=cat(3, np.int64),
-        logged_rank=cat(4, np.int64),
-        click=cat(5, np.int8),
-        propensity=cat(6, np.float64),
-        session_query=session_query.astype(np.int64),
-        session_mode=session_mode,
-        session_swap=session_swap,
-        meta=meta,
+    # depend on the chunking in _simulate_sessions.
+    session_mode = _session_modes(rng, len(session_query), randomize_fraction, swap_fraction)
+    parts, session_swap = _simulate_sessions(
+        rng, model, session_query, session_mode, base, n_shown, attr_rows, theta, progress
     )
+    meta = _click_meta(
+        model, eta, examination, theta, eps, max_label, gain, k, sessions_per_query,
+        randomize_fraction, swap_fraction, seed, offsets,
+    )
+    return _assemble_log(parts, session_query, session_mode, session_swap, meta)

@@ -86,6 +86,192 @@ def _check(name, value, lo=None, hi=None, integer=False):
         raise ValueError(f"{name} must be <= {hi}; got {value!r}")
 
 
+def _check_mslr_args(n_queries, n_features, mean_list_length, max_list_length, empty_query_share, n_users, label_noise, length_sigma):
+    _check("n_queries", n_queries, lo=1, integer=True)
+    _check("n_features", n_features, lo=1, integer=True)
+    _check("max_list_length", max_list_length, lo=1, integer=True)
+    _check("mean_list_length", mean_list_length, lo=1, hi=max_list_length)
+    _check("empty_query_share", empty_query_share, lo=0.0, hi=1.0)
+    _check("label_noise", label_noise, lo=0.0)
+    _check("length_sigma", length_sigma, lo=0.0)
+    if n_users is not None:
+        _check("n_users", n_users, lo=1, integer=True)
+
+
+def _list_lengths(rng, n_queries, mean_list_length, max_list_length, length_sigma):
+    """Step 1: ``n_q = clip(round(LogNormal(mu, sigma)), 1, max_list_length)``.
+
+    Returns ``(mu, lengths [Q], offsets [Q+1], qidx [N])``, ``qidx`` being each item's query index.
+    """
+    mu = _lognormal_mu(float(mean_list_length), float(length_sigma), max_list_length)
+    lengths = np.clip(np.round(rng.lognormal(mu, length_sigma, size=n_queries)), 1, max_list_length).astype(np.int64)
+    offsets = np.zeros(n_queries + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    qidx = np.repeat(np.arange(n_queries), lengths)
+    return mu, lengths, offsets, qidx
+
+
+def _latent_vectors(rng, n_queries, qidx):
+    """Step 2: ``z_i = 0.6 c_q + e_i`` in R^8. Returns ``(centres [Q, 8], z [N, 8])``."""
+    centres = rng.standard_normal((n_queries, _LATENT))
+    z = 0.6 * centres[qidx] + rng.standard_normal((len(qidx), _LATENT))
+    return centres, z
+
+
+def _teacher_and_scores(rng, z, qidx, n_queries, label_noise):
+    """Step 3: the unit-variance teacher ``t`` and the grade score ``s = t + d_q + label_noise * eps``."""
+    w1 = rng.standard_normal((_LATENT, _HIDDEN)) / math.sqrt(_LATENT) * 1.5
+    b1 = rng.standard_normal(_HIDDEN) * 0.5
+    w2 = rng.standard_normal(_HIDDEN) / math.sqrt(_HIDDEN)
+    # tanh units, one interaction and one non-monotone effect (a middle value of z3 is best, as for
+    # document length): a linear scorer over monotone views of z cannot express the last two
+    teacher = np.tanh(z @ w1 + b1) @ w2 + 0.5 * z[:, 0] * z[:, 1] - 0.6 * z[:, 2] ** 2
+    teacher = (teacher - teacher.mean()) / (teacher.std() + 1e-12)
+    difficulty = 0.5 * rng.standard_normal(n_queries)
+    score = teacher + difficulty[qidx] + label_noise * rng.standard_normal(len(qidx))
+    return teacher, score
+
+
+def _grades(rng, score, offsets, qidx, empty_query_share):
+    """Step 4: grades 0..4 by global quantiles at :data:`LABEL_SHARES`, then the asked share of empty queries."""
+    n_queries = len(offsets) - 1
+    cuts = np.quantile(score, np.cumsum(LABEL_SHARES)[:-1])
+    labels = np.searchsorted(cuts, score, side="right").astype(np.float64)
+    n_empty = int(round(empty_query_share * n_queries))
+    empty = np.zeros(n_queries, dtype=bool)
+    empty[rng.choice(n_queries, size=n_empty, replace=False)] = True
+    labels[empty[qidx]] = 0.0
+    best_grade = np.maximum.reduceat(labels, offsets[:-1])
+    lacking = np.flatnonzero((best_grade == 0) & ~empty)
+    if lacking.size:
+        # the best-scored item of each such query becomes grade 1
+        order = np.lexsort((-score, qidx))  # by query, then score descending
+        first_in_query = order[offsets[:-1]]
+        labels[first_in_query[lacking]] = 1.0
+    return labels
+
+
+def _feature_counts(n_features):
+    """``(n_informative, n_query_level, n_noise)``: 40% informative, 10% query-level, the rest noise."""
+    n_informative = max(1, int(round(0.4 * n_features)))
+    n_query_level = int(round(0.1 * n_features)) if n_features - n_informative >= 2 else 0
+    return n_informative, n_query_level, n_features - n_informative - n_query_level
+
+
+def _raw_features(rng, z, centres, qidx, n_informative, n_query_level, n_noise):
+    """The untransformed feature columns [N, F] (float32), in generated order: informative, query-level, noise.
+
+    Informative column j is ``z . a_j + noise_j * N(0, 1)``; a query-level column is a noisy
+    projection of the query centre, equal within a query.
+    """
+    n, n_features = len(qidx), n_informative + n_query_level + n_noise
+    n_queries = len(centres)
+    directions = rng.standard_normal((_LATENT, n_informative)) * (rng.random((_LATENT, n_informative)) < 0.4)
+    directions[rng.integers(0, _LATENT, size=n_informative), np.arange(n_informative)] += 1.0
+    directions /= np.linalg.norm(directions, axis=0, keepdims=True)
+    noise_level = rng.uniform(0.3, 1.5, size=n_informative)
+    # float32 throughout: the features are float32 anyway and this halves the generator's time
+    raw = np.empty((n, n_features), dtype=np.float32)
+    raw[:, :n_informative] = (z @ directions).astype(np.float32)
+    raw[:, :n_informative] += noise_level.astype(np.float32) * rng.standard_normal((n, n_informative), dtype=np.float32)
+    if n_query_level:
+        per_query = centres @ rng.standard_normal((_LATENT, n_query_level)) / math.sqrt(_LATENT)
+        raw[:, n_informative : n_informative + n_query_level] = (
+            per_query + 0.5 * rng.standard_normal((n_queries, n_query_level))
+        )[qidx]
+    raw[:, n_features - n_noise :] = rng.standard_normal((n, n_noise), dtype=np.float32)
+    return raw
+
+
+def _feature_kinds(raw, kinds):
+    """Each column through its kind's transform: 0 count ``round(exp(0.9 u + 1))``, 1 score
+    ``softplus(2 u)``, 2 ratio ``sigmoid(u)`` (scores and ratios rounded to 4 decimals)."""
+    features = np.empty(raw.shape, dtype=np.float32)
+    for kind in range(3):
+        cols = np.flatnonzero(kinds == kind)
+        if not cols.size:
+            continue
+        u = raw[:, cols]
+        if kind == 0:
+            values = np.round(np.exp(np.minimum(np.float32(0.9) * u + np.float32(1.0), np.float32(12.0))))
+        elif kind == 1:
+            values = np.round(np.log1p(np.exp(np.minimum(np.float32(2.0) * u, np.float32(30.0)))), 4)
+        else:
+            values = np.round(np.float32(1.0) / (np.float32(1.0) + np.exp(-u)), 4)
+        features[:, cols] = values
+    return features
+
+
+def _features(rng, z, centres, qidx, n_features):
+    """Step 5: the feature matrix [N, F] in shuffled column order.
+
+    Returns ``(features, kinds, informative_columns, query_level_columns)``; the column lists are
+    0-based, sorted, in the output (shuffled) order.
+    """
+    n_informative, n_query_level, n_noise = _feature_counts(n_features)
+    kinds = rng.integers(0, 3, size=n_features)  # 0 count, 1 score, 2 ratio
+    raw = _raw_features(rng, z, centres, qidx, n_informative, n_query_level, n_noise)
+    features = _feature_kinds(raw, kinds)
+    del raw
+    permutation = rng.permutation(n_features)  # column c of the output is generated column permutation[c]
+    features = np.ascontiguousarray(features[:, permutation])
+    position = np.argsort(permutation)  # where generated column j ended up
+    informative_columns = np.sort(position[:n_informative])
+    query_level_columns = np.sort(position[n_informative : n_informative + n_query_level])
+    return features, kinds, informative_columns, query_level_columns
+
+
+def _users(rng, n_queries, n_users):
+    """Step 6: the user of each query [Q] (int64), Zipf(2) queries per user or ``p(u) ~ (u + 1)^-1.1``."""
+    if n_users is None:
+        cap = max(1, n_queries // 10)
+        counts = np.minimum(rng.zipf(2.0, size=n_queries), cap)
+        covered = np.cumsum(counts)
+        n_used = int(np.searchsorted(covered, n_queries) + 1)
+        counts = counts[:n_used]
+        counts[-1] -= int(covered[n_used - 1] - n_queries)
+        user_of_query = rng.permutation(np.repeat(np.arange(n_used), counts))
+    else:
+        weights = (np.arange(n_users) + 1.0) ** -1.1
+        user_of_query = rng.choice(n_users, size=n_queries, p=weights / weights.sum())
+    return user_of_query.astype(np.int64)
+
+
+def _description(args, mu, lengths, offsets, labels, user_ids, kinds, informative_columns, query_level_columns):
+    """The JSON-able description: the arguments ``args`` (as given), the recipe as realised and a few statistics."""
+    label_counts = np.bincount(labels.astype(np.int64), minlength=5)
+    has_relevant = np.maximum.reduceat(labels, offsets[:-1]) > 0
+    floats = ("mean_list_length", "empty_query_share", "label_noise", "length_sigma")
+    return {
+        "generator": "ltr.data.synthetic.make_mslr_like",
+        "version": GENERATOR_VERSION,
+        "parameters": {name: float(value) if name in floats else value for name, value in args.items()},
+        "recipe": {
+            "lengths": f"clip(round(lognormal(mu={mu:.6f}, sigma={args['length_sigma']})), 1, {args['max_list_length']})",
+            "teacher": f"w2 . tanh(W1 z + b1) + 0.5 z1 z2 - 0.6 z3^2, z in R^{_LATENT}, {_HIDDEN} hidden units, "
+            "scaled to unit variance",
+            "grade_score": f"teacher + N(0, 0.5^2) per query + N(0, {args['label_noise']}^2) per item",
+            "label_shares": list(LABEL_SHARES),
+            "informative_features": (informative_columns + 1).tolist(),
+            "query_level_features": (query_level_columns + 1).tolist(),
+            "feature_kinds": {"count": int((kinds == 0).sum()), "score": int((kinds == 1).sum()), "ratio": int((kinds == 2).sum())},
+            "users": "zipf(2) queries per user, capped at Q // 10"
+            if args["n_users"] is None
+            else f"p(u) ~ (u + 1)^-1.1 over {args['n_users']} users",
+        },
+        "statistics": {
+            "n_items": int(offsets[-1]),
+            "mean_list_length": float(lengths.mean()),
+            "min_list_length": int(lengths.min()),
+            "max_list_length": int(lengths.max()),
+            "label_counts": label_counts.tolist(),
+            "share_without_relevant": float(1.0 - has_relevant.mean()),
+            "n_users": int(len(np.unique(user_ids))),
+            "users_with_one_query": int((np.bincount(user_ids) == 1).sum()),
+        },
+    }
+
+
 def make_mslr_like(
     n_queries: int = 1000,
     n_features: int = 136,
@@ -113,146 +299,29 @@ def make_mslr_like(
     >>> bool(np.array_equal(ds.features, make_mslr_like(50, 10, mean_list_length=20, seed=1).features))
     True
     """
-    _check("n_queries", n_queries, lo=1, integer=True)
-    _check("n_features", n_features, lo=1, integer=True)
-    _check("max_list_length", max_list_length, lo=1, integer=True)
-    _check("mean_list_length", mean_list_length, lo=1, hi=max_list_length)
-    _check("empty_query_share", empty_query_share, lo=0.0, hi=1.0)
-    _check("label_noise", label_noise, lo=0.0)
-    _check("length_sigma", length_sigma, lo=0.0)
-    if n_users is not None:
-        _check("n_users", n_users, lo=1, integer=True)
+    _check_mslr_args(n_queries, n_features, mean_list_length, max_list_length, empty_query_share, n_users, label_noise, length_sigma)
     n_queries, n_features, max_list_length = int(n_queries), int(n_features), int(max_list_length)
+    # One generator for every step, called in this order: the same seed gives the same data set.
     rng = np.random.default_rng(seed)
+    mu, lengths, offsets, qidx = _list_lengths(rng, n_queries, mean_list_length, max_list_length, length_sigma)
+    centres, z = _latent_vectors(rng, n_queries, qidx)
+    teacher, score = _teacher_and_scores(rng, z, qidx, n_queries, label_noise)
+    labels = _grades(rng, score, offsets, qidx, empty_query_share)
+    features, kinds, informative_columns, query_level_columns = _features(rng, z, centres, qidx, n_features)
+    user_ids = _users(rng, n_queries, n_users)
 
-    # 1. list lengths
-    mu = _lognormal_mu(float(mean_list_length), float(length_sigma), max_list_length)
-    lengths = np.clip(np.round(rng.lognormal(mu, length_sigma, size=n_queries)), 1, max_list_length).astype(np.int64)
-    offsets = np.zeros(n_queries + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    n = int(offsets[-1])
-    qidx = np.repeat(np.arange(n_queries), lengths)
-
-    # 2. latent vectors
-    centres = rng.standard_normal((n_queries, _LATENT))
-    z = 0.6 * centres[qidx] + rng.standard_normal((n, _LATENT))
-
-    # 3. teacher and grade scores
-    w1 = rng.standard_normal((_LATENT, _HIDDEN)) / math.sqrt(_LATENT) * 1.5
-    b1 = rng.standard_normal(_HIDDEN) * 0.5
-    w2 = rng.standard_normal(_HIDDEN) / math.sqrt(_HIDDEN)
-    # tanh units, one interaction and one non-monotone effect (a middle value of z3 is best, as for
-    # document length): a linear scorer over monotone views of z cannot express the last two
-    teacher = np.tanh(z @ w1 + b1) @ w2 + 0.5 * z[:, 0] * z[:, 1] - 0.6 * z[:, 2] ** 2
-    teacher = (teacher - teacher.mean()) / (teacher.std() + 1e-12)
-    difficulty = 0.5 * rng.standard_normal(n_queries)
-    score = teacher + difficulty[qidx] + label_noise * rng.standard_normal(n)
-
-    # 4. grades, then the share of queries without a relevant item
-    cuts = np.quantile(score, np.cumsum(LABEL_SHARES)[:-1])
-    labels = np.searchsorted(cuts, score, side="right").astype(np.float64)
-    n_empty = int(round(empty_query_share * n_queries))
-    empty = np.zeros(n_queries, dtype=bool)
-    empty[rng.choice(n_queries, size=n_empty, replace=False)] = True
-    labels[empty[qidx]] = 0.0
-    best_grade = np.maximum.reduceat(labels, offsets[:-1])
-    lacking = np.flatnonzero((best_grade == 0) & ~empty)
-    if lacking.size:
-        # the best-scored item of each such query becomes grade 1
-        order = np.lexsort((-score, qidx))  # by query, then score descending
-        first_in_query = order[offsets[:-1]]
-        labels[first_in_query[lacking]] = 1.0
-
-    # 5. features
-    n_informative = max(1, int(round(0.4 * n_features)))
-    n_query_level = int(round(0.1 * n_features)) if n_features - n_informative >= 2 else 0
-    n_noise = n_features - n_informative - n_query_level
-    kinds = rng.integers(0, 3, size=n_features)  # 0 count, 1 score, 2 ratio
-    directions = rng.standard_normal((_LATENT, n_informative)) * (rng.random((_LATENT, n_informative)) < 0.4)
-    directions[rng.integers(0, _LATENT, size=n_informative), np.arange(n_informative)] += 1.0
-    directions /= np.linalg.norm(directions, axis=0, keepdims=True)
-    noise_level = rng.uniform(0.3, 1.5, size=n_informative)
-    # float32 throughout: the features are float32 anyway and this halves the generator's time
-    raw = np.empty((n, n_features), dtype=np.float32)
-    raw[:, :n_informative] = (z @ directions).astype(np.float32)
-    raw[:, :n_informative] += noise_level.astype(np.float32) * rng.standard_normal((n, n_informative), dtype=np.float32)
-    if n_query_level:
-        per_query = centres @ rng.standard_normal((_LATENT, n_query_level)) / math.sqrt(_LATENT)
-        raw[:, n_informative : n_informative + n_query_level] = (
-            per_query + 0.5 * rng.standard_normal((n_queries, n_query_level))
-        )[qidx]
-    raw[:, n_features - n_noise :] = rng.standard_normal((n, n_noise), dtype=np.float32)
-    features = np.empty((n, n_features), dtype=np.float32)
-    for kind in range(3):
-        cols = np.flatnonzero(kinds == kind)
-        if not cols.size:
-            continue
-        u = raw[:, cols]
-        if kind == 0:
-            values = np.round(np.exp(np.minimum(np.float32(0.9) * u + np.float32(1.0), np.float32(12.0))))
-        elif kind == 1:
-            values = np.round(np.log1p(np.exp(np.minimum(np.float32(2.0) * u, np.float32(30.0)))), 4)
-        else:
-            values = np.round(np.float32(1.0) / (np.float32(1.0) + np.exp(-u)), 4)
-        features[:, cols] = values
-    del raw
-    permutation = rng.permutation(n_features)  # column c of the output is generated column permutation[c]
-    features = np.ascontiguousarray(features[:, permutation])
-    position = np.argsort(permutation)  # where generated column j ended up
-    informative_columns = np.sort(position[:n_informative])
-
-    # 6. users
-    if n_users is None:
-        cap = max(1, n_queries // 10)
-        counts = np.minimum(rng.zipf(2.0, size=n_queries), cap)
-        covered = np.cumsum(counts)
-        n_used = int(np.searchsorted(covered, n_queries) + 1)
-        counts = counts[:n_used]
-        counts[-1] -= int(covered[n_used - 1] - n_queries)
-        user_of_query = rng.permutation(np.repeat(np.arange(n_used), counts))
-    else:
-        weights = (np.arange(n_users) + 1.0) ** -1.1
-        user_of_query = rng.choice(n_users, size=n_queries, p=weights / weights.sum())
-    user_ids = user_of_query.astype(np.int64)
-
-    label_counts = np.bincount(labels.astype(np.int64), minlength=5)
-    has_relevant = np.maximum.reduceat(labels, offsets[:-1]) > 0
-    description = {
-        "generator": "ltr.data.synthetic.make_mslr_like",
-        "version": GENERATOR_VERSION,
-        "parameters": {
-            "n_queries": n_queries,
-            "n_features": n_features,
-            "mean_list_length": float(mean_list_length),
-            "max_list_length": max_list_length,
-            "empty_query_share": float(empty_query_share),
-            "n_users": n_users,
-            "label_noise": float(label_noise),
-            "length_sigma": float(length_sigma),
-            "seed": seed,
-        },
-        "recipe": {
-            "lengths": f"clip(round(lognormal(mu={mu:.6f}, sigma={length_sigma})), 1, {max_list_length})",
-            "teacher": f"w2 . tanh(W1 z + b1) + 0.5 z1 z2 - 0.6 z3^2, z in R^{_LATENT}, {_HIDDEN} hidden units, "
-            "scaled to unit variance",
-            "grade_score": f"teacher + N(0, 0.5^2) per query + N(0, {label_noise}^2) per item",
-            "label_shares": list(LABEL_SHARES),
-            "informative_features": (informative_columns + 1).tolist(),
-            "query_level_features": np.sort(position[n_informative : n_informative + n_query_level] + 1).tolist(),
-            "feature_kinds": {"count": int((kinds == 0).sum()), "score": int((kinds == 1).sum()), "ratio": int((kinds == 2).sum())},
-            "users": "zipf(2) queries per user, capped at Q // 10" if n_users is None else f"p(u) ~ (u + 1)^-1.1 over {n_users} users",
-        },
-        "statistics": {
-            "n_items": n,
-            "mean_list_length": float(lengths.mean()),
-            "min_list_length": int(lengths.min()),
-            "max_list_length": int(lengths.max()),
-            "label_counts": label_counts.tolist(),
-            "share_without_relevant": float(1.0 - has_relevant.mean()),
-            "n_users": int(len(np.unique(user_ids))),
-            "users_with_one_query": int((np.bincount(user_ids) == 1).sum()),
-        },
+    args = {
+        "n_queries": n_queries,
+        "n_features": n_features,
+        "mean_list_length": mean_list_length,
+        "max_list_length": max_list_length,
+        "empty_query_share": empty_query_share,
+        "n_users": n_users,
+        "label_noise": label_noise,
+        "length_sigma": length_sigma,
+        "seed": seed,
     }
+    description = _description(args, mu, lengths, offsets, labels, user_ids, kinds, informative_columns, query_level_columns)
     ds = RankingDataset(
         features=features,
         labels=labels,
