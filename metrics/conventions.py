@@ -44,11 +44,13 @@ __all__ = [
     "TIE_RULES",
     "MAP_NORMS",
     "UNJUDGED_RULES",
+    "P_DENOMINATORS",
 ]
 
 EMPTY_RULES = ("skip", "zero", "one")
 TIE_RULES = ("stable", "docid_desc", "average", "pessimistic")
 MAP_NORMS = ("R", "min(R,K)")
+P_DENOMINATORS = ("K", "min(K,n)")
 UNJUDGED_RULES = ("nonrelevant", "remove")
 SCORE_DTYPES = ("float64", "float32")
 
@@ -62,7 +64,16 @@ _FIELDS_BY_KIND = {
     "recall": ("rel", "empty", "ties"),
     "hit": ("rel", "empty", "ties"),
     "rprec": ("rel", "empty", "ties"),
+    "err": ("gmax", "ties"),
+    "rbp": ("rel", "ties"),
+    "rbp_resid": ("rel", "ties"),
+    "opa": ("empty", "ties"),
+    "arp": ("rel", "empty", "ties"),
 }
+# trec_eval's own measures (metrics.trec_eval): counts ignore the order and the empty rule
+_TREC_FIELDS = ("rel", "empty", "ties")
+_TREC_GAIN_FIELDS = ("gain", "rel", "empty", "ties")
+_TREC_COUNT_FIELDS = ("rel",)
 
 
 def _fmt_number(x: float) -> str:
@@ -84,6 +95,10 @@ class Conventions:
         or ``"pessimistic"``
         (lowest labels first within a tie).
     map_norm : AP@K divides by ``"R"`` (number of relevant items) or ``"min(R,K)"`` (LightGBM).
+    p_denominator : P@K divides by ``"K"`` (trec_eval, ranx) or ``"min(K,n)"``, the number of items
+        shown when the list is shorter than K (TF-Ranking, Rax, XGBoost's pre@K).
+    max_grade : g_max of ERR's stop probability (2^g - 1) / 2^g_max (4: gdeval's and the 0..4 scale
+        of LETOR / MSLR); a label above it is an error.
     threshold : binary metrics count an item relevant when label >= threshold.
     unjudged : items whose label is NaN are ``"nonrelevant"`` (gain 0) or ``"remove"``d before ranking.
     zero_gain_below : labels below this value get gain 0 (trec_eval: 0; ranx: its relevance level);
@@ -98,6 +113,8 @@ class Conventions:
     empty: str = "skip"
     ties: str = "stable"
     map_norm: str = "R"
+    p_denominator: str = "K"
+    max_grade: float = 4.0
     threshold: float = 1.0
     unjudged: str = "nonrelevant"
     zero_gain_below: Union[float, str, None] = None
@@ -109,6 +126,7 @@ class Conventions:
             ("empty", EMPTY_RULES),
             ("ties", TIE_RULES),
             ("map_norm", MAP_NORMS),
+            ("p_denominator", P_DENOMINATORS),
             ("unjudged", UNJUDGED_RULES),
             ("score_dtype", SCORE_DTYPES),
         ):
@@ -141,7 +159,7 @@ class Conventions:
         'map[rel>=1,norm=R,empty=zero,ties=docid_desc,unjudged_below=0,scores=float32,R=qrels]'
         """
         parts = []
-        for field in _FIELDS_BY_KIND[kind]:
+        for field in _fields(kind):
             if field == "gain":
                 parts.append("gain=item" if item_gain else f"gain={gain_name(self.gain)}")
             elif field == "discount":
@@ -152,8 +170,12 @@ class Conventions:
                 parts.append(f"rel>={_fmt_number(self.threshold)}")
             elif field == "norm":
                 parts.append(f"norm={self.map_norm}")
+            elif field == "gmax":
+                parts.append(f"gmax={_fmt_number(self.max_grade)}")
             else:
                 parts.append(f"{field}={getattr(self, field)}")
+        if kind == "p" and self.p_denominator != "K":
+            parts.append(f"denom={self.p_denominator}")
         floor = self.gain_floor
         if floor is not None and kind in ("ndcg", "dcg"):  # binary metrics do not use gains
             parts.append(f"zero_gain_below={_fmt_number(floor)}")
@@ -163,9 +185,19 @@ class Conventions:
             parts.append(f"unjudged_below={_fmt_number(self.unjudged_below)}")
         if self.score_dtype != "float64":
             parts.append(f"scores={self.score_dtype}")
-        if qrels and kind != "dcg":  # |R| (and the ideal DCG) counted over the qrels
+        if qrels and kind not in ("dcg", "err", "rbp", "rbp_resid", "opa", "arp"):  # |R|, ideal from the qrels
             parts.append("R=qrels")
         return f"{short_name}[{','.join(parts)}]"
+
+
+def _fields(kind: str) -> tuple:
+    if kind in _FIELDS_BY_KIND:
+        return _FIELDS_BY_KIND[kind]
+    from metrics.trec_eval import COUNT_KINDS, GAIN_KINDS  # (trec_eval imports this module)
+
+    if kind in COUNT_KINDS:
+        return _TREC_COUNT_FIELDS
+    return _TREC_GAIN_FIELDS if kind in GAIN_KINDS else _TREC_FIELDS
 
 
 PRESETS: dict[str, Conventions] = {

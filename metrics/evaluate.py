@@ -3,26 +3,54 @@
 Metric name grammar (case-insensitive kind, optional ``@K``)::
 
     ndcg | dcg | map | ap | mrr | rr | p | precision | recall | hit | hitrate | rprec   [@K]
+    err[@K] | rbp[.P] | rbp_resid[.P] | opa | arp | dcg_burges[@K] | ndcg_burges[@K]
 
-and trec_eval's spellings ``ndcg_cut_K``, ``map_cut_K``, ``P_K``, ``recall_K``, ``success_K``,
-``recip_rank``, ``Rprec``. A name may carry a bracketed suffix in the stamped format
-(``ndcg@10[gain=linear,...]``): its conventions override the call's for that metric.
-Each result is keyed by its stamped name, which begins with the name exactly as asked.
+``rbp.95``, ``rbp.0.95`` and ``rbp.p=0.95`` set the persistence (default 0.8); ``dcg_burges`` and
+``ndcg_burges`` are DCG / NDCG with the exponential gain 2^rel - 1 (ranx's names). trec_eval's
+names work too: ``ndcg_cut_K``, ``map_cut_K``, ``P_K``, ``recall_K``, ``success_K``,
+``recip_rank``, ``Rprec`` and every other per-query measure of ``trec_eval -m all_trec`` (see
+:mod:`metrics.trec_eval`), with trec_eval's parameter syntax (``P.5,10``) and ``all_trec``.
+A name may carry a bracketed suffix in the stamped format (``ndcg@10[gain=linear,...]``): its
+conventions override the call's for that metric. Each result is keyed by its stamped name, which
+begins with the name exactly as asked.
+
+Means are over the queries with a value (NaN = skipped), optionally weighted per query
+(``query_weights``); the gm_ measures average as trec_eval does, ``exp(mean of the logs)``.
 """
 
 from __future__ import annotations
 
 import re
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 import numpy as np
 
 from metrics.conventions import Conventions, get_conventions
-from metrics.ranking import RankedLists, _flat_inputs
+from metrics.order_metrics import arp_values, opa_values
+from metrics.ranking import KINDS, RankedLists, _flat_inputs
+from metrics.trec_eval import (
+    GEOMETRIC_KINDS, TREC_KINDS, TrecLists, TrecSpec, expand_trec_name, is_param_token, parse_trec_name,
+)
+from metrics.user_models import err_values, rbp_values
 
-__all__ = ["evaluate", "EvaluationResult", "parse_metric_name"]
+__all__ = ["evaluate", "EvaluationResult", "parse_metric_name", "higher_is_better", "metric_names"]
+
+# kinds beyond the RankedLists ones: name -> (kind, convention overrides)
+_EXTRA = {
+    "err": ("err", {}),
+    "rbp": ("rbp", {}),
+    "rbp_resid": ("rbp_resid", {}),
+    "opa": ("opa", {}),
+    "ordered_pair_accuracy": ("opa", {}),
+    "arp": ("arp", {}),
+    "dcg_burges": ("dcg", {"gain": "exp2"}),
+    "ndcg_burges": ("ndcg", {"gain": "exp2"}),
+}
+_NO_CUTOFF = ("rbp", "rbp_resid", "opa", "arp")
+_NO_AVERAGE_TIES = ("err", "rbp", "rbp_resid", *TREC_KINDS)
+LOWER_IS_BETTER = ("arp", "num_nonrel_judged_ret", "rbp_resid")
+DEFAULT_RBP_P = 0.8
 
 _KIND_ALIASES = {
     "ndcg": "ndcg",
@@ -47,7 +75,19 @@ _TREC_CUT = re.compile(r"^(ndcg_cut|map_cut|p|recall|success)_(\d+)$", re.IGNORE
 _PLAIN = re.compile(r"^([a-z_\-]+)(?:@(\d+))?$", re.IGNORECASE)
 
 # stamped-name field -> Conventions field (fields that only describe, like ideal=, are checked)
-_STAMP_FIELDS = {"gain", "discount", "ideal", "empty", "ties", "rel", "norm", "zero_gain_below", "unjudged_below", "unjudged", "scores", "R"}
+_STAMP_FIELDS = {"gain", "discount", "ideal", "empty", "ties", "rel", "norm", "zero_gain_below", "unjudged_below",
+                 "unjudged", "scores", "R", "denom", "gmax", "p"}
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """A parsed metric name: short name as asked, kind, cutoff, convention overrides, parameters."""
+
+    short: str
+    kind: str
+    k: int | None
+    overrides: dict
+    params: tuple = ()
 
 
 def parse_metric_name(name: str) -> tuple[str, str, int | None, dict]:
@@ -59,7 +99,14 @@ def parse_metric_name(name: str) -> tuple[str, str, int | None, dict]:
     ('P_5', 'p', 5, {})
     >>> parse_metric_name("map@10[rel>=2,norm=min(R,K),empty=zero,ties=stable]")[3]
     {'threshold': 2.0, 'map_norm': 'min(R,K)', 'empty': 'zero', 'ties': 'stable'}
+    >>> parse_metric_name("bpref")[1], parse_metric_name("dcg_burges@5")[1:]
+    ('bpref', ('dcg', 5, {'gain': 'exp2'}))
     """
+    spec = _parse(name)
+    return spec.short, spec.kind, spec.k, spec.overrides
+
+
+def _parse(name: str) -> MetricSpec:
     raw = name.strip()
     overrides: dict = {}
     short = raw
@@ -70,17 +117,57 @@ def parse_metric_name(name: str) -> tuple[str, str, int | None, dict]:
     if m:
         prefix = m.group(1).lower()
         kind = {"ndcg_cut": "ndcg", "map_cut": "ap", "p": "p", "recall": "recall", "success": "hit"}[prefix]
-        return short, kind, int(m.group(2)), overrides
-    m = _PLAIN.match(short)
-    if not m or m.group(1).lower() not in _KIND_ALIASES:
+        k = int(m.group(2))
+        if k < 1:
+            raise ValueError(f"metric {name!r}: the cutoff must be at least 1")
+        return MetricSpec(short, kind, k, overrides)
+    trec = parse_trec_name(short)
+    if trec is not None:
+        return MetricSpec(short, trec.kind, None, overrides, trec.params)
+    base, _, param = short.partition(".")
+    m = _PLAIN.match(base)
+    word = m.group(1).lower() if m else None
+    if word in ("rbp", "rbp_resid") and (param or "@" not in base):
+        return MetricSpec(short, word, None, overrides, (_persistence(name, param),))
+    if not m or param or (word not in _KIND_ALIASES and word not in _EXTRA):
         raise ValueError(
-            f"unknown metric {name!r}: use ndcg, dcg, map/ap, mrr/rr, p/precision, recall, hit/hitrate or "
-            "rprec, optionally with @K (e.g. ndcg@10)"
+            f"unknown metric {name!r}: use ndcg, dcg, map/ap, mrr/rr, p/precision, recall, hit/hitrate, rprec, "
+            "err, rbp, rbp_resid, opa, arp, dcg_burges or ndcg_burges, optionally with @K (e.g. ndcg@10), "
+            "or a trec_eval measure name (all_trec lists them all)"
         )
     k = None if m.group(2) is None else int(m.group(2))
     if k is not None and k < 1:
         raise ValueError(f"metric {name!r}: the cutoff must be at least 1")
-    return short, _KIND_ALIASES[m.group(1).lower()], k, overrides
+    if word in _KIND_ALIASES:
+        return MetricSpec(short, _KIND_ALIASES[word], k, overrides)
+    kind, forced = _EXTRA[word]
+    if k is not None and kind in _NO_CUTOFF:
+        raise ValueError(f"metric {name!r}: {word} takes no @K cutoff")
+    return MetricSpec(short, kind, k, {**forced, **overrides})
+
+
+def _persistence(name: str, param: str) -> float:
+    """RBP's p from ``rbp``, ``rbp.0.95``, ``rbp.95`` (ranx: the digits after "0.") or ``rbp.p=0.95``."""
+    if not param:
+        return DEFAULT_RBP_P
+    text = param[2:] if param.startswith("p=") else param
+    try:
+        p = float(text) if ("." in text or text.startswith("p=") or param.startswith("p=")) else float("0." + text)
+    except ValueError:
+        raise ValueError(f"metric {name!r}: cannot read the persistence {param!r} (e.g. rbp.0.95)") from None
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"metric {name!r}: the persistence must lie strictly between 0 and 1")
+    return p
+
+
+def higher_is_better(name: str) -> bool:
+    """Whether larger values of metric ``name`` (short or stamped) are better: False for ARP,
+    num_nonrel_judged_ret and the RBP residual.
+
+    >>> higher_is_better("ndcg@10"), higher_is_better("arp[rel>=1,empty=skip,ties=stable]")
+    (True, False)
+    """
+    return _parse(name).kind not in LOWER_IS_BETTER
 
 
 def _split_outside(text: str, opening: str, closing: str) -> list[str]:
@@ -119,8 +206,12 @@ def _parse_stamp(inner: str, name: str) -> dict:
         if key == "ideal":
             if value != "min(R,K)":
                 raise ValueError(f"metric {name!r}: only ideal=min(R,K) is implemented")
-        elif key == "R":
-            pass  # describes the data (qrels given), not a choice
+        elif key in ("R", "p"):
+            pass  # describes the data (qrels given) or repeats the name's parameter
+        elif key == "denom":
+            out["p_denominator"] = value
+        elif key == "gmax":
+            out["max_grade"] = float(value)
         elif key == "norm":
             out["map_norm"] = value
         elif key == "scores":
@@ -141,7 +232,8 @@ class EvaluationResult:
     """Per-query values and means of several metrics, keyed by stamped name.
 
     per_query : {stamped name: [Q] float64 (NaN where a query is skipped)}
-    mean : {stamped name: mean over the non-NaN queries (NaN if none)}
+    mean : {stamped name: mean over the non-NaN queries (NaN if none); weighted by
+        ``query_weights`` when given; exp(mean of the logs) for the gm_ measures}
     names : {short name as asked: stamped name}
     counted : {stamped name: number of queries in the mean}
     query_ids : the query ids, when given
@@ -153,10 +245,15 @@ class EvaluationResult:
     counted: dict = field(default_factory=dict)
     conventions: Conventions | None = None
     query_ids: Any = None
+    query_weights: Any = None
 
     def __getitem__(self, short_name: str) -> float:
         """Mean of a metric by its short name (``result["ndcg@10"]``) or stamped name."""
         return self.mean[self.names.get(short_name, short_name)]
+
+    def short_names(self) -> dict:
+        """{stamped name: short name as asked}."""
+        return {stamped: short for short, stamped in self.names.items()}
 
     def table(self) -> str:
         """A plain-text table: stamped name, mean, number of queries counted."""
@@ -170,8 +267,102 @@ class EvaluationResult:
 def _metric_list(metrics: str | Iterable[str]) -> list[str]:
     if isinstance(metrics, str):
         # commas inside brackets do not split, so stamped names can be listed
-        return [m.strip() for m in _split_outside(metrics, "([", ")]") if m.strip()]
-    return [str(m) for m in metrics]
+        tokens = [m.strip() for m in _split_outside(metrics, "([", ")]") if m.strip()]
+    else:
+        tokens = [str(m) for m in metrics]
+    # trec_eval's parameter lists (P.5,10 / ndcg.1=3,2=9): a bare number continues the previous name
+    merged: list[str] = []
+    for token in tokens:
+        if merged and "." in merged[-1] and "[" not in merged[-1] and is_param_token(token):
+            merged[-1] += "," + token
+        else:
+            merged.append(token)
+    return merged
+
+
+def metric_names(metrics: str | Iterable[str]) -> list[str]:
+    """The single metric names a metrics argument asks for (``all_trec`` and ``P.5,10`` expanded).
+
+    >>> metric_names("ndcg@10,P.5,10,map")
+    ['ndcg@10', 'P_5', 'P_10', 'map']
+    """
+    out: list[str] = []
+    for name in _metric_list(metrics):
+        short, bracket = (name.split("[", 1) + [""])[:2] if name.endswith("]") else (name, "")
+        expanded = expand_trec_name(short.strip())
+        if expanded is None:
+            out.append(name)
+        else:
+            out.extend(e + (f"[{bracket}" if bracket else "") for e in expanded)
+    return out
+
+
+class _Lists:
+    """The orderings one evaluate() call shares: one RankedLists / TrecLists per conventions."""
+
+    def __init__(self, s, labels, offsets, doc_ids, item_gain, qrels_labels, qrels_offsets):
+        self.args = (s, labels, offsets)
+        self.doc_ids, self.item_gain = doc_ids, item_gain
+        self.qrels = (qrels_labels, qrels_offsets)
+        self._ranked: dict = {}  # id(conventions) -> (conventions, lists); tables and callables are unhashable
+        self._trec: dict = {}
+
+    def ranked(self, conv: Conventions) -> RankedLists:
+        if id(conv) not in self._ranked:
+            self._ranked[id(conv)] = (conv, RankedLists(
+                *self.args, conv, doc_ids=self.doc_ids, item_gain=self.item_gain,
+                qrels_labels=self.qrels[0], qrels_offsets=self.qrels[1],
+            ))
+        return self._ranked[id(conv)][1]
+
+    def trec(self, conv: Conventions) -> TrecLists:
+        if self.item_gain is not None:
+            raise ValueError("trec_eval's measures read relevance levels; item_gain cannot be used with them")
+        if id(conv) not in self._trec:
+            self._trec[id(conv)] = (conv, TrecLists(
+                *self.args, conv, doc_ids=self.doc_ids, qrels_labels=self.qrels[0], qrels_offsets=self.qrels[1],
+            ))
+        return self._trec[id(conv)][1]
+
+
+def _fill(values: np.ndarray, is_empty: np.ndarray, rule: str) -> np.ndarray:
+    return np.where(is_empty, {"skip": np.nan, "zero": 0.0, "one": 1.0}[rule], values)
+
+
+def _values(spec: MetricSpec, conv: Conventions, lists: _Lists) -> np.ndarray:
+    """[Q] per-query values of one parsed metric."""
+    if conv.ties == "average" and spec.kind in _NO_AVERAGE_TIES:
+        raise ValueError(f"metric {spec.short!r}: ties='average' is not defined for it (use stable, docid_desc "
+                         "or pessimistic)")
+    if spec.kind in KINDS:
+        return lists.ranked(conv).metric(spec.kind, spec.k)
+    if spec.kind in TREC_KINDS:
+        return lists.trec(conv).values(TrecSpec(spec.kind, spec.params), conv.empty)
+    rl = lists.ranked(conv)
+    if spec.kind == "err":
+        return err_values(rl, spec.k)
+    if spec.kind in ("rbp", "rbp_resid"):
+        return rbp_values(rl, spec.params[0], residual=spec.kind == "rbp_resid")
+    if spec.kind == "opa":
+        values, pairs = opa_values(rl)
+        return _fill(values, pairs <= 0, conv.empty)
+    if spec.kind == "arp":
+        values, n_rel = arp_values(rl)
+        return _fill(values, n_rel <= 0, conv.empty)
+    raise ValueError(f"unknown metric kind {spec.kind!r}")
+
+
+def _mean(values: np.ndarray, weights: np.ndarray | None, geometric: bool) -> float:
+    ok = ~np.isnan(values)
+    if not ok.any():
+        return float("nan")
+    v = values[ok]
+    if weights is None:
+        m = float(np.mean(v))
+    else:
+        w = weights[ok]
+        m = float(np.sum(w * v) / np.sum(w)) if np.sum(w) > 0 else float("nan")
+    return float(np.exp(m)) if geometric else m
 
 
 def evaluate(
@@ -187,6 +378,7 @@ def evaluate(
     qrels_labels: Any = None,
     qrels_offsets: Any = None,
     query_ids: Any = None,
+    query_weights: Any = None,
     **conventions: Any,
 ) -> EvaluationResult:
     """Evaluate several ranking metrics over many queries, sharing one ordering.
@@ -194,9 +386,11 @@ def evaluate(
     ``scores``/``labels`` are flat [N] with ``query_offsets`` [Q+1], or padded [Q, L] with ``mask``.
     ``preset`` is None (the toolkit's conventions), ``"trec_eval"``, ``"sklearn"``, ``"lightgbm"``,
     ``"ranx"`` or a :class:`Conventions`; keyword ``conventions`` (gain, discount, empty, ties,
-    map_norm, threshold, unjudged, zero_gain_below, score_dtype) override it. ``doc_ids`` [N] are
-    needed for ``ties="docid_desc"``; ``qrels_labels``/``qrels_offsets`` give every judged document
-    per query (|R| and the ideal DCG then include judged documents that were not retrieved).
+    map_norm, p_denominator, max_grade, threshold, unjudged, zero_gain_below, score_dtype) override
+    it. ``doc_ids`` [N] are needed for ``ties="docid_desc"``; ``qrels_labels``/``qrels_offsets`` give
+    every judged document per query (|R| and the ideal DCG then include judged documents that were
+    not retrieved). ``query_weights`` [Q] (>= 0) weight the means: sum_q w_q v_q / sum_q w_q over
+    the queries with a value.
 
     >>> r = evaluate([3., 2., 1., .5, .2], [3, 0, 2, 0, 1], [0, 3, 5], ["ndcg@3", "mrr", "p@2"])
     >>> r.names["ndcg@3"]
@@ -205,34 +399,35 @@ def evaluate(
     [0.9558, 0.6309]
     >>> round(r["mrr"], 4), r["p@2"]
     (0.75, 0.5)
+    >>> evaluate([3., 2., 1., .5, .2], [3, 0, 2, 0, 1], [0, 3, 5], "mrr", query_weights=[3, 1])["mrr"]
+    0.875
     """
     base = get_conventions(preset, **conventions)
     s, labels, query_offsets, doc_ids, item_gain = _flat_inputs(scores, labels, query_offsets, mask, doc_ids, item_gain)
-    lists: dict = {}  # id(conventions) -> (conventions, RankedLists); tables and callables are unhashable
+    lists = _Lists(s, labels, query_offsets, doc_ids, item_gain, qrels_labels, qrels_offsets)
+    weights = None
+    if query_weights is not None:
+        weights = np.asarray(query_weights, dtype=np.float64).reshape(-1)
+        n_q = np.asarray(query_offsets).size - 1
+        if weights.size != n_q:
+            raise ValueError(f"query_weights has {weights.size} entries for {n_q} queries")
+        if np.any(~np.isfinite(weights)) or np.any(weights < 0):
+            raise ValueError("query_weights must be finite and non-negative")
 
-    def ranked(conv: Conventions) -> RankedLists:
-        if id(conv) not in lists:
-            lists[id(conv)] = (conv, RankedLists(
-                s, labels, query_offsets, conv, doc_ids=doc_ids, item_gain=item_gain,
-                qrels_labels=qrels_labels, qrels_offsets=qrels_offsets,
-            ))
-        return lists[id(conv)][1]
-
-    result = EvaluationResult(conventions=base, query_ids=query_ids)
-    names = _metric_list(metrics)
+    result = EvaluationResult(conventions=base, query_ids=query_ids, query_weights=weights)
+    names = metric_names(metrics)
     if not names:
         raise ValueError("no metric asked")
     for name in names:
-        short, kind, k, overrides = parse_metric_name(name)
-        conv = base.replace(**overrides) if overrides else base
-        rl = ranked(conv)
-        stamped = conv.stamp(short, kind, item_gain=item_gain is not None, qrels=rl.has_qrels)
-        values = rl.metric(kind, k)
-        result.names[short] = stamped
+        spec = _parse(name)
+        conv = base.replace(**spec.overrides) if spec.overrides else base
+        values = _values(spec, conv, lists)
+        stamped = conv.stamp(spec.short, spec.kind, item_gain=item_gain is not None,
+                             qrels=qrels_labels is not None)
+        if spec.kind in ("rbp", "rbp_resid"):
+            stamped = stamped.replace("[", f"[p={spec.params[0]:g},", 1)
+        result.names[spec.short] = stamped
         result.per_query[stamped] = values
-        counted = int(np.count_nonzero(~np.isnan(values)))
-        result.counted[stamped] = counted
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            result.mean[stamped] = float(np.nanmean(values)) if counted else float("nan")
+        result.counted[stamped] = int(np.count_nonzero(~np.isnan(values)))
+        result.mean[stamped] = _mean(values, weights, spec.kind in GEOMETRIC_KINDS)
     return result

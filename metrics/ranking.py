@@ -12,7 +12,7 @@ g_r = gain(label_r), d(r) = 1/log2(r+1) (or the discount given), R = number of r
     IDCG@K      = DCG@K of the judged positive gains sorted descending (top min(|R|, K) of them)
     AP@K        = sum_{r<=K} rel_r * P@r / (R or min(R, K))
     RR@K        = 1 / (rank of the first relevant item) if that rank <= K else 0
-    P@K         = sum_{r<=K} rel_r / K                Recall@K = sum_{r<=K} rel_r / R
+    P@K         = sum_{r<=K} rel_r / K  (or / min(K, n))  Recall@K = sum_{r<=K} rel_r / R
     HitRate@K   = [sum_{r<=K} rel_r > 0]              R-precision = sum_{r<=R} rel_r / R
 
 Without ``k`` the cutoff is the whole list (P then divides by n). A query without relevant items
@@ -695,7 +695,12 @@ class RankedLists:
             r = self.n_relevant(t)
             empty = r <= 0
             if kind == "p":
-                denom = self.lengths if k is None else np.full(self.n_queries, k)
+                if k is None:
+                    denom = self.lengths
+                elif conv.p_denominator == "min(K,n)":  # the items shown (TF-Ranking, Rax)
+                    denom = np.minimum(k, self.lengths)
+                else:
+                    denom = np.full(self.n_queries, k)
                 value = np.where(denom > 0, self.hits(k, t) / np.maximum(denom, 1), 0.0)
                 return self._empty(value, empty)
             if kind == "recall":
