@@ -13,7 +13,9 @@ small frozen dataclass. Randomised procedures take a ``seed`` and are determinis
   estimate and standard error (vectorised; e.g. propensity ratios, IPS means).
 - :func:`paired_t_test`: ``scipy.stats.ttest_rel`` on the pairs, with NaN pairs dropped.
 - :func:`paired_bootstrap_test`: two-sided bootstrap test of a zero mean difference over the pairs.
-- :func:`holm`: Holm-Bonferroni step-down adjusted p-values.
+- :func:`paired_randomization_test`: two-sided sign-flip (Fisher) randomization test of a zero mean
+  difference; exact (all 2^n sign vectors) for small n, seeded Monte Carlo otherwise.
+- :func:`holm`: Holm-Bonferroni step-down adjusted p-values; :func:`bonferroni`; :func:`adjust_p_values`.
 
 NaN policy (all functions): a NaN marks a unit without a value (for example a query with no
 relevant item under ``empty=skip``). One-sample functions drop NaN values; paired functions drop a
@@ -36,7 +38,11 @@ __all__ = [
     "normal_interval",
     "paired_t_test",
     "paired_bootstrap_test",
+    "paired_randomization_test",
     "holm",
+    "bonferroni",
+    "adjust_p_values",
+    "CORRECTIONS",
 ]
 
 
@@ -277,3 +283,85 @@ def holm(p_values) -> np.ndarray:
     scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
     out[order] = np.maximum.accumulate(scaled)
     return out
+
+
+def _sign_flip_means(d: np.ndarray, signs: np.ndarray) -> np.ndarray:
+    return (signs * d).mean(axis=-1)
+
+
+def paired_randomization_test(a, b, *, n_resamples: int = 10_000, seed: int = 0, exact: bool | None = None,
+                              batch: int = 1000) -> PairedTestResult:
+    """Two-sided paired randomization (sign-flip) test of ``mean(a - b) == 0``.
+
+    Under the null each difference d_q = a_q - b_q is as likely to have the other sign, so the
+    p-value is the share of sign vectors s in {-1, 1}^n with ``|mean(s d)| >= |mean(d)|``:
+
+    - exact (``exact=True``, or None and 2^n <= n_resamples): over all 2^n vectors (the observed one
+      included);
+    - Monte Carlo: ``p = (1 + #{extreme among n_resamples random vectors}) / (n_resamples + 1)``,
+      vectors drawn from ``np.random.default_rng(seed)``; it converges to the exact p-value.
+
+    ``statistic`` is the observed mean difference over its standard error. NaN pairs are dropped;
+    all differences zero give ``p = 1``.
+
+    >>> paired_randomization_test([1.0, 2.0, 3.0], [0.0, 1.0, 2.0]).p_value   # 2 of the 8 flips
+    0.25
+    """
+    a, b = _paired(a, b)
+    n = int(a.shape[0])
+    d = a - b
+    if n == 0:
+        return PairedTestResult(float("nan"), float("nan"), float("nan"), 0, "paired-randomization")
+    observed = float(d.mean())
+    if np.all(d == 0.0):
+        return PairedTestResult(0.0, 0.0, 1.0, n, "paired-randomization")
+    sd = float(d.std(ddof=1)) if n > 1 else 0.0
+    stat = observed / (sd / np.sqrt(n)) if sd > 0 else float(np.sign(observed) * np.inf)
+    cut = abs(observed) * (1.0 - 1e-12)  # flips equal to the observed mean up to rounding count as extreme
+    if exact is None:
+        exact = n <= 30 and 2 ** n <= n_resamples
+    if exact:
+        if n > 30:
+            raise ValueError(f"the exact test enumerates 2^n sign vectors; n = {n} is too many")
+        extreme = 0
+        for start in range(0, 2 ** n, 1 << 16):
+            codes = np.arange(start, min(start + (1 << 16), 2 ** n), dtype=np.int64)
+            signs = 1.0 - 2.0 * ((codes[:, None] >> np.arange(n)) & 1)
+            extreme += int(np.count_nonzero(np.abs(_sign_flip_means(d, signs)) >= cut))
+        return PairedTestResult(observed, stat, extreme / 2.0 ** n, n, "paired-randomization-exact")
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
+    rng = np.random.default_rng(seed)
+    extreme = 0
+    for start in range(0, n_resamples, batch):
+        size = min(batch, n_resamples - start)
+        signs = 1.0 - 2.0 * rng.integers(0, 2, (size, n))
+        extreme += int(np.count_nonzero(np.abs(_sign_flip_means(d, signs)) >= cut))
+    return PairedTestResult(observed, stat, (1.0 + extreme) / (n_resamples + 1.0), n, "paired-randomization")
+
+
+def bonferroni(p_values) -> np.ndarray:
+    """Bonferroni adjusted p-values: ``min(1, m p)`` over the m non-NaN values (NaN stays NaN).
+
+    >>> bonferroni([0.01, 0.04, float("nan")]).tolist()
+    [0.02, 0.08, nan]
+    """
+    p = _as_1d(p_values, "p_values")
+    if np.any((p < 0) | (p > 1)):
+        raise ValueError("p-values must lie in [0, 1]")
+    m = int(np.count_nonzero(~np.isnan(p)))
+    return np.minimum(1.0, m * p)
+
+
+CORRECTIONS = ("holm", "bonferroni", "none")
+
+
+def adjust_p_values(p_values, correction: str = "holm") -> np.ndarray:
+    """p-values adjusted for multiple comparisons: ``"holm"``, ``"bonferroni"`` or ``"none"``."""
+    if correction == "holm":
+        return holm(p_values)
+    if correction == "bonferroni":
+        return bonferroni(p_values)
+    if correction == "none":
+        return _as_1d(p_values, "p_values").copy()
+    raise ValueError(f"unknown correction {correction!r}: use one of {', '.join(CORRECTIONS)}")
