@@ -3,6 +3,9 @@
 A temporary file is written in the destination folder, flushed, fsynced and then renamed over the
 destination with :func:`os.replace`, which is atomic on POSIX file systems. A crash mid-write leaves
 the previous version (or nothing) in place, never a truncated file.
+
+The command line's ``-`` (standard input or output in place of a file) is read and written here
+too: :func:`open_text`, :func:`write_text_or_stdout`, :func:`write_json_report`.
 """
 
 from __future__ import annotations
@@ -10,11 +13,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
-__all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text", "atomic_write_json"]
+from ltr.errors import LtrError
+
+__all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text", "atomic_write_json", "STDIO", "open_text",
+           "write_text_or_stdout", "write_json_report"]
 
 
 def _read_umask() -> int:
@@ -78,3 +85,48 @@ def _json_default(obj: Any) -> Any:
 def atomic_write_json(path: str | os.PathLike, obj: Any, indent: int = 2) -> None:
     """Write ``obj`` as JSON to ``path`` atomically (numpy values become plain numbers)."""
     atomic_write_text(path, json.dumps(obj, indent=indent, default=_json_default, allow_nan=True) + "\n")
+
+
+STDIO = "-"  # a path argument of "-" means standard input (to read) or standard output (to write)
+
+
+@contextlib.contextmanager
+def open_text(path: str | os.PathLike) -> Iterator[Any]:
+    """Open a text file to read, or standard input when ``path`` is ``"-"`` (left open afterwards).
+
+    A file that cannot be opened is a :class:`ltr.errors.LtrError` (``cannot read PATH: reason``).
+    """
+    if str(path) == STDIO:
+        yield sys.stdin
+        return
+    try:
+        fh = open(path, "r", encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise LtrError(f"cannot read {path}: {exc.strerror or exc}") from None
+    with fh:
+        yield fh
+
+
+def write_text_or_stdout(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` atomically, or to standard output when ``path`` is ``"-"``."""
+    if str(path) == STDIO:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        atomic_write_text(path, text)
+
+
+def write_json_report(target: str | os.PathLike, obj: Any) -> None:
+    """The ``--json`` rule of every command: JSON on standard output for ``"-"``, else written to the
+    file ``target`` atomically. NaN is written as null (a skipped value)."""
+    write_text_or_stdout(target, json.dumps(_nan_to_none(obj), indent=2, default=_json_default) + "\n")
+
+
+def _nan_to_none(obj: Any) -> Any:
+    if isinstance(obj, float) and obj != obj:
+        return None
+    if isinstance(obj, dict):
+        return {k: _nan_to_none(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_nan_to_none(v) for v in obj]
+    return obj

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 from scipy.special import expit
 
+from ltr.commands import check_one_stdin
 from ltr.data.columns import read_id_column, read_number_column
 from ltr.errors import LtrError
 
@@ -42,8 +43,8 @@ def register(subparsers) -> None:
         f"a reliability diagram. Input files: {FORMATS_HELP}, same row order in every file.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("--scores", required=True, metavar="FILE", help=f"model scores, {FORMATS_HELP}")
-    p.add_argument("--labels", required=True, metavar="FILE", help=f"0/1 labels (click / no click), {FORMATS_HELP}")
+    p.add_argument("--scores", required=True, metavar="FILE", help=f"model scores, {FORMATS_HELP} ('-': standard input)")
+    p.add_argument("--labels", required=True, metavar="FILE", help=f"0/1 labels (click / no click), {FORMATS_HELP} ('-': standard input)")
     p.add_argument("--groups", default=None, metavar="FILE",
                    help=f"optional query / request / user id per row ({FORMATS_HELP}): grouped AUC, group-wise split")
     p.add_argument("--method", required=True, choices=("platt", "isotonic", "isotonic-strict"),
@@ -90,6 +91,7 @@ def run(args) -> int:
     )
     from ltr.io_utils import atomic_write_json, atomic_write_text
 
+    check_one_stdin(scores=args.scores, labels=args.labels, groups=args.groups)
     scores = read_number_column(args.scores, what="score")
     labels = read_number_column(args.labels, what="label", allowed=(0, 1))
     if labels.shape != scores.shape:

@@ -14,11 +14,13 @@ Sub-commands:
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 from pathlib import Path
 
 import numpy as np
 
+from ltr.commands import add_json_option, text_stream
 from ltr.data.files import load_data_file
 from ltr.errors import LtrError
 from ltr.study.report_table import markdown_table
@@ -68,7 +70,7 @@ def register(subparsers) -> None:
     e.add_argument("--method", default="randomized", choices=("randomized", "swap"), help="which intervention traffic to use")
     e.add_argument("--positions", type=int, default=None, help="number of positions to estimate (default: all shown positions)")
     e.add_argument("--confidence", type=float, default=0.95, help="confidence level of the intervals")
-    e.add_argument("--json", default=None, metavar="FILE", help="also write the estimate as JSON")
+    add_json_option(e, "the estimate")
     e.set_defaults(func=run_estimate)
 
     v = sub.add_parser("evaluate", help="naive / IPS / SNIPS click-DCG of a ranker from a click log", formatter_class=fmt,
@@ -83,7 +85,7 @@ def register(subparsers) -> None:
     v.add_argument("--clip", type=float, default=None, help="lower bound on propensities (weights at most 1/clip)")
     v.add_argument("--propensity", default="logged", choices=("logged", "randomized", "swap"),
                    help="propensities: the logged (true) ones, or estimated from the log's intervention traffic")
-    v.add_argument("--json", default=None, metavar="FILE", help="also write the numbers as JSON")
+    add_json_option(v, "the numbers")
     v.set_defaults(func=run_evaluate)
 
     o = sub.add_parser("open-bandit", help="CTR by position with intervals on the Open Bandit sample", formatter_class=fmt,
@@ -98,7 +100,7 @@ def register(subparsers) -> None:
     o.add_argument("--confidence", type=float, default=0.95, help="confidence level")
     o.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (with --interval bootstrap)")
     o.add_argument("--seed", type=int, default=0, help="bootstrap seed")
-    o.add_argument("--json", default=None, metavar="FILE", help="also write the numbers as JSON")
+    add_json_option(o, "the numbers")
     o.set_defaults(func=run_open_bandit)
 
 
@@ -235,18 +237,20 @@ def run_simulate(args) -> int:
 
 def run_estimate(args) -> int:
     from ltr.clicks.propensity import fit_power_law
-    from ltr.io_utils import atomic_write_json
+    from ltr.io_utils import write_json_report
+
+    say = functools.partial(print, file=text_stream(args))  # JSON on standard output: text to stderr
 
     log = _load_log(args.log)
     est = _estimate(log, args.method, args.positions, args.confidence)
     rows = _estimate_rows(log, est)
-    print(f"propensity from {args.method} traffic ({int(est.sessions.max())} sessions at most per position), "
+    say(f"propensity from {args.method} traffic ({int(est.sessions.max())} sessions at most per position), "
           f"{args.confidence:.0%} interval:")
-    print(_table(rows, [c for c in ("position", "truth", "theta", "se", "low", "high", "covered") if c in rows[0]]))
+    say(_table(rows, [c for c in ("position", "truth", "theta", "se", "low", "high", "covered") if c in rows[0]]))
     eta = fit_power_law(est)
-    print(f"fitted power law: theta_r = r^-{eta:.4f}" + (f" (simulator eta {log.meta['eta']})" if log.meta.get("eta") is not None else ""))
+    say(f"fitted power law: theta_r = r^-{eta:.4f}" + (f" (simulator eta {log.meta['eta']})" if log.meta.get("eta") is not None else ""))
     if args.json:
-        atomic_write_json(args.json, {"method": args.method, "rows": rows, "eta_fit": eta})
+        write_json_report(args.json, {"method": args.method, "rows": rows, "eta_fit": eta})
     return 0
 
 
@@ -255,7 +259,9 @@ def run_evaluate(args) -> int:
     from ltr.clicks.click_models import attraction
     from ltr.clicks.ips import click_dcg, expected_click_dcg, logged_support
     from ltr.clicks.propensity import propensities_from_curve
-    from ltr.io_utils import atomic_write_json
+    from ltr.io_utils import write_json_report
+
+    say = functools.partial(print, file=text_stream(args))  # JSON on standard output: text to stderr
 
     ds = load_data_file(args.data, "data")
     log = _load_log(args.log)
@@ -284,17 +290,19 @@ def run_evaluate(args) -> int:
     name = ev.names[f"ndcg@{args.k}"]
     out[name] = float(ev.mean[name])
     rows = [{"estimate": k, "value": v} for k, v in out.items()]
-    print(f"click-DCG@{args.k} of the ranker from {log.n_sessions} sessions (propensity: {args.propensity}, clip: {args.clip}):")
-    print(_table(rows, ["estimate", "value"]))
-    print("IPS targets true_click_dcg (over items the log showed); SNIPS targets true_click_dcg_normalized.")
+    say(f"click-DCG@{args.k} of the ranker from {log.n_sessions} sessions (propensity: {args.propensity}, clip: {args.clip}):")
+    say(_table(rows, ["estimate", "value"]))
+    say("IPS targets true_click_dcg (over items the log showed); SNIPS targets true_click_dcg_normalized.")
     if args.json:
-        atomic_write_json(args.json, out)
+        write_json_report(args.json, out)
     return 0
 
 
 def run_open_bandit(args) -> int:
     from ltr.clicks.open_bandit import ctr_by_position, ips_value, load_open_bandit
-    from ltr.io_utils import atomic_write_json
+    from ltr.io_utils import write_json_report
+
+    say = functools.partial(print, file=text_stream(args))  # JSON on standard output: text to stderr
 
     if not Path(args.data).is_dir():
         raise LtrError(f"--data {args.data}: not a folder")
@@ -309,10 +317,10 @@ def run_open_bandit(args) -> int:
         rows = ctr_by_position(log, confidence=args.confidence, interval=args.interval,
                                n_resamples=args.resamples, seed=args.seed)
         out[policy] = {"n_rounds": log.n_rounds, "clicks": int(log.click.sum()), "ctr_by_position": rows}
-        print(f"{policy}: {log.n_rounds} rounds, {int(log.click.sum())} clicks, {log.n_items} items "
+        say(f"{policy}: {log.n_rounds} rounds, {int(log.click.sum())} clicks, {log.n_items} items "
               f"({args.interval} {args.confidence:.0%} intervals)")
-        print(_table(rows, ["position", "impressions", "clicks", "ctr", "low", "high", "relative"], digits=5))
-        print()
+        say(_table(rows, ["position", "impressions", "clicks", "ctr", "low", "high", "relative"], digits=5))
+        say()
     if "bts" in logs:
         n_items = logs["bts"].n_items
         est = ips_value(logs["bts"], 1.0 / n_items, confidence=args.confidence)
@@ -324,7 +332,7 @@ def run_open_bandit(args) -> int:
             on = ips_value(logs["random"], 1.0 / n_items, confidence=args.confidence)
             out["random_policy_on_policy"] = on
             line += f"; on-policy CTR of the random log: {on['ips']:.5f} [{on['ips_low']:.5f}, {on['ips_high']:.5f}]"
-        print(line)
+        say(line)
     if args.json:
-        atomic_write_json(args.json, out)
+        write_json_report(args.json, out)
     return 0

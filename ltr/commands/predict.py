@@ -1,4 +1,9 @@
-"""``ltr predict``: score a data file with a trained model folder and write a TREC run file.
+"""``ltr predict``: score a data file with a trained model folder and write its scores.
+
+``--format`` (default ``trec``): ``trec`` a TREC run file (below); ``tsv`` one score per line in the
+data file's row order (what ``ltr calibrate --scores`` and ``ltr clicks evaluate --scores`` read);
+``parquet`` a table with the columns ``qid``, ``docid``, ``rank`` and ``score`` in row order (needs
+pyarrow). ``--out -`` writes to standard output.
 
 With ``--qrels FILE`` the data's labels are written too, as TREC qrels with the same document ids,
 so that ``ltr eval --qrels FILE --run RUN`` scores the run.
@@ -31,7 +36,9 @@ def register(subparsers) -> None:
     )
     p.add_argument("--model", required=True, metavar="DIR", help="run folder holding model.json (from ltr train or ltr gbdt)")
     p.add_argument("--data", required=True, metavar="FILE", help="data to score (SVMlight/LETOR)")
-    p.add_argument("--out", required=True, metavar="RUN", help="TREC run file to write")
+    p.add_argument("--out", required=True, metavar="FILE", help="file to write ('-': standard output)")
+    p.add_argument("--format", choices=["trec", "tsv", "parquet"], default="trec",
+                   help="trec: TREC run file; tsv: one score per line in row order; parquet: qid, docid, rank, score")
     p.add_argument("--qrels", default=None, metavar="FILE", help="also write the data's labels as a TREC qrels file with the same document ids, for `ltr eval --qrels FILE --run RUN`")
     p.add_argument("--tag", default=None, help="run tag, the sixth column (default: the model folder's name)")
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto (neural models only)")
@@ -64,18 +71,74 @@ def write_qrels(ds, path: str | os.PathLike) -> None:
     write_trec_qrels(path, qrels)
 
 
+def write_tsv(scores: np.ndarray, path: str | os.PathLike) -> None:
+    """One score per line, in row order, with full precision (``repr``); ``"-"``: standard output."""
+    from ltr.io_utils import write_text_or_stdout
+
+    write_text_or_stdout(path, "".join(f"{float(s)!r}\n" for s in scores))
+
+
+def ranks_in_queries(scores: np.ndarray, query_offsets) -> np.ndarray:
+    """[N] 1-based rank of each row within its query by descending score (ties keep row order)."""
+    import metrics
+
+    off = np.asarray(query_offsets)
+    perm = metrics.rank_order(scores, off)
+    ranks = np.empty(len(scores), dtype=np.int64)
+    ranks[perm] = np.arange(len(scores)) - np.repeat(off[:-1], np.diff(off)) + 1
+    return ranks
+
+
+def write_parquet(ds, scores: np.ndarray, path: str | os.PathLike) -> None:
+    """A parquet table ``qid, docid, rank, score`` in row order (atomically; ``"-"``: standard output)."""
+    import sys
+
+    from ltr.io_utils import STDIO, atomic_path
+
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise LtrError("--format parquet needs pyarrow (pip install pyarrow)") from None
+    off = np.asarray(ds.query_offsets)
+    table = pa.table({
+        "qid": np.repeat(np.asarray(ds.query_ids).astype(str), np.diff(off)),
+        "docid": doc_ids_of(ds).astype(str),
+        "rank": ranks_in_queries(scores, off),
+        "score": np.asarray(scores, dtype=np.float64),
+    })
+    if str(path) == STDIO:
+        pq.write_table(table, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+        return
+    with atomic_path(path, suffix=".parquet") as tmp:
+        pq.write_table(table, tmp)
+
+
 def run(args) -> int:
+    import sys
+
     from ltr.data.files import load_data_file
     from ltr.train.model_folder import load_scorer
 
+    if args.qrels == "-" or (args.qrels and args.qrels == args.out):
+        raise LtrError("--qrels needs a file of its own (standard output is for --out)")
     score, n_features = load_scorer(args.model, args.device)
     ds = load_data_file(args.data, "data", n_features)
     if ds.n_features != n_features:
         raise LtrError(f"--data {args.data} has {ds.n_features} features, the model expects {n_features}")
     tag = args.tag or Path(args.model).resolve().name.replace(" ", "_")
     scores = score(ds.features)
-    write_run(ds, scores, args.out, tag)
+    if args.format == "trec":
+        write_run(ds, scores, args.out, tag)
+    elif args.format == "tsv":
+        write_tsv(scores, args.out)
+    else:
+        write_parquet(ds, scores, args.out)
     if args.qrels:
         write_qrels(ds, args.qrels)
-    print(f"wrote {ds.n_items} lines for {ds.n_queries} queries to {args.out}")
+    what = "lines" if args.format != "parquet" else "rows"
+    # the message goes to standard error when the scores go to standard output
+    print(f"wrote {ds.n_items} {what} for {ds.n_queries} queries to {args.out}",
+          file=sys.stderr if args.out == "-" else sys.stdout)
     return 0

@@ -6,7 +6,8 @@ Used for score, label and group files given to the CLI (``ltr calibrate``, ``ltr
 Text layout: one value per line; whitespace around it is ignored. An empty line before the last
 value is an error, because skipping it would move every later value onto the wrong row; empty
 lines after the last value (a trailing newline left by an editor) are ignored. A file named
-``*.npy`` is read with ``np.load(allow_pickle=False)`` and must hold a 1-D array.
+``*.npy`` is read with ``np.load(allow_pickle=False)`` and must hold a 1-D array. The path ``-``
+reads the text layout from standard input.
 
 Errors are :class:`~ltr.errors.DataFormatError` naming the file, the line (or the ``.npy``
 element) and the bad value: ``scores.txt:2: score 'abc' is not a number``.
@@ -29,6 +30,7 @@ from typing import Iterable
 import numpy as np
 
 from ltr.errors import DataFormatError, LtrError
+from ltr.io_utils import STDIO, open_text
 
 __all__ = ["parse_number", "read_number_column", "read_id_column"]
 
@@ -46,6 +48,8 @@ def parse_number(text: str, path, line: int | None, what: str = "value") -> floa
 
 def _existing(path: str | os.PathLike) -> Path:
     path = Path(path)
+    if str(path) == STDIO:
+        return path  # standard input
     if not path.is_file():
         raise LtrError(f"{path}: file not found")
     return path
@@ -65,7 +69,7 @@ def _value_lines(path: Path) -> list[tuple[int, str]]:
     """``(line number, stripped text)`` of every value line, under the empty-line rule above."""
     out: list[tuple[int, str]] = []
     empty = None  # first empty line since the last value
-    with open(path, encoding="utf-8", errors="replace") as fh:
+    with open_text(path) as fh:
         for lineno, line in enumerate(fh, start=1):
             text = line.strip()
             if not text:

@@ -21,25 +21,21 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Iterable, Mapping
 
 import numpy as np
 
 from ltr.data.columns import parse_number
 from ltr.errors import DataFormatError, LtrError
-from ltr.io_utils import atomic_write_text
+from ltr.io_utils import atomic_write_text, open_text, write_text_or_stdout
 
-__all__ = ["read_qrels", "read_run", "write_qrels", "write_run", "align", "AlignedRun", "run_from_arrays"]
+__all__ = ["read_qrels", "read_run", "write_qrels", "write_run", "align", "AlignedRun", "run_from_arrays",
+           "evaluate_aligned"]
 
 
 def _lines(path: str | os.PathLike):
-    path = Path(path)
-    try:
-        fh = open(path, "r", encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise LtrError(f"cannot read {path}: {exc.strerror or exc}") from None
-    with fh:
+    """``(line number, fields)`` of every line to read (``"-"``: standard input)."""
+    with open_text(path) as fh:
         for number, line in enumerate(fh, start=1):
             stripped = line.strip()
             if not stripped or stripped.startswith("#"):
@@ -92,7 +88,8 @@ def write_qrels(path: str | os.PathLike, qrels: Mapping[str, Mapping[str, float]
 
 
 def write_run(path: str | os.PathLike, run: Mapping[str, Iterable[tuple[str, float]]], tag: str = "ltr") -> None:
-    """Write ``{qid: [(docno, score), ...]}`` as a run file, each query ranked by score (atomically).
+    """Write ``{qid: [(docno, score), ...]}`` as a run file, each query ranked by score (atomically;
+    ``"-"``: standard output).
 
     Ranks are 1-based by descending score, ties in the given order; scores are written with full
     precision (``repr``), so reading the file back gives the same floats.
@@ -106,7 +103,7 @@ def write_run(path: str | os.PathLike, run: Mapping[str, Iterable[tuple[str, flo
         for rank, i in enumerate(order, start=1):
             doc, score = items[i]
             lines.append(f"{q} Q0 {doc} {rank} {float(score)!r} {tag}")
-    atomic_write_text(path, "\n".join(lines) + ("\n" if lines else ""))
+    write_text_or_stdout(path, "\n".join(lines) + ("\n" if lines else ""))
 
 
 def run_from_arrays(query_ids, doc_ids, scores, query_offsets) -> dict[str, list[tuple[str, float]]]:
@@ -165,3 +162,19 @@ def align(
         dropped_run_queries=sorted(set(run) - set(qrels)),
         dropped_qrels_queries=[] if complete else sorted(set(qrels) - set(run)),
     )
+
+
+def evaluate_aligned(aligned: AlignedRun, metric_names, preset=None, **conventions):
+    """:func:`metrics.evaluate` of an aligned run: doc ids (for trec_eval's ties), the qrels (|R| and
+    the ideal DCG over every judged document) and the query ids come along. A bad metric name or
+    convention is a :class:`LtrError`."""
+    import metrics
+
+    try:
+        return metrics.evaluate(
+            aligned.scores, aligned.labels, aligned.query_offsets, metric_names, preset=preset,
+            doc_ids=aligned.doc_ids, qrels_labels=aligned.qrels_labels, qrels_offsets=aligned.qrels_offsets,
+            query_ids=aligned.query_ids, **conventions,
+        )
+    except ValueError as exc:
+        raise LtrError(str(exc)) from None
