@@ -255,6 +255,26 @@ class EvaluationResult:
         """{stamped name: short name as asked}."""
         return {stamped: short for short, stamped in self.names.items()}
 
+    def as_dict(self, per_query: bool = False) -> dict:
+        """JSON-ready, keyed by the short names as asked (a skipped value stays NaN)::
+
+            {"mean": {short: mean},
+             "metrics": {short: {"stamped": stamped name, "mean": mean, "queries": n counted}},
+             "per_query": {query id: {short: value}}}      (only when ``per_query``)
+
+        Query ids are ``query_ids`` when given, else the positions "0", "1", ...
+        """
+        out: dict = {"mean": {}, "metrics": {}}
+        for short, stamped in self.names.items():
+            out["mean"][short] = self.mean[stamped]
+            out["metrics"][short] = {"stamped": stamped, "mean": self.mean[stamped], "queries": self.counted[stamped]}
+        if per_query:
+            n = len(next(iter(self.per_query.values()), []))
+            ids = [str(q) for q in self.query_ids] if self.query_ids is not None else [str(i) for i in range(n)]
+            out["per_query"] = {q: {short: float(self.per_query[stamped][i]) for short, stamped in self.names.items()}
+                                for i, q in enumerate(ids)}
+        return out
+
     def table(self) -> str:
         """A plain-text table: stamped name, mean, number of queries counted."""
         width = max((len(n) for n in self.mean), default=6)

@@ -157,3 +157,19 @@ def test_tsv_scores_feed_calibrate_from_standard_input(capsys, monkeypatch, tmp_
                  "--out", str(tmp_path / "cal")]) == 0
     assert (tmp_path / "cal" / "calibrator.json").exists()
     assert main(["calibrate", "--scores", "-", "--labels", "-", "--method", "platt", "--out", str(tmp_path / "c2")]) == 2
+
+
+def test_eval_diversity_qrels_alpha_ndcg(capsys, tmp_path):
+    qrels, run = tmp_path / "div.qrels", tmp_path / "div.run"
+    # query 1: a covers subtopics 1 and 2, b subtopic 1, c subtopic 2, d (not retrieved) subtopic 3
+    qrels.write_text("1 1 a 1\n1 2 a 1\n1 1 b 1\n1 2 c 1\n1 3 d 1\n2 1 x 1\n2 2 y 0\n")
+    run.write_text("1 Q0 b 1 3 t\n1 Q0 a 2 2 t\n1 Q0 c 3 1 t\n2 Q0 x 1 1 t\n")
+    report = _json(capsys, "eval", "--qrels", str(qrels), "--run", str(run), "--diversity", "--alpha", "0.5",
+                   "--metrics", "alpha_ndcg@2,alpha_ndcg", "--per-query", "--json")
+    dcg = [1, 0.5 + 1, 0.5] / np.log2(np.arange(2, 5))  # ranked b, a, c
+    ideal = [2, 1, 0.5, 0.5] / np.log2(np.arange(2, 6))  # greedy: a, d, b, c
+    assert report["per_query"]["1"]["alpha_ndcg"] == pytest.approx(dcg.sum() / ideal.sum(), abs=1e-12)
+    assert report["per_query"]["1"]["alpha_ndcg@2"] == pytest.approx(dcg[:2].sum() / ideal[:2].sum(), abs=1e-12)
+    assert report["per_query"]["2"]["alpha_ndcg"] == 1.0
+    assert report["metrics"]["alpha_ndcg"]["stamped"].startswith("alpha_ndcg[alpha=0.5,rel>=1,")
+    assert main(["eval", "--qrels", str(qrels), "--run", str(run), "--diversity", "--metrics", "ndcg@10"]) == 2

@@ -11,6 +11,7 @@ from ltr.commands import (
 from ltr.errors import LtrError
 
 DEFAULT_METRICS = "ndcg@10,map,mrr@10,p@10,recall@100"
+DEFAULT_DIVERSITY = "alpha_ndcg@5,alpha_ndcg@10,alpha_ndcg@20"
 
 
 def register(subparsers) -> None:
@@ -39,6 +40,10 @@ def register(subparsers) -> None:
         "parameter syntax (P.5,10) and all_trec for all of them",
     )
     add_convention_options(parser)
+    parser.add_argument("--diversity", action="store_true",
+                        help="--qrels holds TREC diversity qrels (qid subtopic docno rel); the metrics are "
+                        "alpha_ndcg@K (Clarke et al. 2008, greedy ideal over every judged document)")
+    parser.add_argument("--alpha", type=float, default=0.5, help="alpha of alpha_ndcg (with --diversity)")
     parser.add_argument("--per-query", action="store_true", help="also report every query's values")
     add_json_option(parser, '{"mean": {name: value}, "metrics": {name: {"stamped", "mean", "queries", '
                     '"per_query"}}} with names as asked (per_query with --per-query; a skipped query is null)')
@@ -48,7 +53,9 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ltr.data.trec import align, evaluate_aligned, read_qrels, read_run
+    from ltr.data.trec import (
+        align, align_diversity, evaluate_aligned, evaluate_diversity, read_diversity_qrels, read_qrels, read_run,
+    )
     from ltr.io_utils import write_json_report
 
     if len(args.run) > 1:
@@ -56,12 +63,18 @@ def run(args: argparse.Namespace) -> int:
                        "use `ltr compare --qrels FILE --run A --run B ...` (differences, tests, wins/losses)")
     run_path = args.run[0]
     check_one_stdin(qrels=args.qrels, run=run_path)
-    qrels = read_qrels(args.qrels)
-    trec_run = read_run(run_path)
-    aligned = align(trec_run, qrels, complete=args.complete)
+    if args.diversity:
+        aligned = align_diversity(read_run(run_path), read_diversity_qrels(args.qrels))
+        aligned.dropped_run_queries = aligned.dropped_qrels_queries = []
+    else:
+        aligned = align(read_run(run_path), read_qrels(args.qrels), complete=args.complete)
     if not aligned.query_ids:
         raise LtrError(f"no query of {run_path} has judgments in {args.qrels}: nothing to evaluate")
-    result = evaluate_aligned(aligned, args.metrics, args.preset, **convention_overrides(args))
+    if args.diversity:
+        metric_names = DEFAULT_DIVERSITY if args.metrics == DEFAULT_METRICS else args.metrics
+        result = evaluate_diversity(aligned, metric_names, args.alpha, args.preset, **convention_overrides(args))
+    else:
+        result = evaluate_aligned(aligned, args.metrics, args.preset, **convention_overrides(args))
     report = {
         "queries": {"evaluated": len(aligned.query_ids), "run_only": len(aligned.dropped_run_queries),
                     "qrels_only": len(aligned.dropped_qrels_queries)},

@@ -6,6 +6,7 @@ Formats (whitespace separated, as trec_eval reads them):
   non-relevant, worth 0 as in trec_eval)
 * run:   ``qid Q0 docno rank score [tag]`` (5 or 6 fields; trec_eval ignores the rank column and
   anything after the tag, and so do we)
+* diversity qrels: ``qid subtopic docno rel`` (TREC Web track diversity task; for α-nDCG)
 
 Lines starting with ``#`` and blank lines are skipped. A malformed line raises
 :class:`ltr.errors.DataFormatError` naming the file, the line and what was wrong; so does a
@@ -30,7 +31,7 @@ from ltr.errors import DataFormatError, LtrError
 from ltr.io_utils import atomic_write_text, open_text, write_text_or_stdout
 
 __all__ = ["read_qrels", "read_run", "write_qrels", "write_run", "align", "AlignedRun", "run_from_arrays",
-           "evaluate_aligned"]
+           "evaluate_aligned", "read_diversity_qrels", "align_diversity", "AlignedDiversityRun", "evaluate_diversity"]
 
 
 def _lines(path: str | os.PathLike):
@@ -178,3 +179,93 @@ def evaluate_aligned(aligned: AlignedRun, metric_names, preset=None, **conventio
         )
     except ValueError as exc:
         raise LtrError(str(exc)) from None
+
+
+# ---------------------------------------------------------------------------- diversity qrels
+def read_diversity_qrels(path: str | os.PathLike) -> dict[str, dict[str, dict[str, float]]]:
+    """Read TREC diversity qrels ``qid subtopic docno rel`` into ``{qid: {docno: {subtopic: rel}}}``."""
+    qrels: dict[str, dict[str, dict[str, float]]] = {}
+    for line, fields in _lines(path):
+        if len(fields) != 4:
+            raise DataFormatError(path, line, f"expected 4 fields 'qid subtopic docno rel', found {len(fields)}")
+        qid, subtopic, doc, rel = fields
+        label = parse_number(rel, path, line, "relevance")
+        topics = qrels.setdefault(qid, {}).setdefault(doc, {})
+        if subtopic in topics:
+            raise DataFormatError(path, line, f"document {doc!r} is judged twice for subtopic {subtopic!r} of {qid!r}")
+        topics[subtopic] = label
+    return qrels
+
+
+@dataclass
+class AlignedDiversityRun:
+    """A run joined with diversity qrels, for :func:`metrics.alpha_ndcg`: per query, subtopics are
+    columns 0..s_q-1 (in order of first appearance in the qrels), the rest of the S columns 0."""
+
+    query_ids: list[str]
+    scores: np.ndarray            # [N]
+    judgements: np.ndarray        # [N, S] relevance of each retrieved document to each subtopic (0: none)
+    doc_ids: np.ndarray           # [N]
+    query_offsets: np.ndarray     # [Q+1]
+    qrels_judgements: np.ndarray  # [M, S] every judged document of each query
+    qrels_offsets: np.ndarray     # [Q+1]
+
+
+def align_diversity(run: Mapping[str, list[tuple[str, float]]],
+                    qrels: Mapping[str, Mapping[str, Mapping[str, float]]]) -> AlignedDiversityRun:
+    """Join a run and diversity qrels over the queries in both, sorted by id (as :func:`align`)."""
+    both = sorted(set(run) & set(qrels))
+    columns = {q: {} for q in both}
+    for q in both:
+        for topics in qrels[q].values():
+            for t in topics:
+                columns[q].setdefault(t, len(columns[q]))
+    n_sub = max([len(c) for c in columns.values()] + [1])
+    rows, scores, docs, offsets, q_rows, q_offsets = [], [], [], [0], [], [0]
+
+    def row(q, topics):
+        r = np.zeros(n_sub)
+        for t, rel in topics.items():
+            r[columns[q][t]] = rel
+        return r
+
+    for q in both:
+        for doc, score in run[q]:
+            scores.append(score)
+            docs.append(doc)
+            rows.append(row(q, qrels[q].get(doc, {})))
+        offsets.append(len(scores))
+        q_rows.extend(row(q, topics) for topics in qrels[q].values())
+        q_offsets.append(len(q_rows))
+    return AlignedDiversityRun(
+        both, np.asarray(scores, dtype=np.float64), np.asarray(rows).reshape(-1, n_sub),
+        np.asarray(docs, dtype=object), np.asarray(offsets, dtype=np.int64),
+        np.asarray(q_rows).reshape(-1, n_sub), np.asarray(q_offsets, dtype=np.int64),
+    )
+
+
+def evaluate_diversity(aligned: AlignedDiversityRun, metric_names, alpha: float = 0.5, preset=None, **conventions):
+    """α-nDCG of an aligned diversity run for names ``alpha_ndcg[@K]`` (or ``alpha-ndcg``), as an
+    :class:`metrics.EvaluationResult` whose stamped names carry α and the conventions."""
+    import metrics
+    from metrics.evaluate import EvaluationResult, metric_names as split_names
+
+    try:
+        conv = metrics.get_conventions(preset, **conventions)
+        result = EvaluationResult(conventions=conv, query_ids=aligned.query_ids)
+        for name in split_names(metric_names):
+            base, _, k = name.partition("@")
+            if base.lower() not in ("alpha_ndcg", "alpha-ndcg") or (k and not k.isdigit()):
+                raise ValueError(f"with diversity qrels the metrics are alpha_ndcg or alpha_ndcg@K, not {name!r}")
+            values = metrics.alpha_ndcg(aligned.scores, aligned.judgements, aligned.query_offsets,
+                                        int(k) if k else None, alpha=alpha, qrels_judgements=aligned.qrels_judgements,
+                                        qrels_offsets=aligned.qrels_offsets, preset=conv, doc_ids=aligned.doc_ids)
+            stamped = (f"{name}[alpha={alpha:g},rel>={conv.threshold:g},empty={conv.empty},ties={conv.ties},"
+                       "R=qrels]")
+            ok = ~np.isnan(values)
+            result.names[name], result.per_query[stamped] = stamped, values
+            result.counted[stamped] = int(ok.sum())
+            result.mean[stamped] = float(values[ok].mean()) if ok.any() else float("nan")
+    except ValueError as exc:
+        raise LtrError(str(exc)) from None
+    return result
