@@ -339,8 +339,11 @@ class _Lists:
         if self.item_gain is not None:
             raise ValueError("trec_eval's measures read relevance levels; item_gain cannot be used with them")
         if id(conv) not in self._trec:
+            # the toolkit's ordering of the same rows serves when it keeps every row and ignores labels
+            share = conv.unjudged == "nonrelevant" and conv.ties != "pessimistic"
             self._trec[id(conv)] = (conv, TrecLists(
                 *self.args, conv, doc_ids=self.doc_ids, qrels_labels=self.qrels[0], qrels_offsets=self.qrels[1],
+                perm=self.ranked(conv).perm if share else None,
             ))
         return self._trec[id(conv)][1]
 

@@ -281,7 +281,10 @@ def _order(s, offsets, ties, labels, doc_ids):
     if ties == "docid_desc":
         if doc_ids is None:
             raise ValueError("ties='docid_desc' needs doc_ids")
-        codes = np.unique(np.asarray(doc_ids), return_inverse=True)[1].reshape(-1)
+        ids = np.asarray(doc_ids)
+        if ids.dtype == object:  # fixed-width strings sort about twice as fast, in the same (code point) order
+            ids = ids.astype(str)
+        codes = np.unique(ids, return_inverse=True)[1].reshape(-1)
         return np.lexsort((-codes, -s, qidx))
     if ties == "pessimistic":
         if labels is None:

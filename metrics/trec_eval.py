@@ -254,16 +254,20 @@ class TrecLists:
     """
 
     def __init__(self, scores: Any, labels: Any, query_offsets: Any, conventions: Conventions, *,
-                 doc_ids: Any = None, qrels_labels: Any = None, qrels_offsets: Any = None) -> None:
+                 doc_ids: Any = None, qrels_labels: Any = None, qrels_offsets: Any = None,
+                 perm: Any = None) -> None:
         y = _numpy(labels, np.float64).reshape(-1)
         judged = y[~np.isnan(y)]
         if judged.size and not np.array_equal(judged, np.floor(judged)):
             raise ValueError("trec_eval's measures read integer relevance levels; the labels have fractions")
         codes = np.where(np.isnan(y), -1.0, np.where(y < 0, -2.0, y))
-        order_conv = conventions.replace(unjudged="nonrelevant", unjudged_below=None, zero_gain_below=None)
-        rl = RankedLists(scores, codes, query_offsets, order_conv, doc_ids=doc_ids)
-        ranked = codes[rl.perm].astype(np.int64)
-        offsets = rl.offsets
+        if perm is None:  # (``perm``: the same rows already ranked under these conventions, to share a sort)
+            order_conv = conventions.replace(unjudged="nonrelevant", unjudged_below=None, zero_gain_below=None)
+            rl = RankedLists(scores, codes, query_offsets, order_conv, doc_ids=doc_ids)
+            perm, offsets = rl.perm, rl.offsets
+        else:
+            offsets = np.asarray(query_offsets, dtype=np.int64)
+        ranked = codes[perm].astype(np.int64)
         if conventions.unjudged == "remove":  # trec_eval -J: drop codes < 0, keeping the order
             keep = ranked >= 0
             ck = np.concatenate([[0], np.cumsum(keep)])
