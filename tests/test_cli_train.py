@@ -165,7 +165,7 @@ def test_synth_train_predict_eval_end_to_end(tmp_path, capsys):
     capsys.readouterr()
     assert main(["eval", "--qrels", str(qrels), "--run", str(run_file), "--metrics", "ndcg@10,map", "--output", str(report)]) == 0
     # ltr eval stamps that its ideal DCG / |R| come from the qrels (here: the same labels as the data)
-    evaluated = {k.replace(",R=qrels]", "]"): v for k, v in json.loads(report.read_text())["mean"].items()}
+    evaluated = {m["stamped"].replace(",R=qrels]", "]"): m["mean"] for m in json.loads(report.read_text())["metrics"].values()}
     # ltr eval on the written run + qrels gives the metrics the trainer reported for the test split
     assert len(summary["metrics"]["test"]) == 2
     for name, value in summary["metrics"]["test"].items():
