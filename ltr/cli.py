@@ -15,7 +15,7 @@ from ltr import __version__
 from ltr.errors import LtrError
 
 # The order is the order shown in ``ltr --help``.
-COMMANDS = ("synth", "eval", "compare", "train", "gbdt", "predict", "ablate", "calibrate", "clicks")
+COMMANDS = ("synth", "eval", "compare", "train", "gbdt", "predict", "convert", "ablate", "calibrate", "clicks")
 
 
 def build_parser() -> argparse.ArgumentParser:

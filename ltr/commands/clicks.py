@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ltr.commands import add_json_option, text_stream
-from ltr.data.files import load_data_file
+from ltr.data.files import add_data_options, data_options, load_data_file
 from ltr.errors import LtrError
 from ltr.study.report_table import markdown_table
 
@@ -43,7 +43,7 @@ def register(subparsers) -> None:
                        "simulate clicks (pbm: P(click at r) = theta_r a(rel), theta_r = 1/r^eta; cascade: the user "
                        "stops at the first click); a(rel) = eps + (1-eps)(2^rel-1)/(2^max_label-1). Writes "
                        "DIR/clicks.npz and DIR/summary.json.")
-    s.add_argument("--data", required=True, metavar="FILE", help="labelled SVMlight/LETOR file")
+    s.add_argument("--data", required=True, metavar="FILE", help="labelled data: SVMlight/LETOR file, Parquet file or folder, or a store from ltr convert")
     s.add_argument("--out", required=True, metavar="DIR", help="run folder to create")
     s.add_argument("--model", default="pbm", choices=("pbm", "cascade"), help="click model")
     s.add_argument("--eta", type=float, default=1.0, help="PBM position-bias strength: theta_r = 1/r^eta")
@@ -60,6 +60,7 @@ def register(subparsers) -> None:
     s.add_argument("--seed", type=int, default=0, help="random seed (the log is a deterministic function of it)")
     s.add_argument("--force", action="store_true", help="replace --out if it exists")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_data_options(s)
     s.set_defaults(func=run_simulate)
 
     e = sub.add_parser("estimate", help="estimate examination propensity by position from a click log", formatter_class=fmt,
@@ -86,6 +87,7 @@ def register(subparsers) -> None:
     v.add_argument("--propensity", default="logged", choices=("logged", "randomized", "swap"),
                    help="propensities: the logged (true) ones, or estimated from the log's intervention traffic")
     add_json_option(v, "the numbers")
+    add_data_options(v)
     v.set_defaults(func=run_evaluate)
 
     o = sub.add_parser("open-bandit", help="CTR by position with intervals on the Open Bandit sample", formatter_class=fmt,
@@ -189,7 +191,7 @@ def run_simulate(args) -> int:
     from ltr.io_utils import atomic_write_json
     from ltr.train.run_folder import run_folder
 
-    ds = load_data_file(args.data, "data")
+    ds = load_data_file(args.data, "data", options=data_options(args))
     if args.logger_scores:
         scores, logger = _read_scores(args.logger_scores, ds.n_items, "--logger-scores"), f"scores:{args.logger_scores}"
     elif args.logger_model:
@@ -263,7 +265,7 @@ def run_evaluate(args) -> int:
 
     say = functools.partial(print, file=text_stream(args))  # JSON on standard output: text to stderr
 
-    ds = load_data_file(args.data, "data")
+    ds = load_data_file(args.data, "data", options=data_options(args))
     log = _load_log(args.log)
     if log.meta.get("n_rows") not in (None, ds.n_items) or (log.n_entries and log.doc.max() >= ds.n_items):
         raise LtrError(f"--log {args.log} was not simulated on --data {args.data} (row counts differ)")

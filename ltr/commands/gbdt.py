@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ltr.data.files import add_data_options
 from ltr.errors import LtrError
 
 GBDT_KEYS = ("gain", "num_boost_round", "early_stopping_rounds", "eval_at", "monitor_k", "seed", "metrics", "preset")
@@ -28,7 +29,7 @@ def register(subparsers) -> None:
         "value with the original gains (exact for NDCG); negative labels are refused.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("--train", required=True, metavar="FILE", help="training data (SVMlight/LETOR)")
+    p.add_argument("--train", required=True, metavar="FILE", help="training data: SVMlight/LETOR, a Parquet file or folder, or a store from `ltr convert`")
     p.add_argument("--valid", required=True, metavar="FILE", help="validation data for early stopping")
     p.add_argument("--test", default=None, metavar="FILE", help="optional test data, scored with the best iteration")
     p.add_argument("--config", default=None, metavar="FILE.toml", help="TOML with [lightgbm] (LightGBM parameters) and [gbdt] (gain, num_boost_round, early_stopping_rounds, eval_at, monitor_k, seed, metrics, preset)")
@@ -43,6 +44,7 @@ def register(subparsers) -> None:
     p.add_argument("--out", required=True, metavar="DIR", help="run folder to create")
     p.add_argument("--force", action="store_true", help="replace --out if it already exists")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_data_options(p)
     p.set_defaults(func=run)
 
 
@@ -70,7 +72,7 @@ def resolve_settings(args) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def run(args) -> int:
-    from ltr.data.files import data_facts, load_data_file
+    from ltr.data.files import data_facts, data_options, load_data_file
     from ltr.io_utils import atomic_write_json
     from ltr.train.gbdt import predict_booster, save_booster, train_lightgbm
     from ltr.train.run_folder import print_run_metrics, run_folder, versions
@@ -81,9 +83,10 @@ def run(args) -> int:
     params, opts = resolve_settings(args)
     metric_kw = {"gain": opts["gain"]} if opts["preset"] is None else {}
     check_metric_names(opts["metrics"], opts["preset"], metric_kw)  # a typo fails before training
-    train_ds = load_data_file(args.train, "train")
-    valid_ds = load_data_file(args.valid, "valid", train_ds.n_features)
-    test_ds = load_data_file(args.test, "test", train_ds.n_features)
+    options = data_options(args)
+    train_ds = load_data_file(args.train, "train", options=options)
+    valid_ds = load_data_file(args.valid, "valid", train_ds.n_features, options, feature_names=train_ds.feature_names)
+    test_ds = load_data_file(args.test, "test", train_ds.n_features, options, feature_names=train_ds.feature_names)
     for name, ds in (("valid", valid_ds), ("test", test_ds)):
         if ds is not None and ds.n_features != train_ds.n_features:
             raise LtrError(f"--{name} has {ds.n_features} features, --train has {train_ds.n_features}")
@@ -101,7 +104,7 @@ def run(args) -> int:
                 continue
             ev = evaluate_scores(predict_booster(booster, ds.features), ds, opts["metrics"], opts["preset"], metric_kw)
             metrics_out[split] = {k: float(v) for k, v in ev.mean.items()}
-        save_booster(booster, tmp, n_features=train_ds.n_features, best_iteration=info["best_iteration"])
+        save_booster(booster, tmp, n_features=train_ds.n_features, best_iteration=info["best_iteration"], feature_names=train_ds.feature_names)
 
         logger = TensorBoardLogger(tmp / "tensorboard")
         try:

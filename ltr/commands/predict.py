@@ -3,7 +3,8 @@
 ``--format`` (default ``trec``): ``trec`` a TREC run file (below); ``tsv`` one score per line in the
 data file's row order (what ``ltr calibrate --scores`` and ``ltr clicks evaluate --scores`` read);
 ``parquet`` a table with the columns ``qid``, ``docid``, ``rank`` and ``score`` in row order (needs
-pyarrow). ``--out -`` writes to standard output.
+pyarrow); without ``--format``, an ``--out`` ending in ``.parquet`` means ``parquet``. ``--out -``
+writes to standard output.
 
 With ``--qrels FILE`` the data's labels are written too, as TREC qrels with the same document ids,
 so that ``ltr eval --qrels FILE --run RUN`` scores the run.
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ltr.data.files import add_data_options
 from ltr.errors import LtrError
 
 
@@ -35,13 +37,16 @@ def register(subparsers) -> None:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument("--model", required=True, metavar="DIR", help="run folder holding model.json (from ltr train or ltr gbdt)")
-    p.add_argument("--data", required=True, metavar="FILE", help="data to score (SVMlight/LETOR)")
+    p.add_argument("--data", required=True, metavar="FILE", help="data to score: SVMlight/LETOR, a Parquet file or folder (feature columns: the model's, by name, "
+                   "when it has names), or a store from `ltr convert`")
     p.add_argument("--out", required=True, metavar="FILE", help="file to write ('-': standard output)")
-    p.add_argument("--format", choices=["trec", "tsv", "parquet"], default="trec",
-                   help="trec: TREC run file; tsv: one score per line in row order; parquet: qid, docid, rank, score")
+    p.add_argument("--format", choices=["trec", "tsv", "parquet"], default=None,
+                   help="trec: TREC run file; tsv: one score per line in row order; parquet: qid, docid, rank, score "
+                   "(default: parquet when --out ends in .parquet, else trec)")
     p.add_argument("--qrels", default=None, metavar="FILE", help="also write the data's labels as a TREC qrels file with the same document ids, for `ltr eval --qrels FILE --run RUN`")
     p.add_argument("--tag", default=None, help="run tag, the sixth column (default: the model folder's name)")
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto (neural models only)")
+    add_data_options(p)
     p.set_defaults(func=run)
 
 
@@ -118,17 +123,20 @@ def write_parquet(ds, scores: np.ndarray, path: str | os.PathLike) -> None:
 def run(args) -> int:
     import sys
 
-    from ltr.data.files import load_data_file
-    from ltr.train.model_folder import load_scorer
+    from ltr.data.files import data_options, load_data_file
+    from ltr.train.model_folder import load_scorer, model_feature_names
 
     if args.qrels == "-" or (args.qrels and args.qrels == args.out):
         raise LtrError("--qrels needs a file of its own (standard output is for --out)")
     score, n_features = load_scorer(args.model, args.device)
-    ds = load_data_file(args.data, "data", n_features)
+    options = data_options(args)
+    ds = load_data_file(args.data, "data", n_features, options, feature_names=model_feature_names(args.model))
     if ds.n_features != n_features:
         raise LtrError(f"--data {args.data} has {ds.n_features} features, the model expects {n_features}")
     tag = args.tag or Path(args.model).resolve().name.replace(" ", "_")
     scores = score(ds.features)
+    if args.format is None:
+        args.format = "parquet" if str(args.out).lower().endswith(".parquet") else "trec"
     if args.format == "trec":
         write_run(ds, scores, args.out, tag)
     elif args.format == "tsv":

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ltr.data.files import add_data_options
 from ltr.errors import LtrError
 
 MODEL_KEYS = ("type", "hidden", "activation", "dropout", "batch_norm", "normalize")
@@ -30,7 +31,8 @@ def register(subparsers) -> None:
         "Options given here override the --config TOML file, which overrides the defaults.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("--train", required=True, metavar="FILE", help="training data (SVMlight/LETOR with qid:, or a .query sidecar)")
+    p.add_argument("--train", required=True, metavar="FILE", help="training data: SVMlight/LETOR (qid:, or a .query sidecar), a Parquet file or folder "
+                   "(columns: see below), or a memory-mapped store written by `ltr convert` (data larger than RAM)")
     p.add_argument("--valid", required=True, metavar="FILE", help="validation data: picks the best epoch and stops early")
     p.add_argument("--test", metavar="FILE", default=None, help="optional test data, scored once with the best weights")
     p.add_argument("--loss", default=None, metavar="NAME", help="loss name for losses.get_loss: ranknet, lambdarank, ndcg_loss2, ndcg_loss2pp, listnet, bce, mse (default lambdarank)")
@@ -60,6 +62,7 @@ def register(subparsers) -> None:
     p.add_argument("--out", default=None, metavar="DIR", help="run folder to create (default runs/train-<loss>-<model>-<time>)")
     p.add_argument("--force", action="store_true", help="replace --out if it already exists")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_data_options(p)
     p.set_defaults(func=run)
 
 
@@ -127,13 +130,13 @@ def build_scorer(model_cfg: dict[str, Any], train_ds):
     if arch["type"] == "linear":
         arch = {"type": "linear"}
     model = build_model({**arch, "n_features": train_ds.n_features})
-    if model_cfg.get("normalize", "none") != "none":
+    if model_cfg.get("normalize", "none") != "none":  # fitted in one streaming pass (a store stays on disk)
         model.set_normalizer(FeatureTransform.fit(train_ds.features, model_cfg["normalize"]))
-    return model
+    return model.set_feature_names(getattr(train_ds, "feature_names", None))
 
 
 def run(args) -> int:
-    from ltr.data.files import data_facts, load_data_file
+    from ltr.data.files import data_facts, data_options, load_data_file
     from ltr.io_utils import atomic_write_json
     from ltr.train.config import TrainConfig
     from ltr.train.models import save_model
@@ -142,9 +145,10 @@ def run(args) -> int:
 
     t0 = time.time()
     train_cfg, model_cfg, loss_cfg = resolve_settings(args)
-    train_ds = load_data_file(args.train, "train")
-    valid_ds = load_data_file(args.valid, "valid", train_ds.n_features)
-    test_ds = load_data_file(args.test, "test", train_ds.n_features)
+    options = data_options(args)
+    train_ds = load_data_file(args.train, "train", options=options)
+    valid_ds = load_data_file(args.valid, "valid", train_ds.n_features, options, feature_names=train_ds.feature_names)
+    test_ds = load_data_file(args.test, "test", train_ds.n_features, options, feature_names=train_ds.feature_names)
     out = Path(args.out) if args.out else Path("runs") / f"train-{loss_cfg['name']}-{model_cfg['type']}-{time.strftime('%Y%m%d-%H%M%S')}"
     loss = build_loss(loss_cfg)
 

@@ -2,7 +2,8 @@
 
 The flat data set type (:mod:`~ltr.data.dataset`), the SVMlight/LETOR reader and writer
 (:mod:`~ltr.data.svmlight`) with its binary cache (:mod:`~ltr.data.cache`), TREC run and qrels files
-(:mod:`~ltr.data.trec`), one-value-per-line column files (:mod:`~ltr.data.columns`), feature
+(:mod:`~ltr.data.trec`), Parquet files and data frames (:mod:`~ltr.data.parquet`, through pyarrow),
+memory-mapped stores for data larger than RAM (:mod:`~ltr.data.store`), one-value-per-line column files (:mod:`~ltr.data.columns`), feature
 normalisation (:mod:`~ltr.data.normalize`), the seeded synthetic generator (:mod:`~ltr.data.synthetic`)
 and padded torch batches (:mod:`~ltr.data.batching`, imported on first use so that reading data does
 not import torch). ``ltr.data`` imports nothing from ``ltr.train`` or above.
@@ -12,6 +13,8 @@ from ltr.data.cache import default_cache_dir
 from ltr.data.columns import read_id_column, read_number_column
 from ltr.data.dataset import RankingDataset, concat_datasets, split_by_query
 from ltr.data.normalize import Normalizer
+from ltr.data.parquet import dataset_from_frame, load_parquet, write_scores_parquet
+from ltr.data.store import convert_to_store, open_store
 from ltr.data.svmlight import load_svmlight, read_query_file, save_svmlight
 from ltr.data.synthetic import make_mslr_like, make_synthetic_splits
 from ltr.data.trec import read_qrels, read_run, write_qrels, write_run
@@ -21,6 +24,7 @@ _BATCHING = ("PaddedBatch", "BucketBatchSampler", "iterate_batches", "make_batch
 __all__ = [
     "RankingDataset", "concat_datasets", "split_by_query",
     "load_svmlight", "save_svmlight", "read_query_file", "default_cache_dir",
+    "load_parquet", "dataset_from_frame", "write_scores_parquet", "open_store", "convert_to_store",
     "read_qrels", "read_run", "write_qrels", "write_run",
     "read_number_column", "read_id_column",
     "Normalizer", "make_mslr_like", "make_synthetic_splits",

@@ -33,6 +33,9 @@ class RankingDataset:
     user_ids : optional [Q] user of each query.
     weights : optional [N] per-item weights (e.g. inverse propensities).
     doc_ids : optional [N] str document ids (used by TREC run files).
+    feature_names : optional [F] names of the feature columns (from a Parquet file or a data frame),
+        a tuple of distinct strings; kept by ``subset``, ``concat_datasets`` and written into model
+        folders.
     meta : free-form dict (where the data came from, generator parameters); not compared.
 
     >>> ds = RankingDataset(np.zeros((5, 2)), [0, 1, 2, 0, 1], [0, 3, 5], [7, 9])
@@ -51,6 +54,7 @@ class RankingDataset:
     user_ids: np.ndarray | None = None
     weights: np.ndarray | None = None
     doc_ids: np.ndarray | None = None
+    feature_names: tuple[str, ...] | None = None
     meta: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -101,6 +105,8 @@ class RankingDataset:
             self.weights = w
         if self.doc_ids is not None:
             self.doc_ids = self._per("doc_ids", self.doc_ids, n, "N").astype(str, copy=False)
+        if self.feature_names is not None:
+            self.feature_names = _check_feature_names(self.feature_names, self.features.shape[1])
         if self.meta is None:
             self.meta = {}
 
@@ -172,19 +178,47 @@ class RankingDataset:
             user_ids=None if self.user_ids is None else self.user_ids[qi],
             weights=None if self.weights is None else self.weights[rows],
             doc_ids=None if self.doc_ids is None else self.doc_ids[rows],
+            feature_names=self.feature_names,
             meta=dict(self.meta),
         )
 
-    def with_features(self, features) -> "RankingDataset":
-        """The same data set with new features (same number of rows; any number of columns)."""
+    def with_features(self, features, feature_names=None) -> "RankingDataset":
+        """The same data set with new features (same number of rows; any number of columns).
+
+        The feature names are kept when the width is unchanged and ``feature_names`` is not given.
+        """
         features = np.asarray(features)
         if features.ndim != 2 or features.shape[0] != self.n_items:
             raise ValueError(f"features must have shape [N = {self.n_items}, F]; got {features.shape}")
-        return dataclasses.replace(self, features=features, meta=dict(self.meta))
+        if feature_names is None and features.shape[1] == self.n_features:
+            feature_names = self.feature_names
+        return dataclasses.replace(self, features=features, feature_names=feature_names, meta=dict(self.meta))
 
     def with_weights(self, weights) -> "RankingDataset":
         """The same data set with per-item ``weights`` [N] (or None to drop them)."""
         return dataclasses.replace(self, weights=weights, meta=dict(self.meta))
+
+    # ---- columnar tables (pyarrow, imported on use) ---------------------------------------------
+    @classmethod
+    def from_frame(cls, frame, query_column: str = "qid", label_column: str = "label", feature_columns=None,
+                   doc_id_column=None, weight_column=None, **options) -> "RankingDataset":  # fmt: skip
+        """A data set from a pandas data frame (or an Arrow table, or any Arrow-convertible frame):
+        :func:`ltr.data.parquet.dataset_from_frame`."""
+        from ltr.data.parquet import dataset_from_frame
+
+        return dataset_from_frame(frame, query_column, label_column, feature_columns, doc_id_column, weight_column, **options)
+
+    def to_frame(self, **columns):
+        """The data set as a pandas data frame, one row per item: :func:`ltr.data.parquet.to_frame`."""
+        from ltr.data.parquet import to_frame
+
+        return to_frame(self, **columns)
+
+    def to_parquet(self, path, **columns) -> None:
+        """Write the data set as a Parquet file (atomically): :func:`ltr.data.parquet.to_parquet`."""
+        from ltr.data.parquet import to_parquet
+
+        to_parquet(self, path, **columns)
 
     def equals(self, other: "RankingDataset") -> bool:
         """True when every array (features bit for bit) is equal; ``meta`` is ignored."""
@@ -194,6 +228,8 @@ class RankingDataset:
             return False
         if not np.array_equal(self.features.view(np.uint32), other.features.view(np.uint32)):
             return False
+        if self.feature_names != other.feature_names:
+            return False
         for name in ("labels", "query_offsets", "query_ids", "user_ids", "weights", "doc_ids"):
             a, b = getattr(self, name), getattr(other, name)
             if (a is None) != (b is None):
@@ -201,6 +237,22 @@ class RankingDataset:
             if a is not None and not np.array_equal(a, b):
                 return False
         return True
+
+
+def _check_feature_names(names, width: int) -> tuple[str, ...]:
+    if isinstance(names, str):
+        raise ValueError("feature_names must be a sequence of strings, not one string")
+    names = tuple(names)
+    if len(names) != width:
+        raise ValueError(f"feature_names must have F = {width} entries; got {len(names)}")
+    if not all(isinstance(n, str) for n in names):
+        bad = next(n for n in names if not isinstance(n, str))
+        raise ValueError(f"feature_names must be strings; got {bad!r}")
+    if len(set(names)) != len(names):
+        seen: set[str] = set()
+        dup = next(n for n in names if n in seen or seen.add(n))
+        raise ValueError(f"feature_names must be distinct; {dup!r} appears twice")
+    return names
 
 
 def _as_index_array(indices, size: int) -> np.ndarray:
@@ -222,7 +274,8 @@ def _as_index_array(indices, size: int) -> np.ndarray:
 def concat_datasets(datasets: Sequence[RankingDataset]) -> RankingDataset:
     """Concatenate data sets query-wise (e.g. the parts of a LETOR fold).
 
-    Optional arrays are kept only when every part has them. Feature counts must agree.
+    Optional arrays are kept only when every part has them. Feature counts must agree, and so must
+    the feature names of the parts that have them (names are kept when every part has them).
     """
     datasets = list(datasets)
     if not datasets:
@@ -230,6 +283,11 @@ def concat_datasets(datasets: Sequence[RankingDataset]) -> RankingDataset:
     widths = {d.n_features for d in datasets}
     if len(widths) > 1:
         raise ValueError(f"cannot concatenate data sets with different feature counts {sorted(widths)}")
+    named = [d.feature_names for d in datasets if d.feature_names is not None]
+    for names in named[1:]:
+        if names != named[0]:
+            j = next(j for j, (a, b) in enumerate(zip(named[0], names)) if a != b)
+            raise ValueError(f"cannot concatenate data sets whose feature {j} is named {named[0][j]!r} in one and {names[j]!r} in another")
     offsets = [np.zeros(1, dtype=np.int64)]
     base = 0
     for d in datasets:
@@ -248,6 +306,7 @@ def concat_datasets(datasets: Sequence[RankingDataset]) -> RankingDataset:
         user_ids=cat("user_ids"),
         weights=cat("weights"),
         doc_ids=cat("doc_ids"),
+        feature_names=named[0] if len(named) == len(datasets) else None,
         meta={"parts": [d.meta for d in datasets]},
     )
 

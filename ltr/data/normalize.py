@@ -26,10 +26,16 @@ from typing import Any
 import numpy as np
 
 from ltr.data.dataset import RankingDataset
+from ltr.data.store import row_blocks
 
-__all__ = ["Normalizer", "KINDS", "signed_log1p"]
+__all__ = ["Normalizer", "KINDS", "signed_log1p", "fit_rows"]
 
 KINDS = ("standard", "log1p", "log1p_standard", "none")
+
+
+def fit_rows(n_features: int) -> int:
+    """Rows per block of the streaming passes: about 64 MB of float64 values (at least 4096 rows)."""
+    return max(4096, (64 << 20) // (8 * max(int(n_features), 1)))
 
 
 def signed_log1p(x: np.ndarray) -> np.ndarray:
@@ -60,23 +66,50 @@ class Normalizer:
         return x
 
     def _pre(self, x: np.ndarray) -> np.ndarray:
-        x = x.astype(np.float64)
-        return signed_log1p(x) if self.kind in ("log1p", "log1p_standard") else x
+        z = x.astype(np.float64)  # a new array: the in-place steps below keep one temporary, not four
+        if self.kind in ("log1p", "log1p_standard"):  # = signed_log1p(z), bit for bit
+            sign = np.sign(z)
+            np.abs(z, out=z)
+            np.log1p(z, out=z)
+            z *= sign
+        return z
 
     def fit(self, data) -> "Normalizer":
-        """Learn the statistics from ``data`` (the training split)."""
+        """Learn the statistics from ``data`` (the training split) in one streaming pass.
+
+        Rows are read in blocks (:func:`fit_rows` of them), so a memory-mapped store is never loaded
+        whole. Each block gives its mean and sum of squared deviations; blocks are merged with the
+        pairwise update of Chan, Golub and LeVeque (1979):
+        ``mean = mean_a + d n_b / n``, ``M2 = M2_a + M2_b + d^2 n_a n_b / n`` with ``d = mean_b - mean_a``;
+        std = sqrt(M2 / n). With one block this is exactly numpy's ``mean`` and ``std``.
+        """
         x = self._matrix(data)
-        if not np.all(np.isfinite(x)):
-            raise ValueError("cannot fit a normaliser on non-finite feature values")
-        self.n_features_ = int(x.shape[1])
+        self.n_features_ = None
+        n_total, mean, m2 = 0, None, None
+        for _, block in row_blocks(x, fit_rows(x.shape[1])):
+            if not np.all(np.isfinite(block)):
+                raise ValueError("cannot fit a normaliser on non-finite feature values")
+            if self.kind not in ("standard", "log1p_standard"):
+                continue
+            z = self._pre(block)
+            n_b, mean_b = z.shape[0], z.mean(axis=0)
+            z -= mean_b
+            z *= z
+            m2_b = np.sum(z, axis=0)
+            if mean is None:
+                n_total, mean, m2 = n_b, mean_b, m2_b
+            else:
+                delta, n = mean_b - mean, n_total + n_b
+                mean = mean + delta * (n_b / n)
+                m2 = m2 + m2_b + delta * delta * (n_total * n_b / n)
+                n_total = n
         if self.kind in ("standard", "log1p_standard"):
-            if x.shape[0] == 0:
+            if mean is None:
                 raise ValueError("cannot fit a standardising normaliser on zero rows")
-            z = self._pre(x)
-            mean = z.mean(axis=0)
-            std = z.std(axis=0)
+            std = np.sqrt(m2 / n_total)
             self.mean_ = mean
             self.scale_ = np.where(std > 0, std, 1.0)
+        self.n_features_ = int(x.shape[1])
         return self
 
     @property
@@ -84,19 +117,27 @@ class Normalizer:
         return self.n_features_ is not None
 
     def transform(self, data):
-        """Apply the fitted normalisation (to a data set or an array; returns the same kind)."""
+        """Apply the fitted normalisation (to a data set or an array; returns the same kind).
+
+        The output is a new float32 array in memory, computed block by block (a store's features are
+        read, never held whole in float64); to train on a store, prefer the in-model
+        :class:`ltr.train.models.FeatureTransform`, which normalises each batch as it comes.
+        """
         if not self.is_fitted:
             raise RuntimeError("Normalizer.transform called before fit")
         x = self._matrix(data)
         if x.shape[1] != self.n_features_:
             raise ValueError(f"expected {self.n_features_} features (as at fit time); got {x.shape[1]}")
-        if self.kind == "none":
-            out = np.asarray(x, dtype=np.float32)
-        else:
-            z = self._pre(x)
+        out = np.empty(x.shape, dtype=np.float32)
+        for start, block in row_blocks(x, fit_rows(x.shape[1])):
+            if self.kind == "none":
+                out[start : start + len(block)] = block
+                continue
+            z = self._pre(block)
             if self.kind in ("standard", "log1p_standard"):
-                z = (z - self.mean_) / self.scale_
-            out = z.astype(np.float32)
+                z -= self.mean_
+                z /= self.scale_
+            out[start : start + len(block)] = z
         if isinstance(data, RankingDataset):
             result = data.with_features(out)
             result.meta["normalizer"] = self.kind

@@ -40,7 +40,7 @@ from ltr.data.dataset import RankingDataset
 from ltr.errors import DataFormatError, LtrError
 from ltr.io_utils import atomic_path
 
-__all__ = ["load_svmlight", "save_svmlight", "read_query_file", "format_float32"]
+__all__ = ["load_svmlight", "save_svmlight", "read_query_file", "format_float32", "SvmlightSource", "ints_if_possible"]
 
 _BLOCK_LINES = 2048  # lines per scikit-learn call; keeps its per-line qid append cheap
 _BLOCK_BYTES = 8 << 20
@@ -140,18 +140,86 @@ class _Block:
     __slots__ = ("rows", "y", "qid", "lines", "docids", "users")
 
 
-def _line_starts(buffer, size: int) -> np.ndarray:
-    """Byte offsets at which lines start (windowed, so no file-sized temporary is made)."""
-    parts = [np.zeros(1, dtype=np.int64)]
+def _count_lines(buffer, size: int) -> int:
+    """Number of lines (a last line without a newline counts), windowed: no file-sized temporary."""
+    count = 0
     window = 64 << 20
     for lo in range(0, size, window):
         hi = min(size, lo + window)
-        found = np.flatnonzero(np.frombuffer(buffer, dtype=np.uint8, count=hi - lo, offset=lo) == 10)
-        parts.append(found.astype(np.int64) + (lo + 1))
-    starts = np.concatenate(parts)
-    if starts[-1] >= size:  # the file ends with a newline: no line starts there
-        starts = starts[:-1]
-    return starts
+        count += int(np.count_nonzero(np.frombuffer(buffer, dtype=np.uint8, count=hi - lo, offset=lo) == 10))
+    if size and buffer[size - 1 : size] != b"\n":
+        count += 1
+    return count
+
+
+def _block_spans(buffer, size: int):
+    """``(first_line, lo, hi, local_starts)`` of consecutive blocks of whole lines: at most
+    ``_BLOCK_LINES`` lines and about ``_BLOCK_BYTES`` bytes each (a longer line is a block of its own).
+    ``first_line`` is 0-based; ``local_starts`` are the lines' byte offsets within the block."""
+    first_line, lo = 0, 0
+    while lo < size:
+        span = _BLOCK_BYTES
+        while True:
+            hi = min(size, lo + span)
+            newlines = np.flatnonzero(np.frombuffer(buffer, dtype=np.uint8, count=hi - lo, offset=lo) == 10)
+            if len(newlines) >= _BLOCK_LINES:
+                hi = lo + int(newlines[_BLOCK_LINES - 1]) + 1
+                newlines = newlines[:_BLOCK_LINES]
+                break
+            if hi == size:
+                break
+            if len(newlines):
+                hi = lo + int(newlines[-1]) + 1
+                break
+            span *= 2  # one line longer than the block size
+        local_starts = np.concatenate([[0], newlines + 1]).astype(np.int64)
+        local_starts = local_starts[local_starts < hi - lo]
+        yield first_line, lo, hi, local_starts
+        first_line += len(local_starts)
+        lo = hi
+
+
+def _parsed_blocks(path: Path, data, size: int, zero_based: bool, bar=None):
+    """Parse the buffer block by block with scikit-learn: yields ``(_Block, X)`` (X a CSR matrix of
+    the block's rows, at the block's own width), every value checked; errors name the line."""
+    from sklearn.datasets import load_svmlight_file  # imported here: keeps `import ltr.data` light
+
+    has_comments = data.find(b"#") >= 0
+    for first, lo, hi, local_starts in _block_spans(data, size):
+        chunk = data[lo:hi]
+        n_lines = len(local_starts)
+        try:
+            X, y, qid = load_svmlight_file(io.BytesIO(chunk), dtype=np.float32, zero_based=zero_based, query_id=True)
+        except ValueError as exc:
+            line, what = _locate_problem(chunk, first, zero_based)
+            if line is None:
+                raise DataFormatError(path, None, f"scikit-learn could not parse lines {first + 1}-{first + n_lines}: {exc}") from None
+            raise DataFormatError(path, line, what) from None
+        block = _Block()
+        block.rows = rows = X.shape[0]
+        block.y, block.qid = np.asarray(y, dtype=np.float64), np.asarray(qid, dtype=np.int64)
+        if rows == n_lines:
+            block.lines = np.arange(first + 1, first + n_lines + 1, dtype=np.int64)
+        else:  # blank or comment-only lines in this block: find which lines hold the rows
+            block.lines = first + 1 + _data_line_positions(chunk)
+        block.docids = block.users = None
+        if has_comments and chunk.find(b"#") >= 0:
+            # a key absent from the block costs one substring search, not a regex pass per line
+            if chunk.find(b"docid") >= 0:
+                block.docids = _comment_values(_DOCID_RE, chunk, rows, local_starts)
+            if chunk.find(b"user") >= 0:
+                block.users = _comment_values(_USER_RE, chunk, rows, local_starts)
+        _check_finite(path, block, X, zero_based)
+        if bar is not None:
+            bar.update(hi - lo)
+        yield block, X
+
+
+def _scatter(target: np.ndarray, row: int, X) -> None:
+    """Write the CSR rows of ``X`` into the dense ``target`` from ``row`` on."""
+    counts = np.diff(X.indptr)
+    rows = np.repeat(np.arange(row, row + X.shape[0], dtype=np.int64), counts)
+    target[rows, X.indices] = X.data
 
 
 def _parse_file(path: Path, query_file, n_features, zero_based, progress) -> RankingDataset:
@@ -165,24 +233,7 @@ def _parse_file(path: Path, query_file, n_features, zero_based, progress) -> Ran
 
 
 def _parse_buffer(path: Path, data, size: int, query_file, n_features, zero_based, progress) -> RankingDataset:
-    from sklearn.datasets import (
-        load_svmlight_file,  # imported here: keeps `import ltr.data` light
-    )
-
-    line_starts = _line_starts(data, size)
-    n_lines = len(line_starts)
-    has_comments = data.find(b"#") >= 0
-
-    # Block boundaries: at most _BLOCK_LINES lines and about _BLOCK_BYTES bytes each.
-    bounds = [0]
-    while bounds[-1] < n_lines:
-        start = bounds[-1]
-        stop = min(start + _BLOCK_LINES, n_lines)
-        limit = line_starts[start] + _BLOCK_BYTES
-        if stop < n_lines and line_starts[stop] > limit:
-            stop = max(start + 1, int(np.searchsorted(line_starts, limit, side="right")) - 1)
-        bounds.append(stop)
-
+    n_lines = _count_lines(data, size)
     # The dense array is filled block by block; its width grows if a later block has a larger index.
     width = int(n_features) if n_features is not None else 0
     features = np.zeros((n_lines, width), dtype=np.float32)
@@ -190,51 +241,17 @@ def _parse_buffer(path: Path, data, size: int, query_file, n_features, zero_base
     row = 0
     bar = _progress_bar(size, progress, big=size > (64 << 20), desc=f"reading {path.name}", unit="B", unit_scale=True)
     try:
-        for b in range(len(bounds) - 1):
-            first, last = bounds[b], bounds[b + 1]
-            lo = int(line_starts[first])
-            hi = int(line_starts[last]) if last < n_lines else size
-            chunk = data[lo:hi]
-            try:
-                X, y, qid = load_svmlight_file(
-                    io.BytesIO(chunk), dtype=np.float32, zero_based=zero_based, query_id=True
-                )
-            except ValueError as exc:
-                line, what = _locate_problem(chunk, first, zero_based)
-                if line is None:
-                    raise DataFormatError(path, None, f"scikit-learn could not parse lines {first + 1}-{last}: {exc}") from None
-                raise DataFormatError(path, line, what) from None
-            block = _Block()
-            block.rows = rows = X.shape[0]
-            block.y, block.qid = np.asarray(y, dtype=np.float64), np.asarray(qid, dtype=np.int64)
-            if rows == last - first:
-                block.lines = np.arange(first + 1, last + 1, dtype=np.int64)
-            else:  # blank or comment-only lines in this block: find which lines hold the rows
-                block.lines = first + 1 + _data_line_positions(chunk)
-            block.docids = block.users = None
-            if has_comments and chunk.find(b"#") >= 0:
-                # a key absent from the block costs one substring search, not a regex pass per line
-                local_starts = line_starts[first:last] - lo
-                if chunk.find(b"docid") >= 0:
-                    block.docids = _comment_values(_DOCID_RE, chunk, rows, local_starts)
-                if chunk.find(b"user") >= 0:
-                    block.users = _comment_values(_USER_RE, chunk, rows, local_starts)
-            _check_finite(path, block, X, zero_based)
+        for block, X in _parsed_blocks(path, data, size, zero_based, bar):
             if X.shape[1] > width:
                 if n_features is not None:
                     _raise_too_wide(path, block, X, n_features, zero_based)
                 grown = np.zeros((n_lines, X.shape[1]), dtype=np.float32)
                 grown[:row, :width] = features[:row]
                 features, width = grown, X.shape[1]
-            if rows:
-                # scatter the CSR block straight into the dense array
-                counts = np.diff(X.indptr)
-                target = np.repeat(np.arange(row, row + rows, dtype=np.int64), counts)
-                features[target, X.indices] = X.data
-            row += rows
+            if block.rows:
+                _scatter(features, row, X)  # the CSR block straight into the dense array
+            row += block.rows
             blocks.append(block)
-            if bar is not None:
-                bar.update(hi - lo)
     finally:
         if bar is not None:
             bar.close()
@@ -493,7 +510,15 @@ def _per_query_value(path: Path, per_row: np.ndarray, offsets: np.ndarray, lines
     if bad.size:
         r = int(bad[0])
         raise DataFormatError(path, int(lines[r]), f"{what} {str(per_row[r])!r} differs from {what} {str(first[r])!r} of the query's first row")
-    values = per_row[starts]
+    return ints_if_possible(per_row[starts])
+
+
+def ints_if_possible(values: np.ndarray) -> np.ndarray:
+    """String ids read from comments as int64 when every one is an integer written plainly, else as they are.
+
+    >>> ints_if_possible(np.array(["3", "12"])).tolist(), ints_if_possible(np.array(["3", "x"])).tolist()
+    ([3, 12], ['3', 'x'])
+    """
     try:
         as_int = values.astype(np.int64)
         if np.array_equal(as_int.astype(str), values):
@@ -501,6 +526,113 @@ def _per_query_value(path: Path, per_row: np.ndarray, offsets: np.ndarray, lines
     except ValueError:
         pass
     return values
+
+
+# --------------------------------------------------------------------------------------------------
+# Reading block by block (ltr convert)
+# --------------------------------------------------------------------------------------------------
+class SvmlightSource:
+    """An SVMlight/LETOR file read in blocks of lines with bounded memory (``ltr convert``): the checks
+    and the values of :func:`load_svmlight`, one :class:`~ltr.data.blocks.Block` at a time.
+
+    Without ``n_features`` each block has the width of its own largest index (the store writer widens
+    as wider blocks come); errors name the file and line (``error_at``).
+    """
+
+    user_ids_from_text = True  # user ids come from comments: integers when they all read as integers
+
+    def __init__(self, path, *, query_file=None, n_features: int | None = None, zero_based: bool = False, progress: bool | None = None):
+        self.path = Path(path).expanduser()
+        self.name = str(self.path)
+        if not self.path.is_file():
+            raise LtrError(f"{self.path}: no such file")
+        if query_file is None:
+            sidecar = Path(str(self.path) + ".query")
+            query_file = sidecar if sidecar.is_file() else None
+        elif not Path(query_file).is_file():
+            raise LtrError(f"{query_file}: no such query file")
+        self.query_file = None if query_file is None else Path(query_file)
+        self.n_features = None if n_features is None else int(n_features)
+        self.feature_names = None
+        self.zero_based, self.progress = zero_based, progress
+
+    def describe(self, line: int) -> str:
+        return f"line {line}"
+
+    def error_at(self, line: int, message: str) -> DataFormatError:
+        return DataFormatError(self.path, line, message)
+
+    def blocks(self):
+        import mmap
+
+        from ltr.data.blocks import Block
+
+        size = self.path.stat().st_size
+        if size == 0:
+            raise DataFormatError(self.path, None, "the file is empty")
+        group_offsets = None
+        if self.query_file is not None:
+            group_offsets = np.concatenate([[0], np.cumsum(read_query_file(self.query_file))]).astype(np.int64)
+        with open(self.path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            comments = data.find(b"#") >= 0
+            has_docids, has_users = comments and data.find(b"docid") >= 0, comments and data.find(b"user") >= 0
+            bar = _progress_bar(size, self.progress, big=size > (64 << 20), desc=f"reading {self.path.name}", unit="B", unit_scale=True)
+            row, with_qid, first_line = 0, None, None
+            try:
+                for block, X in _parsed_blocks(self.path, data, size, self.zero_based, bar):
+                    if not block.rows:
+                        continue
+                    width = X.shape[1]
+                    if self.n_features is not None:
+                        if width > self.n_features:
+                            _raise_too_wide(self.path, block, X, self.n_features, self.zero_based)
+                        width = self.n_features
+                    features = np.zeros((block.rows, width), dtype=np.float32)
+                    _scatter(features, 0, X)
+                    first_line = first_line or int(block.lines[0])
+                    with_qid = self._check_qids(block, with_qid, first_line)
+                    keys, query_ids = self._query_keys(block, row, group_offsets, with_qid)
+                    yield Block(
+                        features=features, labels=block.y, query_keys=keys, positions=block.lines, query_ids=query_ids,
+                        doc_ids=_optional_column(block.docids, block.rows) if has_docids else None,
+                        user_ids=_optional_column(block.users, block.rows) if has_users else None,
+                    )  # fmt: skip
+                    row += block.rows
+            finally:
+                if bar is not None:
+                    bar.close()
+        if row == 0:
+            raise DataFormatError(self.path, None, "no data lines")
+        if group_offsets is not None and row != group_offsets[-1]:
+            raise DataFormatError(self.query_file, None, f"group sizes add up to {int(group_offsets[-1])} rows but {self.path} holds {row} rows")
+
+    def _check_qids(self, block, with_qid, first_line: int) -> bool:
+        """Every line has a qid, or (with a .query file) none has: the rule of load_svmlight."""
+        has = len(block.qid) == block.rows
+        if len(block.qid) not in (0, block.rows) or (with_qid is True and not has):
+            raise _missing_qid(self.path, [block])
+        if with_qid is False and has:
+            raise DataFormatError(self.path, first_line, "missing qid: other lines have 'qid:<id>' after the label, this one does not")
+        if not has and self.query_file is None:
+            raise DataFormatError(
+                self.path, int(block.lines[0]),
+                "missing qid: the line has no 'qid:<id>' after the label and there is no .query file "
+                "(pass query_file= or add qid to every line)",
+            )
+        return has
+
+    def _query_keys(self, block, row: int, group_offsets, with_qid: bool):
+        if group_offsets is None:
+            return block.qid, None
+        rows = row + np.arange(block.rows, dtype=np.int64)
+        if rows[-1] >= group_offsets[-1]:
+            raise DataFormatError(self.query_file, None, f"group sizes add up to {int(group_offsets[-1])} rows but {self.path} holds more")
+        groups = np.searchsorted(group_offsets, rows, side="right") - 1
+        return groups, (block.qid if with_qid else groups)
+
+
+def _optional_column(values, rows: int) -> np.ndarray:
+    return np.asarray(values if values is not None else [""] * rows, dtype=str)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -234,13 +234,18 @@ def predict_booster(booster, features: np.ndarray, num_iteration: int | None = N
     return np.asarray(booster.predict(np.asarray(features), num_iteration=num_iteration), dtype=np.float64)
 
 
-def save_booster(booster, folder: str | os.PathLike, *, n_features: int, best_iteration: int | None = None) -> Path:
-    """Write ``model.txt`` (LightGBM's text format) and ``model.json`` into ``folder``, atomically."""
+def save_booster(booster, folder: str | os.PathLike, *, n_features: int, best_iteration: int | None = None,
+                 feature_names: Sequence[str] | None = None) -> Path:  # fmt: skip
+    """Write ``model.txt`` (LightGBM's text format) and ``model.json`` into ``folder``, atomically;
+    ``feature_names`` (the training data's, when it has them) go into ``model.json``."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     with atomic_path(folder / "model.txt") as tmp:
         booster.save_model(str(tmp), num_iteration=best_iteration)
-    atomic_write_json(folder / "model.json", {"type": "lightgbm", "file": "model.txt", "n_features": int(n_features)})
+    meta: dict[str, Any] = {"type": "lightgbm", "file": "model.txt", "n_features": int(n_features)}
+    if feature_names is not None:
+        meta["feature_names"] = [str(n) for n in feature_names]
+    atomic_write_json(folder / "model.json", meta)
     return folder
 
 

@@ -7,9 +7,11 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
+
 from ltr.errors import LtrError
 
-__all__ = ["load_scorer"]
+__all__ = ["load_scorer", "model_feature_names"]
 
 
 def load_scorer(folder: str | os.PathLike, device: str = "cpu"):
@@ -26,11 +28,26 @@ def load_scorer(folder: str | os.PathLike, device: str = "cpu"):
     if meta.get("type") == "lightgbm":
         from ltr.train.gbdt import load_booster, predict_booster
 
+        from ltr.data.store import row_blocks
+
         booster, meta = load_booster(folder)
-        return (lambda x: predict_booster(booster, x)), int(meta["n_features"])
+
+        def score(x):  # in blocks: a memory-mapped store is never read whole
+            return np.concatenate([predict_booster(booster, block) for _, block in row_blocks(x, 65536)] or [np.zeros(0)])
+
+        return score, int(meta["n_features"])
     from ltr.train.models import load_model
     from ltr.train.trainer import predict_scores, resolve_device
 
     dev = resolve_device(device)
     model = load_model(folder).to(dev)
     return (lambda x: predict_scores(model, x, device=dev)), model.n_features
+
+
+def model_feature_names(folder: str | os.PathLike) -> tuple[str, ...] | None:
+    """The feature names a model folder's ``model.json`` records (from the training data), or None."""
+    try:
+        names = json.loads((Path(folder) / "model.json").read_text()).get("feature_names")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return None if names is None else tuple(str(n) for n in names)

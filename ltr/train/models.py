@@ -10,7 +10,8 @@ runs first inside the model, so a saved model carries its own input normalisatio
 
 Models are saved as a state dict (``model.pt``, loadable with ``torch.load(weights_only=True)``) plus
 a JSON description (``model.json``) from which :func:`build_model` rebuilds the architecture; no
-pickled Python objects are involved.
+pickled Python objects are involved. ``model.json`` also lists the input features' names when the
+training data had them (``feature_names``, from Parquet columns), so a model says what it reads.
 
 >>> import torch
 >>> m = MLPScorer(4, hidden=(8,), dropout=0.1)
@@ -138,6 +139,7 @@ class _Scorer(nn.Module):
             raise LtrError(f"n_features must be >= 1, got {n_features}")
         self.n_features = int(n_features)
         self.normalizer: FeatureTransform | None = None
+        self.feature_names: tuple[str, ...] | None = None  # the training data's, written into model.json
 
     def set_normalizer(self, transform: FeatureTransform | None) -> "_Scorer":
         """Attach an input transform (fitted on training features) that runs before the first layer."""
@@ -151,9 +153,20 @@ class _Scorer(nn.Module):
             raise LtrError(f"model expects {self.n_features} features, got input with {x.shape[-1]}")
         return self.normalizer(x) if self.normalizer is not None else x
 
+    def set_feature_names(self, names) -> "_Scorer":
+        """Record the names of the input features (the training data's ``feature_names``, or None)."""
+        if names is not None:
+            names = tuple(str(n) for n in names)
+            if len(names) != self.n_features:
+                raise LtrError(f"{len(names)} feature names for a model of {self.n_features} features")
+        self.feature_names = names
+        return self
+
     def config(self) -> dict[str, Any]:
         cfg = self._arch()
         cfg["normalizer"] = None if self.normalizer is None else self.normalizer.kind
+        if self.feature_names is not None:
+            cfg["feature_names"] = list(self.feature_names)
         return cfg
 
     def _arch(self) -> dict[str, Any]:  # pragma: no cover - overridden
@@ -250,6 +263,7 @@ def build_model(config: dict[str, Any]) -> _Scorer:
     cfg = dict(config)
     kind = cfg.pop("type", None)
     norm = cfg.pop("normalizer", None)
+    names = cfg.pop("feature_names", None)
     try:
         if kind == "linear":
             model: _Scorer = LinearScorer(**cfg)
@@ -261,7 +275,7 @@ def build_model(config: dict[str, Any]) -> _Scorer:
         raise LtrError(f"bad model configuration {config}: {exc}") from None
     if norm is not None:
         model.set_normalizer(FeatureTransform(model.n_features, norm))
-    return model
+    return model.set_feature_names(names)
 
 
 def save_model(model: nn.Module, folder: str | os.PathLike) -> Path:

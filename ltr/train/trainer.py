@@ -525,14 +525,20 @@ def _norm(v: Any) -> Any:
 
 @torch.no_grad()
 def predict_scores(model: nn.Module, features: np.ndarray, *, device: torch.device | str = "cpu", rows: int = 65536) -> np.ndarray:
-    """Score flat rows [N, F] in blocks of ``rows`` (eval mode; the model's train/eval mode is restored)."""
+    """Score flat rows [N, F] in blocks of ``rows`` (eval mode; the model's train/eval mode is restored).
+
+    Only one block is in memory at a time: memory-mapped features (a store) are read block by block
+    and their pages released as the pass goes (:func:`ltr.data.store.row_blocks`).
+    """
+    from ltr.data.store import row_blocks
+
     was_training = model.training
     model.eval()
     try:
-        x = np.ascontiguousarray(features, dtype=np.float32)
-        out = np.empty(len(x), dtype=np.float64)
-        for start in range(0, len(x), rows):
-            block = torch.from_numpy(x[start : start + rows]).to(device)
+        features = features if hasattr(features, "shape") else np.asarray(features)
+        out = np.empty(features.shape[0], dtype=np.float64)
+        for start, x in row_blocks(features, rows):
+            block = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).to(device)
             out[start : start + len(block)] = model(block).double().cpu().numpy()
         return out
     finally:
