@@ -16,8 +16,13 @@
    prints whether the histories and final weights are bit-identical (the unit test
    ``tests/test_store.py`` checks the same).
 5. Deletes the store.
+6. ``ltr convert`` throughput: ``--convert-rows`` synthetic MSLR-like rows (default 200,000) written as
+   SVMlight and as Parquet, each converted to a store (``convert_to_store``), rows per second and the
+   peak RSS of the conversion (a child process each), beside ``load_svmlight`` / ``load_parquet`` of the
+   same files into RAM.
 
-Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_store.py [--gb 6] [--dir /tmp] [--no-release]``.
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_store.py [--gb 6] [--dir /tmp] [--no-release]
+[--convert-rows N]`` (``--gb 0`` skips steps 1-3).
 """
 
 from __future__ import annotations
@@ -165,17 +170,72 @@ def identical_small() -> bool:
     return same_history and all(bool((w1[k] == w2[k]).all()) for k in w1)
 
 
+def convert_child(src: str, out: str) -> None:
+    """One conversion (or, with out == "ram", one load into RAM); prints seconds and peak RSS."""
+    from ltr.data import convert_to_store, load_parquet, load_svmlight
+
+    t0 = time.perf_counter()
+    if out == "ram":
+        ds = load_parquet(src) if src.endswith(".parquet") else load_svmlight(src, cache=False)
+        rows = ds.n_items
+    else:
+        convert_to_store(src, out, progress=False)
+        rows = int(json.loads((Path(out) / "store.json").read_text())["n_items"])
+    print(json.dumps({"seconds": time.perf_counter() - t0, "rows": rows, "peak_rss_mb": rss_mb()}))
+
+
+def bench_convert(n_rows: int, folder: Path) -> None:
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bench_data_load import make_rows
+
+    from ltr.data import save_svmlight
+
+    ds = make_rows(n_rows)
+    save_svmlight(ds, folder / "c.txt")
+    ds.to_parquet(folder / "c.parquet")
+    mb = {k: (folder / f"c.{k}").stat().st_size / 1e6 for k in ("txt", "parquet")}
+    print(f"\nltr convert, {n_rows:,} rows x 136 features ({ds.features.nbytes / 1e6:.0f} MB of float32; "
+          f"SVMlight {mb['txt']:.0f} MB, Parquet {mb['parquet']:.0f} MB)")  # fmt: skip
+    for kind in ("txt", "parquet"):
+        for out in (str(folder / f"{kind}.store"), "ram"):
+            proc = subprocess.run([sys.executable, __file__, "--convert-child", str(folder / f"c.{kind}"), out],
+                                  capture_output=True, text=True, check=False)  # fmt: skip
+            if proc.returncode != 0:
+                sys.exit(proc.stderr)
+            r = json.loads(proc.stdout.strip().splitlines()[-1])
+            what = "convert_to_store" if out != "ram" else ("load_svmlight   " if kind == "txt" else "load_parquet    ")
+            print(f"  {'SVMlight' if kind == 'txt' else 'Parquet ':8s} {what} {r['seconds']:6.1f} s  "
+                  f"{r['rows'] / r['seconds']:10,.0f} rows/s   peak RSS {r['peak_rss_mb']:5.0f} MiB")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--gb", type=float, default=6.0, help="GB of features in the store (default 6)")
     parser.add_argument("--dir", default=tempfile.gettempdir(), help="where the store is written (and deleted)")
     parser.add_argument("--no-release", action="store_true", help="also run the child with page release switched off")
+    parser.add_argument("--convert-rows", type=int, default=200_000, help="rows of the conversion benchmark (0: skip it)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--release", default="1", help=argparse.SUPPRESS)
+    parser.add_argument("--convert-child", nargs=2, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args.child, args.release == "1")
         return
+    if args.convert_child:
+        convert_child(*args.convert_child)
+        return
+    if args.gb > 0:
+        bench_epoch(args)
+    print(f"small set, store vs RAM, 2 epochs: bit-identical history and weights: {identical_small()}")
+    if args.convert_rows > 0:
+        folder = Path(tempfile.mkdtemp(prefix="ltr-bench-convert-", dir=args.dir))
+        try:
+            bench_convert(args.convert_rows, folder)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def bench_epoch(args) -> None:
 
     free = shutil.disk_usage(args.dir).free
     need = args.gb * 1e9 * 1.1 + 2e9
@@ -208,7 +268,6 @@ def main() -> None:
     finally:
         shutil.rmtree(store.parent, ignore_errors=True)
         print(f"\ndeleted {store.parent}")
-    print(f"small set, store vs RAM, 2 epochs: bit-identical history and weights: {identical_small()}")
 
 
 if __name__ == "__main__":
