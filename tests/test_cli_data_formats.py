@@ -1,5 +1,6 @@
 """Every data-taking command reads Parquet files and stores: ``ltr convert``, ``ltr train --train
-STORE``, ``--train x.parquet`` with its column options, ``ltr predict`` writing Parquet scores."""
+STORE``, ``--train x.parquet`` with its column options, ``ltr predict`` on Parquet data (and its
+``--out x.parquet`` meaning ``--format parquet``)."""
 
 from __future__ import annotations
 
@@ -77,11 +78,11 @@ def test_predict_writes_parquet_scores(files, tmp_path):
                  "--model", "linear", "--epochs", "1", "--out", str(run), "--quiet"]) == 0  # fmt: skip
     out = tmp_path / "scores.parquet"
     assert main(["predict", "--model", str(run), "--data", str(files["test_pq"]), "--out", str(out), *COLUMNS]) == 0
-    table = pq.read_table(out)
-    assert table.column_names == ["query", "url", "score"]
+    table = pq.read_table(out)  # --format parquet, from the name
+    assert table.column_names == ["qid", "docid", "rank", "score"]
     test = load_parquet(files["test_pq"], "query", "grade", doc_id_column="url")
-    assert table["url"].to_pylist() == test.doc_ids.tolist()
-    assert table["query"].to_pylist() == np.repeat(test.query_ids, test.query_lengths).tolist()
+    assert table["docid"].to_pylist() == test.doc_ids.tolist()
+    assert table["qid"].to_pylist() == np.repeat(test.query_ids, test.query_lengths).astype(str).tolist()
     assert np.array_equal(table["score"].to_numpy(), predict_scores(load_model(run), test.features))
 
 

@@ -11,7 +11,7 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 pd = pytest.importorskip("pandas")
 
-from ltr.data import RankingDataset, concat_datasets, load_parquet, write_scores_parquet  # noqa: E402
+from ltr.data import RankingDataset, concat_datasets, load_parquet  # noqa: E402
 from ltr.data.synthetic import make_mslr_like  # noqa: E402
 from ltr.errors import DataFormatError, LtrError  # noqa: E402
 
@@ -179,17 +179,3 @@ def test_not_a_parquet_file(tmp_path):
     bad.write_text("1 qid:1 1:0.5\n")
     with pytest.raises(LtrError, match="not a readable Parquet file"):
         load_parquet(bad)
-
-
-# ---- scores -----------------------------------------------------------------------------------
-def test_scores_written_beside_query_and_document_ids(tmp_path):
-    ds = full_dataset()
-    scores = np.random.default_rng(1).standard_normal(ds.n_items)
-    write_scores_parquet(ds, scores, tmp_path / "s.parquet")
-    t = pq.read_table(tmp_path / "s.parquet")
-    assert t.column_names == ["qid", "doc_id", "score"]
-    assert t["doc_id"].to_pylist() == ds.doc_ids.tolist() and t["score"].to_numpy().tolist() == scores.tolist()
-    unnamed = dataclasses.replace(ds, doc_ids=None)
-    write_scores_parquet(unnamed, scores, tmp_path / "s2.parquet")
-    within = pq.read_table(tmp_path / "s2.parquet")["doc_id"].to_numpy()
-    assert within[: ds.query_lengths[0] + 2].tolist() == list(range(ds.query_lengths[0])) + [0, 1]

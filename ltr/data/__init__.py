@@ -13,7 +13,7 @@ from ltr.data.cache import default_cache_dir
 from ltr.data.columns import read_id_column, read_number_column
 from ltr.data.dataset import RankingDataset, concat_datasets, split_by_query
 from ltr.data.normalize import Normalizer
-from ltr.data.parquet import dataset_from_frame, load_parquet, write_scores_parquet
+from ltr.data.parquet import dataset_from_frame, load_parquet
 from ltr.data.store import convert_to_store, open_store
 from ltr.data.svmlight import load_svmlight, read_query_file, save_svmlight
 from ltr.data.synthetic import make_mslr_like, make_synthetic_splits
@@ -24,7 +24,7 @@ _BATCHING = ("PaddedBatch", "BucketBatchSampler", "iterate_batches", "make_batch
 __all__ = [
     "RankingDataset", "concat_datasets", "split_by_query",
     "load_svmlight", "save_svmlight", "read_query_file", "default_cache_dir",
-    "load_parquet", "dataset_from_frame", "write_scores_parquet", "open_store", "convert_to_store",
+    "load_parquet", "dataset_from_frame", "open_store", "convert_to_store",
     "read_qrels", "read_run", "write_qrels", "write_run",
     "read_number_column", "read_id_column",
     "Normalizer", "make_mslr_like", "make_synthetic_splits",

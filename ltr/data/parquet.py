@@ -42,7 +42,7 @@ from ltr.errors import DataFormatError, LtrError
 from ltr.io_utils import atomic_path
 
 __all__ = [
-    "load_parquet", "dataset_from_frame", "to_arrow", "to_frame", "to_parquet", "write_scores_parquet",
+    "load_parquet", "dataset_from_frame", "to_arrow", "to_frame", "to_parquet",
     "ParquetSource", "TableSource", "ColumnRoles", "resolve_roles", "is_parquet",
 ]  # fmt: skip
 
@@ -483,31 +483,3 @@ def to_parquet(ds: RankingDataset, path: str | os.PathLike, *, row_group_rows: i
             writer.write_table(first)
             for lo in range(step, ds.n_items, step):
                 writer.write_table(to_arrow(ds, rows=slice(lo, min(lo + step, ds.n_items)), **columns))
-
-
-def write_scores_parquet(
-    ds: RankingDataset,
-    scores: np.ndarray,
-    path: str | os.PathLike,
-    *,
-    query_column: str = "qid",
-    doc_id_column: str = "doc_id",
-    score_column: str = "score",
-) -> None:
-    """Scores [N] of ``ds``'s rows as a Parquet file (atomically), one row per item in the data's
-    order: the query id, the document id (``ds.doc_ids``, else the row's index within its query, the
-    rule of ``ltr predict``'s run files) and the score (float64)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    scores = np.asarray(scores, dtype=np.float64)
-    if scores.shape != (ds.n_items,):
-        raise ValueError(f"scores must have shape [N] = [{ds.n_items}]; got {scores.shape}")
-    lengths = ds.query_lengths
-    if ds.doc_ids is not None:
-        doc_ids = pa.array(ds.doc_ids)
-    else:
-        doc_ids = pa.array(np.arange(ds.n_items, dtype=np.int64) - np.repeat(ds.query_offsets[:-1], lengths))
-    table = pa.table({query_column: pa.array(np.repeat(ds.query_ids, lengths)), doc_id_column: doc_ids, score_column: pa.array(scores)})
-    with atomic_path(path) as tmp:
-        pq.write_table(table, str(tmp))
