@@ -97,6 +97,15 @@ def test_partitioned_folder_reads_files_in_path_order(tmp_path):
     assert ds.features[:, 0].tolist() == (np.repeat(expected_q, 2) * 1.5).tolist()
 
 
+def test_a_role_may_live_in_the_folder_names(tmp_path):
+    for q in (7, 8):
+        (tmp_path / f"qid={q}").mkdir()
+        pq.write_table(pa.table({"label": [1.0, 0.0, 2.0], "x": [q, q + 0.5, q + 0.25]}), tmp_path / f"qid={q}" / "a.parquet")
+    ds = load_parquet(tmp_path)
+    assert ds.query_ids.tolist() == [7, 8] and ds.query_offsets.tolist() == [0, 3, 6]
+    assert ds.feature_names == ("x",) and ds.features[:, 0].tolist() == [7, 7.5, 7.25, 8, 8.5, 8.25]
+
+
 def test_partitioned_folder_error_names_the_file(tmp_path):
     for i, values in enumerate(([1.0, 2.0], [3.0, np.nan])):
         (tmp_path / f"part={i}").mkdir()

@@ -274,8 +274,8 @@ class ParquetSource(_Source):
             raise LtrError(f"{path}: not a readable Parquet file or folder ({exc})") from None
         if not self.fragments:
             raise LtrError(f"{path}: the folder holds no Parquet files")
-        partition_keys = [n for n in self.dataset.schema.names if n not in self.fragments[0].physical_schema.names]
-        self.roles = resolve_roles(self.dataset.schema, exclude=partition_keys, source=self.name, **columns)
+        self.partition_keys = [n for n in self.dataset.schema.names if n not in self.fragments[0].physical_schema.names]
+        self.roles = resolve_roles(self.dataset.schema, exclude=self.partition_keys, source=self.name, **columns)
         self.starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         self.n_rows = int(self.starts[-1])
         self.block_rows = int(block_rows)
@@ -288,10 +288,22 @@ class ParquetSource(_Source):
         return f"row {row} (file {rel}, its row {row - int(self.starts[f])})"
 
     def blocks(self) -> Iterator[Block]:
+        import pyarrow.dataset as pads
+        import pyarrow.parquet as pq
+
         columns = self.roles.columns()
+        from_path = set(columns) & set(self.partition_keys)  # values that live in folder names, not in files
         for f, fragment in enumerate(self.fragments):
             row = int(self.starts[f])
-            for batch in fragment.to_batches(schema=self.dataset.schema, columns=columns, batch_size=self.block_rows):
+            if from_path:
+                # no read-ahead, no pre-buffered column chunks (pyarrow's defaults held 16 batches)
+                batches = fragment.to_batches(schema=self.dataset.schema, columns=columns, batch_size=self.block_rows, batch_readahead=0,
+                                              fragment_readahead=0, fragment_scan_options=pads.ParquetFragmentScanOptions(pre_buffer=False))  # fmt: skip
+            else:
+                # the file reader decodes batch by batch: 0.12 GB of Arrow buffers at the peak converting
+                # 1,000,000 x 136 rows, against 0.28 GB for the dataset scanner without read-ahead
+                batches = pq.ParquetFile(fragment.path, pre_buffer=False).iter_batches(batch_size=self.block_rows, columns=columns)
+            for batch in batches:
                 if batch.num_rows:
                     yield self.block(batch, row)
                     row += batch.num_rows

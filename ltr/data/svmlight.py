@@ -140,16 +140,31 @@ class _Block:
     __slots__ = ("rows", "y", "qid", "lines", "docids", "users")
 
 
+_WINDOW = 64 << 20  # bytes of the text looked at between two page releases
+
+
 def _count_lines(buffer, size: int) -> int:
-    """Number of lines (a last line without a newline counts), windowed: no file-sized temporary."""
+    """Number of lines (a last line without a newline counts), windowed: no file-sized temporary,
+    and the mapped text leaves the resident set window by window."""
     count = 0
-    window = 64 << 20
-    for lo in range(0, size, window):
-        hi = min(size, lo + window)
+    for lo in range(0, size, _WINDOW):
+        hi = min(size, lo + _WINDOW)
         count += int(np.count_nonzero(np.frombuffer(buffer, dtype=np.uint8, count=hi - lo, offset=lo) == 10))
+        _release(buffer)
     if size and buffer[size - 1 : size] != b"\n":
         count += 1
     return count
+
+
+def _contains(buffer, size: int, needle: bytes) -> bool:
+    """``needle in buffer``, window by window with the pages released in between (a plain ``find``
+    over a map leaves every page of a file without the needle in the resident set)."""
+    for lo in range(0, size, _WINDOW):
+        found = buffer.find(needle, lo, min(size, lo + _WINDOW + len(needle) - 1)) >= 0
+        _release(buffer)
+        if found:
+            return True
+    return False
 
 
 def _block_spans(buffer, size: int):
@@ -184,9 +199,10 @@ def _parsed_blocks(path: Path, data, size: int, zero_based: bool, bar=None):
     the block's rows, at the block's own width), every value checked; errors name the line."""
     from sklearn.datasets import load_svmlight_file  # imported here: keeps `import ltr.data` light
 
-    has_comments = data.find(b"#") >= 0
+    has_comments = _contains(data, size, b"#")
     for first, lo, hi, local_starts in _block_spans(data, size):
         chunk = data[lo:hi]
+        _release(data)  # the text's mapped pages leave the resident set: memory stays one block
         n_lines = len(local_starts)
         try:
             X, y, qid = load_svmlight_file(io.BytesIO(chunk), dtype=np.float32, zero_based=zero_based, query_id=True)
@@ -213,6 +229,15 @@ def _parsed_blocks(path: Path, data, size: int, zero_based: bool, bar=None):
         if bar is not None:
             bar.update(hi - lo)
         yield block, X
+
+
+def _release(buffer) -> None:
+    """Drop the pages of a read-only memory-mapped file from the resident set (they stay in the page
+    cache; the next access maps them again), so that reading a file larger than RAM stays bounded."""
+    import mmap
+
+    if hasattr(buffer, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
+        buffer.madvise(mmap.MADV_DONTNEED)
 
 
 def _scatter(target: np.ndarray, row: int, X) -> None:
@@ -574,8 +599,9 @@ class SvmlightSource:
         if self.query_file is not None:
             group_offsets = np.concatenate([[0], np.cumsum(read_query_file(self.query_file))]).astype(np.int64)
         with open(self.path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            comments = data.find(b"#") >= 0
-            has_docids, has_users = comments and data.find(b"docid") >= 0, comments and data.find(b"user") >= 0
+            comments = _contains(data, size, b"#")
+            has_docids = comments and _contains(data, size, b"docid")
+            has_users = comments and _contains(data, size, b"user")
             bar = _progress_bar(size, self.progress, big=size > (64 << 20), desc=f"reading {self.path.name}", unit="B", unit_scale=True)
             row, with_qid, first_line = 0, None, None
             try:
