@@ -11,7 +11,9 @@
    all its queries with ``metrics.evaluate``. Prints the time of each step and the child's peak RSS
    (VmHWM of ``/proc/self/status``), next to the peak right after imports.
 3. ``--no-release`` runs the child with page release switched off (``release_pages`` made a no-op),
-   to show what the kernel would otherwise leave in the resident set.
+   to show what the kernel would otherwise leave in the resident set; ``--compare-ram`` runs it once
+   more with the features copied into RAM first (the in-RAM path, for the throughput ratio; needs
+   RAM for the whole store).
 4. On a small set (400 queries), trains 2 epochs from the store and from the same data in RAM and
    prints whether the histories and final weights are bit-identical (the unit test
    ``tests/test_store.py`` checks the same).
@@ -103,8 +105,9 @@ def rss_mb() -> float:
     raise RuntimeError("no VmHWM in /proc/self/status (Linux only)")
 
 
-def child(store: str, release: bool) -> None:
-    """One epoch over the store; prints a JSON line with times and peak RSS."""
+def child(store: str, release: bool, in_ram: bool = False) -> None:
+    """One epoch over the store (or, ``in_ram``, over its features copied into RAM); prints a JSON
+    line with times and peak RSS."""
     import torch
 
     import losses
@@ -120,24 +123,26 @@ def child(store: str, release: bool) -> None:
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     out = {"rss_after_imports_mb": rss_mb()}
     train = open_store(store)
+    if in_ram:
+        train = train.with_features(np.array(train.features))
     valid = make_mslr_like(200, N_FEATURES, seed=1)
     out.update(rows=train.n_items, queries=train.n_queries, features_gb=train.features.nbytes / 1e9)
     seed_everything(0)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     model = MLPScorer(N_FEATURES, hidden=(128, 64))
     model.set_normalizer(FeatureTransform.fit(train.features, "log1p_standard"))
-    out["normalizer_fit_s"] = time.perf_counter() - t0
+    out["normalizer_fit_s"], out["normalizer_fit_cpu_s"] = time.perf_counter() - t0, time.process_time() - c0
     out["rss_after_fit_mb"] = rss_mb()
     cfg = TrainConfig(epochs=1, batch_size=64, progress=False, metrics=("ndcg@10",), monitor="ndcg@10")
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     result = Trainer(model, losses.get_loss("lambdarank"), cfg).fit(train, valid)
-    out["epoch_s"] = time.perf_counter() - t0
+    out["epoch_s"], out["epoch_cpu_s"] = time.perf_counter() - t0, time.process_time() - c0
     out["valid_ndcg@10"] = next(iter(result.valid_metrics.values()))
     out["rss_after_epoch_mb"] = rss_mb()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     scores = predict_scores(result.model, train.features)
     ev = metrics.evaluate(scores, train.labels, train.query_offsets, ["ndcg@10"])
-    out["predict_evaluate_s"] = time.perf_counter() - t0
+    out["predict_evaluate_s"], out["predict_evaluate_cpu_s"] = time.perf_counter() - t0, time.process_time() - c0
     out["store_ndcg@10"] = ev["ndcg@10"]
     out["peak_rss_mb"] = rss_mb()
     print(json.dumps(out))
@@ -213,13 +218,14 @@ def main() -> None:
     parser.add_argument("--gb", type=float, default=6.0, help="GB of features in the store (default 6)")
     parser.add_argument("--dir", default=tempfile.gettempdir(), help="where the store is written (and deleted)")
     parser.add_argument("--no-release", action="store_true", help="also run the child with page release switched off")
+    parser.add_argument("--compare-ram", action="store_true", help="also run the child on the features copied into RAM")
     parser.add_argument("--convert-rows", type=int, default=200_000, help="rows of the conversion benchmark (0: skip it)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--release", default="1", help=argparse.SUPPRESS)
     parser.add_argument("--convert-child", nargs=2, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child, args.release == "1")
+        child(args.child, args.release != "0", in_ram=args.release == "ram")
         return
     if args.convert_child:
         convert_child(*args.convert_child)
@@ -248,21 +254,22 @@ def bench_epoch(args) -> None:
         n_rows, seconds = write_store(store, args.gb)
         size = sum(f.stat().st_size for f in store.iterdir()) / 1e9
         print(f"wrote {store}: {n_rows:,} rows x {N_FEATURES} features, {size:.2f} GB on disk, in {seconds:.1f} s "
-              f"({n_rows / seconds:,.0f} rows/s)")  # fmt: skip
-        modes = ["1", "0"] if args.no_release else ["1"]
+              f"({n_rows / seconds:,.0f} rows/s); this process's peak RSS: {rss_mb():.0f} MiB")  # fmt: skip
+        modes = ["1"] + (["0"] if args.no_release else []) + (["ram"] if args.compare_ram else [])
         for release in modes:
             proc = subprocess.run([sys.executable, __file__, "--child", str(store), "--release", release],
                                   capture_output=True, text=True, check=False)  # fmt: skip
             if proc.returncode != 0:
                 sys.exit(proc.stderr)
             r = json.loads(proc.stdout.strip().splitlines()[-1])
-            label = "page release on" if release == "1" else "page release OFF"
+            label = {"1": "store, page release on", "0": "store, page release OFF", "ram": "features copied into RAM"}[release]
             print(f"\n[{label}] {r['rows']:,} rows, {r['queries']:,} queries, {r['features_gb']:.2f} GB of features")
-            print(f"  RSS after imports            {r['rss_after_imports_mb']:8.0f} MB")
-            print(f"  normaliser fit (stream)      {r['normalizer_fit_s']:8.1f} s   peak RSS {r['rss_after_fit_mb']:6.0f} MB")
-            print(f"  one epoch (MLP, LambdaRank)  {r['epoch_s']:8.1f} s   peak RSS {r['rss_after_epoch_mb']:6.0f} MB   "
-                  f"({r['rows'] / r['epoch_s']:,.0f} rows/s)")  # fmt: skip
-            print(f"  predict + evaluate all rows  {r['predict_evaluate_s']:8.1f} s   peak RSS {r['peak_rss_mb']:6.0f} MB   "
+            print(f"  peak RSS after imports       {r['rss_after_imports_mb']:8.0f} MiB")
+            print("                               wall s    CPU s   peak RSS MiB")
+            print(f"  normaliser fit (stream)      {r['normalizer_fit_s']:7.1f}  {r['normalizer_fit_cpu_s']:7.1f}   {r['rss_after_fit_mb']:6.0f}")
+            print(f"  one epoch (MLP, LambdaRank)  {r['epoch_s']:7.1f}  {r['epoch_cpu_s']:7.1f}   {r['rss_after_epoch_mb']:6.0f}   "
+                  f"({r['rows'] / r['epoch_cpu_s']:,.0f} rows per CPU second)")  # fmt: skip
+            print(f"  predict + evaluate all rows  {r['predict_evaluate_s']:7.1f}  {r['predict_evaluate_cpu_s']:7.1f}   {r['peak_rss_mb']:6.0f}   "
                   f"NDCG@10 {r['store_ndcg@10']:.4f}")  # fmt: skip
             print(f"  peak RSS / features size     {r['peak_rss_mb'] * 2**20 / (r['features_gb'] * 1e9):8.3f}")
     finally:
