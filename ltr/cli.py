@@ -2,7 +2,9 @@
 
 Each sub-command lives in ``ltr/commands/<name>.py`` and exposes ``register(subparsers)``, which adds
 its parser and sets ``func`` (a callable taking the parsed namespace and returning an exit code).
-Errors meant for the user are raised as :class:`ltr.errors.LtrError` and printed without a traceback.
+Errors meant for the user are raised as :class:`ltr.errors.LtrError` and printed without a traceback;
+so are the operating system's refusals (:class:`OSError`: a full disk, a read-only folder, a file that
+vanished), in the words of :func:`ltr.checks.describe_os_error`. Both exit with status 2.
 """
 
 from __future__ import annotations
@@ -45,6 +47,15 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except LtrError as exc:
         print(f"ltr {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        from ltr.checks import describe_os_error
+
+        print(f"ltr {args.command}: error: {describe_os_error(exc)}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print(f"ltr {args.command}: error: out of memory (the input is too large for this machine's memory)",
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"ltr {args.command}: interrupted", file=sys.stderr)

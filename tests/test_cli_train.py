@@ -46,7 +46,7 @@ def test_train_then_predict(files, tmp_path, capsys):
                  "--loss", "ranknet", "--model", "mlp", "--hidden", "12,6", "--epochs", "3", "--seed", "4",
                  "--normalize", "standard", "--out", str(out), "--quiet"])
     assert code == 0
-    assert sorted(p.name for p in out.iterdir()) == ["model.json", "model.pt", "summary.json", "tensorboard"]
+    assert sorted(p.name for p in out.iterdir()) == [".ltr-run.json", "model.json", "model.pt", "summary.json", "tensorboard"]
     assert list((out / "tensorboard").glob("events.out.tfevents.*"))
     assert not list(tmp_path.glob(".run.partial-*"))
     summary = json.loads((out / "summary.json").read_text())
@@ -122,13 +122,26 @@ def test_train_refuses_bad_input_and_writes_nothing(files, tmp_path, capsys, ext
 
 def test_existing_output_is_refused_unless_forced(files, tmp_path, capsys):
     out = tmp_path / "taken"
-    out.mkdir()
-    (out / "keep.txt").write_text("x")
     argv = ["gbdt", "--train", str(files["train"]), "--valid", str(files["valid"]), "--num-boost-round", "3", "--out", str(out), "--quiet"]
+    assert main(argv) == 0
+    first = (out / "model.txt").read_bytes()
+    (out / "model.txt").write_text("stale")
     assert main(argv) == 2
-    assert "already exists" in capsys.readouterr().err and (out / "keep.txt").exists()
-    assert main(argv + ["--force"]) == 0
-    assert not (out / "keep.txt").exists() and (out / "model.txt").exists()
+    assert "already exists" in capsys.readouterr().err and (out / "model.txt").read_text() == "stale"
+    assert main(argv + ["--force"]) == 0  # a run folder made by ltr is replaced, whole
+    assert (out / "model.txt").read_bytes() == first
+
+
+def test_force_never_replaces_a_folder_ltr_did_not_make(files, tmp_path, capsys):
+    """Issue 13: `--out v --force` with the data in v/ deleted the data; a folder without ltr's mark stays."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "keep.txt").write_text("x")
+    argv = ["gbdt", "--train", str(files["train"]), "--valid", str(files["valid"]), "--num-boost-round", "3",
+            "--out", str(mine), "--quiet", "--force"]
+    assert main(argv) == 2
+    assert "not a run folder made by ltr" in capsys.readouterr().err
+    assert sorted(p.name for p in mine.iterdir()) == ["keep.txt"]
 
 
 def test_predict_refuses_bad_model_folder(files, tmp_path, capsys):
@@ -188,13 +201,15 @@ def test_toml_config_and_command_line_precedence(files, tmp_path):
     assert model.hidden == (5,) and model.activation == "tanh"
 
 
-def test_gbdt_refuses_negative_labels(files, tmp_path, capsys):
-    bad = tmp_path / "neg.txt"
-    bad.write_text("-1 qid:1 1:0.5\n0 qid:1 1:0.2\n1 qid:2 1:0.1\n0 qid:2 1:0.3\n")
+def test_gbdt_reads_negative_labels_as_judged_non_relevant(files, tmp_path, capsys):
+    """One rule for negative labels (ltr.data.labels): read as 0, with a note; LightGBM never sees them."""
+    neg = tmp_path / "neg.txt"
+    neg.write_text("-1 qid:1 1:0.5\n0 qid:1 1:0.2\n1 qid:2 1:0.1\n0 qid:2 1:0.3\n")
     out = tmp_path / "out"
-    assert main(["gbdt", "--train", str(bad), "--valid", str(bad), "--out", str(out), "--quiet"]) == 2
-    err = capsys.readouterr().err
-    assert "non-negative labels; row 0 has label -1.0" in err and not out.exists()
+    assert main(["gbdt", "--train", str(neg), "--valid", str(neg), "--out", str(out), "--quiet"]) == 0
+    assert "--train " + str(neg) + ": 1 negative label(s) read as 0" in capsys.readouterr().err
+    assert load_svmlight(neg).labels.tolist() == [0.0, 0.0, 1.0, 0.0]
+    assert load_svmlight(neg, negative_labels="keep", cache=False).labels[0] == -1.0
 
 
 def test_resumed_train_logs_every_epoch_to_tensorboard(files, tmp_path):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 
+from ltr.checks import integer
 from ltr.errors import LtrError
 
 
@@ -30,9 +31,9 @@ def register(subparsers) -> None:
     p.add_argument("--quick", action="store_true",
                    help="small synthetic study (ranknet, lambdarank, lambdarank@10, lightgbm x 5 seeds, few "
                    "epochs; a few minutes on 2 cores) that prints its table; ignores --config")
-    p.add_argument("--workers", type=int, default=0, metavar="N",
+    p.add_argument("--workers", type=integer(min=0), default=0, metavar="N",
                    help="cells trained in parallel processes (default 0: one per CPU core; results do not depend on it)")
-    p.add_argument("--seeds", type=int, default=None, metavar="S", help="override the number of seeds: seeds 0..S-1 (default: the config's, 5)")
+    p.add_argument("--seeds", type=integer(min=1), default=None, metavar="S", help="override the number of seeds: seeds 0..S-1 (default: the config's, 5)")
     p.add_argument("--methods", default=None, metavar="M1,M2,...",
                    help="override the methods (the reference method must be among them)")
     p.add_argument("--datasets", default=None, metavar="D1,D2,...", help="run only these data sets of the config")
@@ -77,15 +78,23 @@ def build_config(args):
     return config
 
 
+def _older_ablation(folder) -> bool:
+    """An ablation folder written before folders were marked: config.json and cells/."""
+    return (folder / "config.json").is_file() and (folder / "cells").is_dir()
+
+
 def run(args) -> int:
     from ltr.io_utils import atomic_write_json
     from ltr.study import ablation
     from ltr.study.report import write_report
 
-    if args.workers < 0:
-        raise LtrError(f"--workers must be >= 0, got {args.workers}")
+    from ltr.train.run_folder import claim_folder
+
     config = build_config(args)
     out = args.out or ("runs/ablate-quick" if args.quick else "runs/ablate")
+    # an ablation folder is reused to resume; any other non-empty folder is refused
+    claim_folder(out, "ablate", inputs=[("--config", args.config)], legacy=_older_ablation,
+                 create=not args.report_only)
     n_cells = len(ablation.enumerate_cells(config))
     n_splits = sum(len(d.folds()) for d in config.datasets)
     print(f"ablation: {len(config.datasets)} data set(s) ({n_splits} train/test split(s) with the folds) x "

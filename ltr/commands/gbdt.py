@@ -13,9 +13,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ltr.checks import integer, number
 from ltr.errors import LtrError
+from ltr.train.config import GBDT_RULES as R
 
-GBDT_KEYS = ("gain", "num_boost_round", "early_stopping_rounds", "eval_at", "monitor_k", "seed", "metrics", "preset")
+GBDT_KEYS = tuple(R)
 
 
 def register(subparsers) -> None:
@@ -33,26 +35,28 @@ def register(subparsers) -> None:
     p.add_argument("--test", default=None, metavar="FILE", help="optional test data, scored with the best iteration")
     p.add_argument("--config", default=None, metavar="FILE.toml", help="TOML with [lightgbm] (LightGBM parameters) and [gbdt] (gain, num_boost_round, early_stopping_rounds, eval_at, monitor_k, seed, metrics, preset)")
     p.add_argument("--gain", default=None, choices=("exp2", "linear"), help="gain convention for label_gain and the metrics (default exp2)")
-    p.add_argument("--num-boost-round", type=int, default=None, help="maximum boosting rounds (default 1000)")
-    p.add_argument("--early-stopping-rounds", type=int, default=None, help="rounds without validation improvement before stopping (default 50)")
-    p.add_argument("--learning-rate", type=float, default=None, help="LightGBM learning_rate (default 0.05)")
-    p.add_argument("--num-leaves", type=int, default=None, help="LightGBM num_leaves (default 31)")
+    p.add_argument("--num-boost-round", type=R["num_boost_round"], default=None, help="maximum boosting rounds (default 1000)")
+    p.add_argument("--early-stopping-rounds", type=R["early_stopping_rounds"], default=None, help="rounds without validation improvement before stopping (default 50; 0: no early stopping)")
+    p.add_argument("--learning-rate", type=number(above=0), default=None, help="LightGBM learning_rate (default 0.05)")
+    p.add_argument("--num-leaves", type=integer(min=2), default=None, help="LightGBM num_leaves (default 31)")
     p.add_argument("--metrics", default=None, metavar="M1,M2,...", help="project metrics for valid/test (default ndcg@1,ndcg@3,ndcg@5,ndcg@10,map,mrr)")
     p.add_argument("--preset", default=None, help="metric conventions preset for the reported metrics (default: the toolkit's own)")
-    p.add_argument("--seed", type=int, default=None, help="LightGBM seed (default 0)")
+    p.add_argument("--seed", type=R["seed"], default=None, help="LightGBM seed (default 0)")
     p.add_argument("--out", required=True, metavar="DIR", help="run folder to create")
-    p.add_argument("--force", action="store_true", help="replace --out if it already exists")
+    p.add_argument("--force", action="store_true", help="replace --out if it is a run folder made by ltr (never any other folder)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
 
 def resolve_settings(args) -> tuple[dict[str, Any], dict[str, Any]]:
-    from ltr.train.config import DEFAULT_METRICS, check_keys, load_toml
+    from ltr.checks import check_table
+    from ltr.train.config import DEFAULT_METRICS, check_lightgbm_params, load_toml
 
     tables = {"lightgbm": {}, "gbdt": {}}
     if args.config:
         tables = load_toml(args.config, ("lightgbm", "gbdt"))
-        check_keys(tables["gbdt"], GBDT_KEYS, where=f"{args.config} [gbdt]")
+        check_table(tables["gbdt"], R, where=f"{args.config} [gbdt]")
+        check_lightgbm_params(tables["lightgbm"], where=f"{args.config} [lightgbm]")
     params = dict(tables["lightgbm"])
     opts: dict[str, Any] = {"gain": "exp2", "num_boost_round": 1000, "early_stopping_rounds": 50, "eval_at": [1, 3, 5, 10],
                             "monitor_k": 10, "seed": 0, "metrics": list(DEFAULT_METRICS), "preset": None}
@@ -73,7 +77,7 @@ def run(args) -> int:
     from ltr.data.files import data_facts, load_data_file
     from ltr.io_utils import atomic_write_json
     from ltr.train.gbdt import predict_booster, save_booster, train_lightgbm
-    from ltr.train.run_folder import print_run_metrics, run_folder, versions
+    from ltr.train.run_folder import check_destination, print_run_metrics, run_folder, versions
     from ltr.train.tensorboard_log import TensorBoardLogger
     from ltr.train.trainer import check_metric_names, evaluate_scores
 
@@ -81,15 +85,17 @@ def run(args) -> int:
     params, opts = resolve_settings(args)
     metric_kw = {"gain": opts["gain"]} if opts["preset"] is None else {}
     check_metric_names(opts["metrics"], opts["preset"], metric_kw)  # a typo fails before training
+    out = Path(args.out)
+    inputs = [("--train", args.train), ("--valid", args.valid), ("--test", args.test), ("--config", args.config)]
+    check_destination(out, overwrite=args.force, inputs=inputs)
     train_ds = load_data_file(args.train, "train")
     valid_ds = load_data_file(args.valid, "valid", train_ds.n_features)
     test_ds = load_data_file(args.test, "test", train_ds.n_features)
     for name, ds in (("valid", valid_ds), ("test", test_ds)):
         if ds is not None and ds.n_features != train_ds.n_features:
             raise LtrError(f"--{name} has {ds.n_features} features, --train has {train_ds.n_features}")
-    out = Path(args.out)
 
-    with run_folder(out, overwrite=args.force) as tmp:
+    with run_folder(out, overwrite=args.force, kind="gbdt", inputs=inputs) as tmp:
         booster, info = train_lightgbm(
             train_ds, valid_ds, params,
             gain=opts["gain"], num_boost_round=opts["num_boost_round"], early_stopping_rounds=opts["early_stopping_rounds"],

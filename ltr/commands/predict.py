@@ -118,16 +118,25 @@ def write_parquet(ds, scores: np.ndarray, path: str | os.PathLike) -> None:
 def run(args) -> int:
     import sys
 
+    from ltr.checks import output_file, same_file
     from ltr.data.files import load_data_file
-    from ltr.train.model_folder import load_scorer
+    from ltr.train.model_folder import check_width, load_scorer
 
     if args.qrels == "-" or (args.qrels and args.qrels == args.out):
         raise LtrError("--qrels needs a file of its own (standard output is for --out)")
-    score, n_features = load_scorer(args.model, args.device)
-    ds = load_data_file(args.data, "data", n_features)
-    if ds.n_features != n_features:
-        raise LtrError(f"--data {args.data} has {ds.n_features} features, the model expects {n_features}")
+    inputs = [("--data", args.data), ("--model", args.model)]
+    if args.out != "-":
+        output_file(args.out, "--out", inputs=inputs)
+    if args.qrels:
+        output_file(args.qrels, "--qrels", inputs=inputs)
+        if args.out != "-" and same_file(args.qrels, args.out):
+            raise LtrError(f"--qrels {args.qrels} is the same file as --out; give two names")
     tag = args.tag or Path(args.model).resolve().name.replace(" ", "_")
+    if not tag or any(c.isspace() for c in tag):
+        raise LtrError(f"--tag must be one word (no spaces), got {tag!r}")
+    score, n_features = load_scorer(args.model, args.device)
+    ds = load_data_file(args.data, "data")
+    check_width(ds, n_features, "--data", args.data)
     scores = score(ds.features)
     if args.format == "trec":
         write_run(ds, scores, args.out, tag)

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from ltr.errors import LtrError
+from ltr.train.config import LOSS_RULES, MODEL_RULES, NORMALIZE_CHOICES
+from ltr.train.config import TRAIN_RULES as R
 
-MODEL_KEYS = ("type", "hidden", "activation", "dropout", "batch_norm", "normalize")
-NORMALIZE_CHOICES = ("none", "standard", "log1p", "log1p_standard")
+MODEL_KEYS = tuple(MODEL_RULES)
 
 
 def register(subparsers) -> None:
@@ -36,29 +37,29 @@ def register(subparsers) -> None:
     p.add_argument("--loss", default=None, metavar="NAME", help="loss name for losses.get_loss: ranknet, lambdarank, ndcg_loss2, ndcg_loss2pp, listnet, bce, mse (default lambdarank)")
     p.add_argument("--model", default=None, choices=("mlp", "linear"), help="scorer type (default mlp)")
     p.add_argument("--hidden", default=None, metavar="W1,W2,...", help="MLP hidden widths (default 128,64)")
-    p.add_argument("--activation", default=None, help="MLP activation: relu, leaky_relu, gelu, elu, silu, tanh, sigmoid (default relu)")
-    p.add_argument("--dropout", type=float, default=None, help="MLP dropout probability (default 0)")
+    p.add_argument("--activation", default=None, type=MODEL_RULES["activation"], help="MLP activation: relu, leaky_relu, gelu, elu, silu, tanh, sigmoid (default relu)")
+    p.add_argument("--dropout", type=MODEL_RULES["dropout"], default=None, help="MLP dropout probability (default 0)")
     p.add_argument("--batch-norm", action="store_true", default=None, help="batch normalisation after each hidden layer (valid items only)")
     p.add_argument("--normalize", default=None, choices=NORMALIZE_CHOICES, help="input normalisation fitted on the training split and saved in the model (default none)")
-    p.add_argument("--epochs", type=int, default=None, help="maximum number of epochs (default 30)")
-    p.add_argument("--batch-size", type=int, default=None, help="queries per batch (default 64)")
-    p.add_argument("--bucket-size", type=int, default=None, help="length bucketing: this many shuffled queries are sorted by length before batches are cut; "
+    p.add_argument("--epochs", type=R["epochs"], default=None, help="maximum number of epochs (default 30)")
+    p.add_argument("--batch-size", type=R["batch_size"], default=None, help="queries per batch (default 64)")
+    p.add_argument("--bucket-size", type=R["bucket_size"], default=None, help="length bucketing: this many shuffled queries are sorted by length before batches are cut; "
                    "smaller = more random batches (equal to --batch-size: no bucketing), larger = less padding (default: 50 batches)")
-    p.add_argument("--lr", type=float, default=None, help="Adam learning rate (default 0.001)")
-    p.add_argument("--weight-decay", type=float, default=None, help="Adam weight decay (default 0)")
-    p.add_argument("--patience", type=int, default=None, help="epochs without improvement before stopping (default 5)")
+    p.add_argument("--lr", type=R["lr"], default=None, help="Adam learning rate (default 0.001)")
+    p.add_argument("--weight-decay", type=R["weight_decay"], default=None, help="Adam weight decay (default 0)")
+    p.add_argument("--patience", type=R["patience"], default=None, help="epochs without improvement before stopping (default 5)")
     p.add_argument("--monitor", default=None, help="validation metric that picks the best epoch (default ndcg@10); ranking metrics and auc: higher is better; "
                    "logloss, brier (on sigmoid(score), for pointwise BCE / click models with 0/1 labels): lower is better")
     p.add_argument("--metrics", default=None, metavar="M1,M2,...", help="validation/test metrics (default ndcg@1,ndcg@3,ndcg@5,ndcg@10,map,mrr; also logloss, brier, auc for 0/1 labels)")
     p.add_argument("--preset", default=None, help="metric conventions preset: trec_eval, sklearn, lightgbm, ranx (default: the toolkit's own)")
-    p.add_argument("--seed", type=int, default=None, help="random seed for weights, batch order and dropout (default 0)")
+    p.add_argument("--seed", type=R["seed"], default=None, help="random seed for weights, batch order and dropout (default 0)")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:N or auto (default cpu)")
     p.add_argument("--checkpoint-dir", default=None, metavar="DIR", help="write last.pt here after every epoch; if it already holds one from the same configuration, resume from it "
                    "(e.g. after a crash, or with a larger --epochs to extend a run); the new run folder's TensorBoard logs then hold every epoch "
                    "(the restored epochs' scalars are written again; their score histograms are not kept)")
     p.add_argument("--config", default=None, metavar="FILE.toml", help="TOML file with [train], [model] and [loss] tables")
     p.add_argument("--out", default=None, metavar="DIR", help="run folder to create (default runs/train-<loss>-<model>-<time>)")
-    p.add_argument("--force", action="store_true", help="replace --out if it already exists")
+    p.add_argument("--force", action="store_true", help="replace --out if it is a run folder made by ltr (never any other folder)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=run)
 
@@ -69,13 +70,17 @@ def _split(text: str | None) -> list[str] | None:
 
 def resolve_settings(args) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """Merge defaults, the TOML file and the command line -> (train, model, loss) dicts."""
-    from ltr.train.config import TrainConfig, check_keys, load_toml
+    from ltr.checks import check_table
+    from ltr.train.config import TrainConfig, load_toml
 
     tables = {"train": {}, "model": {}, "loss": {}}
     if args.config:
         tables = load_toml(args.config, ("train", "model", "loss"))
-        check_keys(tables["model"], MODEL_KEYS, where=f"{args.config} [model]")
+        check_table(tables["model"], MODEL_RULES, where=f"{args.config} [model]")
         TrainConfig.from_dict(tables["train"], source=f"{args.config} [train]")  # checks keys and values early
+        for key, value in tables["loss"].items():  # other keys: losses.get_loss names the ones it does not take
+            if key in LOSS_RULES:
+                LOSS_RULES[key].check(value, f"{args.config} [loss] {key}")
     train = dict(tables["train"])
     model = {"type": "mlp", "hidden": [128, 64], "activation": "relu", "dropout": 0.0, "batch_norm": False, "normalize": "none"}
     model.update(tables["model"])
@@ -102,6 +107,7 @@ def resolve_settings(args) -> tuple[dict[str, Any], dict[str, Any], dict[str, An
             model["hidden"] = [int(h) for h in _split(args.hidden)]
         except ValueError:
             raise LtrError(f"--hidden must be comma-separated integers, got {args.hidden!r}") from None
+        MODEL_RULES["hidden"].check(model["hidden"], "--hidden")
     if args.loss is not None:
         loss["name"] = args.loss
     if model["normalize"] not in NORMALIZE_CHOICES:
@@ -137,18 +143,26 @@ def run(args) -> int:
     from ltr.io_utils import atomic_write_json
     from ltr.train.config import TrainConfig
     from ltr.train.models import save_model
-    from ltr.train.run_folder import print_run_metrics, run_folder, versions
-    from ltr.train.trainer import Trainer, seed_everything
+    from ltr.checks import output_folder
+    from ltr.train.run_folder import check_destination, print_run_metrics, run_folder, versions
+    from ltr.train.trainer import Trainer, check_metric_names, resolve_device, seed_everything
 
     t0 = time.time()
     train_cfg, model_cfg, loss_cfg = resolve_settings(args)
+    out = Path(args.out) if args.out else Path("runs") / f"train-{loss_cfg['name']}-{model_cfg['type']}-{time.strftime('%Y%m%d-%H%M%S')}"
+    inputs = [("--train", args.train), ("--valid", args.valid), ("--test", args.test), ("--config", args.config)]
+    check_destination(out, overwrite=args.force, inputs=inputs)  # before minutes of work, not after
+    if args.checkpoint_dir is not None:
+        output_folder(args.checkpoint_dir, "--checkpoint-dir", inputs=inputs)
+    loss = build_loss(loss_cfg)
+    settings = TrainConfig.from_dict(train_cfg, source="train settings")
+    check_metric_names(settings.metrics, settings.preset, settings.conventions)  # a typo fails before any work
+    resolve_device(settings.device)
     train_ds = load_data_file(args.train, "train")
     valid_ds = load_data_file(args.valid, "valid", train_ds.n_features)
     test_ds = load_data_file(args.test, "test", train_ds.n_features)
-    out = Path(args.out) if args.out else Path("runs") / f"train-{loss_cfg['name']}-{model_cfg['type']}-{time.strftime('%Y%m%d-%H%M%S')}"
-    loss = build_loss(loss_cfg)
 
-    with run_folder(out, overwrite=args.force) as tmp:
+    with run_folder(out, overwrite=args.force, kind="train", inputs=inputs) as tmp:
         cfg = TrainConfig.from_dict({**train_cfg, "log_dir": str(tmp / "tensorboard")}, source="train settings")
         seed_everything(cfg.seed)  # the initial weights depend on the seed too
         model = build_scorer(model_cfg, train_ds)

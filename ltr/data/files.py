@@ -7,10 +7,11 @@ that an error names that option; the file's format is recognised here, in one pl
 from __future__ import annotations
 
 import os
-from pathlib import Path
+import sys
 from typing import Any
 
-from ltr.errors import LtrError
+from ltr.checks import input_file
+from ltr.errors import DataFormatError
 
 __all__ = ["load_data_file", "data_facts"]
 
@@ -18,15 +19,22 @@ __all__ = ["load_data_file", "data_facts"]
 def load_data_file(path: str | os.PathLike | None, option: str, n_features: int | None = None):
     """Read the SVMlight/LETOR file given as ``--<option>``; ``None`` stays ``None``.
 
-    ``n_features`` pads a sparse file to the training data's width (validation, test, prediction).
+    ``n_features`` pads a sparse file to the training data's width (validation, test). Negative
+    labels are read as 0 (:mod:`ltr.data.labels`) and a note on stderr says how many; a training
+    file without any feature is refused here, before the validation file is blamed for it.
     """
     if path is None:
         return None
     from ltr.data.svmlight import load_svmlight
 
-    if not Path(path).is_file():
-        raise LtrError(f"--{option} {path}: file not found")
-    return load_svmlight(path, n_features=n_features)
+    path = input_file(path, f"--{option}")
+    ds = load_svmlight(path, n_features=n_features)
+    if ds.n_features == 0:
+        raise DataFormatError(path, None, f"no features on any line (--{option} needs 'index:value' pairs after the qid)")
+    changed = int(ds.meta.get("negative_labels", 0))
+    if changed:
+        print(f"note: --{option} {path}: {changed} negative label(s) read as 0 (judged non-relevant)", file=sys.stderr)
+    return ds
 
 
 def data_facts(path: str | os.PathLike, ds) -> dict[str, Any]:

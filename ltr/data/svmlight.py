@@ -35,8 +35,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ltr.checks import input_file
 from ltr.data.cache import _cache_key, _cache_location, _read_cache, _write_cache
 from ltr.data.dataset import RankingDataset
+from ltr.data.labels import LABEL_LIMIT, label_problem
 from ltr.errors import DataFormatError, LtrError
 from ltr.io_utils import atomic_path
 
@@ -44,6 +46,12 @@ __all__ = ["load_svmlight", "save_svmlight", "read_query_file", "format_float32"
 
 _BLOCK_LINES = 2048  # lines per scikit-learn call; keeps its per-line qid append cheap
 _BLOCK_BYTES = 8 << 20
+_BOM = b"\xef\xbb\xbf"
+# The dense feature matrix may hold at most this many bytes per byte of the file (plus a floor):
+# a LETOR file is larger as text than as float32, and even a file with one feature in 30 present
+# stays far below; a matrix beyond it comes from an absurd feature index, never from real data.
+_DENSE_PER_FILE_BYTE = 64
+_DENSE_FLOOR = 64 << 20
 
 
 # --------------------------------------------------------------------------------------------------
@@ -59,6 +67,7 @@ def load_svmlight(
     cache: bool = True,
     cache_dir: str | os.PathLike | None = None,
     progress: bool | None = None,
+    negative_labels: str = "zero",
 ) -> RankingDataset:
     """Read an SVMlight/LETOR ranking file: ``<label> qid:<id> <index>:<value> ... [# comment]``.
 
@@ -74,39 +83,48 @@ def load_svmlight(
         when the file's folder is not writable) and use it while the source's size, mtime and sampled
         content are unchanged.
     progress : show a tqdm bar (default: only for files over 64 MiB, and only on a terminal).
+    negative_labels : ``"zero"`` (default): a negative label means judged non-relevant and is read
+        as 0 (:mod:`ltr.data.labels`; the number changed is ``ds.meta["negative_labels"]``);
+        ``"keep"``: labels as written.
 
     Raises
     ------
     DataFormatError
         naming the file and line: a token that is not ``index:value``, a label that is not a number, a
-        line without ``qid`` (when there is no query file), NaN or infinite values, feature indices not
-        increasing, rows of one query that are not contiguous.
+        line without ``qid`` (when there is no query file), NaN or infinite values, a label of 1024 or
+        more, feature indices not increasing or so large that the dense matrix would dwarf the file,
+        rows of one query that are not contiguous.
+    LtrError
+        the path is missing, a folder, a FIFO or unreadable.
     """
-    path = Path(path).expanduser()
-    if not path.is_file():
-        raise LtrError(f"{path}: no such file")
+    path = input_file(path)
     if query_file is None:
         sidecar = Path(str(path) + ".query")
-        query_file = sidecar if sidecar.is_file() else None
+        query_file = input_file(sidecar, "query file") if sidecar.exists() else None
     else:
-        query_file = Path(query_file)
-        if not query_file.is_file():
-            raise LtrError(f"{query_file}: no such query file")
-    if n_features is not None and (int(n_features) != n_features or n_features < 0):
+        query_file = input_file(query_file, "query file")
+    if n_features is not None and (isinstance(n_features, bool) or int(n_features) != n_features or n_features < 0):
         raise ValueError(f"n_features must be a non-negative integer; got {n_features}")
+    if negative_labels not in ("zero", "keep"):
+        raise ValueError(f"negative_labels must be 'zero' or 'keep'; got {negative_labels!r}")
 
     key = None
     cache_file = None
     if cache:
-        key = _cache_key(path, query_file, n_features, zero_based)
+        key = _cache_key(path, query_file, n_features, zero_based, negative_labels)
         cache_file = _cache_location(path, cache_dir)
-        cached = _read_cache(cache_file, key)
+        cached = _read_cache(cache_file, key, n_features)
         if cached is not None:
             return cached
 
     ds = _parse_file(path, query_file, n_features, zero_based, progress)
+    if negative_labels == "zero":
+        negative = ds.labels < 0
+        ds.meta["negative_labels"] = int(negative.sum())
+        if negative.any():
+            ds.labels[negative] = 0.0
     if cache and cache_file is not None:
-        _write_cache(cache_file, key, ds)
+        _write_cache(cache_file, key, ds, source_size=path.stat().st_size)
     return ds
 
 
@@ -170,6 +188,8 @@ def _parse_buffer(path: Path, data, size: int, query_file, n_features, zero_base
     )
 
     line_starts = _line_starts(data, size)
+    if data[:3] == _BOM:  # a UTF-8 byte order mark is not part of the first label
+        line_starts[0] = 3
     n_lines = len(line_starts)
     has_comments = data.find(b"#") >= 0
 
@@ -185,6 +205,7 @@ def _parse_buffer(path: Path, data, size: int, query_file, n_features, zero_base
 
     # The dense array is filled block by block; its width grows if a later block has a larger index.
     width = int(n_features) if n_features is not None else 0
+    _check_dense_size(path, size, n_lines, width, None)
     features = np.zeros((n_lines, width), dtype=np.float32)
     blocks: list[_Block] = []
     row = 0
@@ -199,7 +220,7 @@ def _parse_buffer(path: Path, data, size: int, query_file, n_features, zero_base
                 X, y, qid = load_svmlight_file(
                     io.BytesIO(chunk), dtype=np.float32, zero_based=zero_based, query_id=True
                 )
-            except ValueError as exc:
+            except (ValueError, OverflowError) as exc:
                 line, what = _locate_problem(chunk, first, zero_based)
                 if line is None:
                     raise DataFormatError(path, None, f"scikit-learn could not parse lines {first + 1}-{last}: {exc}") from None
@@ -220,12 +241,15 @@ def _parse_buffer(path: Path, data, size: int, query_file, n_features, zero_base
                 if chunk.find(b"user") >= 0:
                     block.users = _comment_values(_USER_RE, chunk, rows, local_starts)
             _check_finite(path, block, X, zero_based)
-            if X.shape[1] > width:
+            # the block's width from the indices it holds (scikit-learn says 1 for a block without any)
+            block_width = int(X.indices.max()) + 1 if X.indices.size else 0
+            if block_width > width:
                 if n_features is not None:
                     _raise_too_wide(path, block, X, n_features, zero_based)
-                grown = np.zeros((n_lines, X.shape[1]), dtype=np.float32)
+                _check_dense_size(path, size, n_lines, block_width, (block, X, zero_based))
+                grown = np.zeros((n_lines, block_width), dtype=np.float32)
                 grown[:row, :width] = features[:row]
-                features, width = grown, X.shape[1]
+                features, width = grown, block_width
             if rows:
                 # scatter the CSR block straight into the dense array
                 counts = np.diff(X.indptr)
@@ -367,10 +391,11 @@ def _line_problem(tokens: list[bytes], zero_based: bool) -> str | None:
         if len(parts) != 2 or parts[0] != b"qid":
             return f"bad qid token {_show(rest[0])}: expected 'qid:<integer>'"
         try:
-            np.int64(parts[1])
             int(parts[1])
-        except (ValueError, OverflowError):
+        except ValueError:
             return f"qid {_show(parts[1])} is not an integer"
+        if not -(2**63) <= int(parts[1]) < 2**63:
+            return f"qid {_show(parts[1])} does not fit in 64 bits"
         rest = rest[1:]
     previous = -1
     for position, token in enumerate(rest, start=1):
@@ -386,6 +411,8 @@ def _line_problem(tokens: list[bytes], zero_based: bool) -> str | None:
         if index < 0 or (index == 0 and not zero_based):
             extra = " (indices are 1-based; pass zero_based=True for a 0-based file)" if index == 0 else ""
             return f"invalid feature index {index} in token {_show(token)}{extra}"
+        if index >= 2**31 - 1:
+            return f"feature index {index} is too large (a feature index must be below 2147483647)"
         if index <= previous:
             return f"feature indices must increase along a line: {index} comes after {previous}"
         try:
@@ -396,11 +423,30 @@ def _line_problem(tokens: list[bytes], zero_based: bool) -> str | None:
     return None
 
 
+def _check_dense_size(path: Path, size: int, n_lines: int, width: int, where) -> None:
+    """Refuse, before allocating it, a dense matrix far larger than the file could ever describe."""
+    need = n_lines * width * 4
+    limit = _DENSE_FLOOR + _DENSE_PER_FILE_BYTE * size
+    if need <= limit:
+        return
+    gib = need / 2**30
+    if where is None:
+        raise DataFormatError(path, None, f"n_features={width} would make a dense matrix of {n_lines} x {width} "
+                              f"float32 ({gib:.1f} GiB) for a file of {size} bytes; that is not this file's width")
+    block, X, zero_based = where
+    k = int(np.argmax(X.indices))
+    r = int(np.searchsorted(X.indptr, k, side="right") - 1)
+    index = int(X.indices[k]) + (0 if zero_based else 1)
+    raise DataFormatError(path, int(block.lines[r]),
+                          f"feature index {index} would make a dense matrix of {n_lines} x {width} float32 "
+                          f"({gib:.1f} GiB) from a file of {size} bytes; such an index is a mistake in the file")
+
+
 def _check_finite(path: Path, block: _Block, X, zero_based: bool) -> None:
     y = block.y
-    if not np.all(np.isfinite(y)):
-        r = int(np.flatnonzero(~np.isfinite(y))[0])
-        raise DataFormatError(path, int(block.lines[r]), f"label is {y[r]} (labels must be finite numbers)")
+    if not np.all(np.isfinite(y) & (y < LABEL_LIMIT)):
+        r = int(np.flatnonzero(~(np.isfinite(y) & (y < LABEL_LIMIT)))[0])
+        raise DataFormatError(path, int(block.lines[r]), label_problem(float(y[r])))
     data = X.data
     if data.size and not np.all(np.isfinite(data)):
         k = int(np.flatnonzero(~np.isfinite(data))[0])

@@ -208,11 +208,66 @@ def quick_config() -> AblationConfig:
 
 _CONFIG_TABLES = ("ablation", "train", "model", "lightgbm", "gbdt", "loss_options", "datasets")
 _ABLATION_KEYS = ("methods", "seeds", "metrics", "reference", "primary", "confidence", "n_resamples", "threads_per_cell")
+
+
+def _ablation_rules():
+    from ltr.checks import COUNT, SEED, Rule, list_of, number, text
+
+    rules = {"methods": list_of(text(), min_len=1), "seeds": Rule("any"), "metrics": list_of(text(), min_len=1),
+             "reference": text(), "primary": text(), "confidence": number(above=0, below=1),
+             "n_resamples": COUNT, "threads_per_cell": COUNT}
+    return rules, COUNT, list_of(SEED, min_len=1)
+
+
+_ABLATION_RULES, _SEEDS_COUNT, _SEEDS_LIST = _ablation_rules()
 _DATASET_KEYS = {
     "synthetic": None,  # passed to the generator (checked there), plus split / split_seed
     "svmlight": ("train", "valid", "test", "query_file", "valid_fraction", "split_seed"),
     "folds": ("path", "folds", "n_parts", "pattern"),
 }
+
+
+def _check_tables(data: dict, path: Path) -> None:
+    """Every table of an ablation TOML against the rules of its values (ltr.checks), before any work."""
+    from ltr import checks
+    from ltr.train.config import GBDT_RULES, LOSS_RULES, MODEL_RULES, TRAIN_RULES, check_lightgbm_params
+
+    for name in ("ablation", "train", "model", "lightgbm", "gbdt", "loss_options"):
+        if name in data and not isinstance(data[name], dict):
+            raise LtrError(f"{path}: [{name}] must be a table")
+    ab = data.get("ablation", {})
+    checks.check_table(ab, _ABLATION_RULES, where=f"{path} [ablation]")
+    seeds = ab.get("seeds")
+    if seeds is not None and _SEEDS_COUNT.problem(seeds) and _SEEDS_LIST.problem(seeds):
+        raise LtrError(f"{path} [ablation] seeds must be a count >= 1 or a list of seeds (integers >= 0), got {seeds!r}")
+    checks.check_table({k: v for k, v in data.get("train", {}).items() if k in TRAIN_RULES}, TRAIN_RULES,
+                       where=f"{path} [train]")
+    checks.check_table(data.get("model", {}), MODEL_RULES, where=f"{path} [model]")
+    gbdt_rules = {k: v for k, v in GBDT_RULES.items() if k not in ("seed", "metrics", "preset")}
+    checks.check_table(data.get("gbdt", {}), gbdt_rules, where=f"{path} [gbdt]")
+    check_lightgbm_params(data.get("lightgbm", {}), where=f"{path} [lightgbm]")
+    for method, opts in data.get("loss_options", {}).items():
+        if not isinstance(opts, dict):
+            raise LtrError(f"{path} [loss_options.{method}] must be a table")
+        for key, value in opts.items():
+            if key in LOSS_RULES:
+                LOSS_RULES[key].check(value, f"{path} [loss_options.{method}] {key}")
+    if "datasets" in data and not isinstance(data["datasets"], list):
+        raise LtrError(f"{path}: datasets must be [[datasets]] tables, got {type(data['datasets']).__name__}")
+
+
+def _check_dataset_paths(kind: str, opts: dict, where: str) -> None:
+    from ltr import checks
+
+    for key in ("train", "valid", "test", "path", "query_file"):
+        if key in opts and not isinstance(opts[key], str):
+            raise LtrError(f"{where}: {key} must be a path (text), got {opts[key]!r}")
+    if kind == "svmlight":
+        for key in ("train", "valid", "test", "query_file"):
+            if opts.get(key):
+                checks.input_file(opts[key], f"{where}: {key}")
+    elif kind == "folds":
+        checks.input_folder(opts["path"], f"{where}: path")
 
 
 def load_config(path: str | os.PathLike) -> AblationConfig:
@@ -229,8 +284,8 @@ def load_config(path: str | os.PathLike) -> AblationConfig:
     path = Path(path)
     data = read_toml(path)
     check_keys(data, _CONFIG_TABLES, where=str(path))
+    _check_tables(data, path)
     ab = dict(data.get("ablation", {}))
-    check_keys(ab, _ABLATION_KEYS, where=f"{path} [ablation]")
     raw_datasets = data.get("datasets")
     if not isinstance(raw_datasets, list) or not raw_datasets:
         raise LtrError(f"{path}: at least one [[datasets]] table is needed (name, kind, ...)")
@@ -249,6 +304,7 @@ def load_config(path: str | os.PathLike) -> AblationConfig:
             raise LtrError(f"{where}: an svmlight data set needs train and test (valid is optional)")
         if kind == "folds" and "path" not in opts:
             raise LtrError(f"{where}: a folds data set needs path (a folder with S1.txt .. S5.txt)")
+        _check_dataset_paths(kind, opts, where)
         datasets.append(DatasetSpec(str(raw["name"]), kind, opts))
     base = default_config()
     kwargs: dict[str, Any] = {"datasets": datasets, "source": str(path)}
@@ -548,6 +604,10 @@ class AblationRun:
     ran: list[str] = field(default_factory=list)
 
 
+_MAIN_GUARD_HINT = ("run_ablation was called while a worker process was starting: worker processes import "
+                    "the calling script again, so put the call under `if __name__ == \"__main__\":` (or use workers=1)")
+
+
 def _default_workers() -> int:
     try:
         return max(1, len(os.sched_getaffinity(0)))
@@ -564,8 +624,17 @@ def run_ablation(config: AblationConfig, out: str | os.PathLike, *, workers: int
     process. ``cell_fn(cell, config) -> record`` trains one cell (tests pass a cheap stand-in; with
     workers > 1 it must be a module-level function). ``on_cell(cell, record)`` is called in this
     process after each cell is stored (the tests use it to simulate a kill).
+
+    Worker processes are *spawned*: each one imports the calling script again, so in a script the
+    call must sit under ``if __name__ == "__main__":``. Without it a worker would start the whole
+    ablation again; that is refused with an :class:`LtrError` saying so.
     """
+    import multiprocessing as mp
+
     from tqdm.auto import tqdm
+
+    if getattr(mp.current_process(), "_inheriting", False):
+        raise LtrError(_MAIN_GUARD_HINT)
 
     t0 = time.perf_counter()
     out = Path(out)
@@ -608,6 +677,8 @@ def run_ablation(config: AblationConfig, out: str | os.PathLike, *, workers: int
             import multiprocessing as mp
             from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
+            from concurrent.futures.process import BrokenProcessPool
+
             ctx = mp.get_context("spawn")  # fork after torch / OpenMP start-up can deadlock
             with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
                 pending = {pool.submit(_cell_worker, cell_fn, c, config): c for c in todo}
@@ -616,7 +687,12 @@ def run_ablation(config: AblationConfig, out: str | os.PathLike, *, workers: int
                         finished, _ = wait(pending, return_when=FIRST_COMPLETED)
                         for fut in finished:
                             c = pending.pop(fut)
-                            store(c, fut.result())
+                            try:
+                                rec = fut.result()
+                            except BrokenProcessPool:
+                                raise LtrError(f"a worker process of the ablation died ({_MAIN_GUARD_HINT}; "
+                                               "or it ran out of memory: try fewer --workers)") from None
+                            store(c, rec)
                             ran.append(c.key)
                             bar.set_postfix_str(c.key)
                             bar.update(1)

@@ -27,6 +27,7 @@ unknown key is an error that names it (a typo must not silently fall back to a d
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,11 +35,58 @@ from typing import Any, Iterable
 
 import tomllib
 
+from ltr import checks
+from ltr.checks import COUNT, SEED, boolean, integer, list_of, number, table, text
 from ltr.errors import LtrError
 
-__all__ = ["DEFAULT_METRICS", "TrainConfig", "load_toml", "check_keys"]
+__all__ = ["DEFAULT_METRICS", "TrainConfig", "load_toml", "check_keys", "read_toml",
+           "TRAIN_RULES", "MODEL_RULES", "LOSS_RULES", "GBDT_RULES", "check_lightgbm_params"]
 
 DEFAULT_METRICS = ("ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "map", "mrr")
+
+# The rules of every value of the tables, shared by the TOML readers, the command-line options
+# (``type=TRAIN_RULES["lr"]``) and the Python API (:meth:`TrainConfig.__post_init__`).
+_METRIC_NAMES = list_of(text(), min_len=1)
+TRAIN_RULES: dict[str, checks.Rule] = {
+    "epochs": COUNT, "batch_size": COUNT, "lr": number(above=0), "weight_decay": number(min=0),
+    "patience": integer(min=1, optional=True), "min_delta": number(min=0), "monitor": text(),
+    "metrics": _METRIC_NAMES, "preset": text(optional=True), "conventions": table(), "seed": SEED,
+    "device": text(), "progress": boolean(), "log_dir": text(optional=True), "checkpoint_dir": text(optional=True),
+    "resume": boolean(), "grad_clip": number(above=0, optional=True), "bucket_size": integer(min=1, optional=True),
+    "eval_rows": COUNT, "histograms": boolean(),
+}
+ACTIVATION_NAMES = ("relu", "leaky_relu", "gelu", "elu", "silu", "tanh", "sigmoid")  # = ltr.train.models.ACTIVATIONS
+NORMALIZE_CHOICES = ("none", "standard", "log1p", "log1p_standard")
+MAX_WIDTH = 1 << 16  # a hidden layer wider than this is a typo, and would take gigabytes
+MODEL_RULES: dict[str, checks.Rule] = {
+    "type": text(choices=("mlp", "linear")), "hidden": list_of(integer(min=1, max=MAX_WIDTH), min_len=1),
+    "activation": text(choices=ACTIVATION_NAMES), "dropout": number(min=0, below=1), "batch_norm": boolean(),
+    "normalize": text(choices=NORMALIZE_CHOICES),
+}
+# [loss]: name, and the keyword arguments of the losses (others go to losses.get_loss, which names
+# any it does not take).
+LOSS_RULES: dict[str, checks.Rule] = {
+    "name": text(), "sigma": number(above=0), "k": integer(min=1, optional=True), "mu": number(min=0),
+    "gain": text(choices=("exp2", "linear")), "metric": text(choices=("ndcg", "mrr", "ap")),
+    "threshold": number(), "target": text(choices=("softmax", "linear")), "discount": text(choices=("log2",)),
+    "reduction": text(choices=("mean", "sum")),
+}
+GBDT_RULES: dict[str, checks.Rule] = {
+    "gain": text(choices=("exp2", "linear")), "num_boost_round": COUNT,
+    "early_stopping_rounds": integer(min=0, optional=True), "eval_at": list_of(integer(min=1), min_len=1),
+    "monitor_k": COUNT, "seed": SEED, "metrics": _METRIC_NAMES, "preset": text(optional=True),
+}
+
+
+def check_lightgbm_params(params: dict[str, Any], *, where: str) -> dict[str, Any]:
+    """[lightgbm]: passed to LightGBM as they are, but only numbers, booleans, text or lists of them
+    (LightGBM judges the values themselves and its refusals become one-line errors)."""
+    for key, value in params.items():
+        items = value if isinstance(value, list) else [value]
+        if not all(isinstance(v, (bool, int, float, str)) for v in items) or (
+                any(isinstance(v, float) and not math.isfinite(v) for v in items)):
+            raise LtrError(f"{where} {key} must be a number, true/false, text or a list of them, got {value!r}")
+    return params
 
 
 @dataclass
@@ -90,25 +138,21 @@ class TrainConfig:
     histograms: bool = True
 
     def __post_init__(self) -> None:
+        if self.log_dir is not None and isinstance(self.log_dir, os.PathLike):
+            self.log_dir = str(self.log_dir)
+        if self.checkpoint_dir is not None and isinstance(self.checkpoint_dir, os.PathLike):
+            self.checkpoint_dir = str(self.checkpoint_dir)
+        for f in dataclasses.fields(self):
+            setattr(self, f.name, TRAIN_RULES[f.name].check(getattr(self, f.name), f.name))
         self.metrics = tuple(self.metrics)
         if self.monitor not in self.metrics:
             self.metrics = (self.monitor,) + self.metrics
-        for name in ("epochs", "batch_size", "eval_rows"):
-            if int(getattr(self, name)) < 1:
-                raise LtrError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.lr <= 0:
-            raise LtrError(f"lr must be > 0, got {self.lr}")
-        if self.patience is not None and self.patience < 1:
-            raise LtrError(f"patience must be >= 1 or None, got {self.patience}")
-        if self.log_dir is not None:
-            self.log_dir = str(self.log_dir)
-        if self.checkpoint_dir is not None:
-            self.checkpoint_dir = str(self.checkpoint_dir)
 
     @classmethod
     def from_dict(cls, values: dict[str, Any], *, source: str = "config") -> "TrainConfig":
         """Build from a mapping; an unknown key is an :class:`LtrError` naming it."""
         check_keys(values, [f.name for f in dataclasses.fields(cls)], where=source)
+        checks.check_table(values, TRAIN_RULES, where=source)
         try:
             return cls(**values)
         except TypeError as exc:
@@ -137,12 +181,14 @@ def check_keys(values: dict[str, Any], allowed: Iterable[str], *, where: str) ->
 
 def read_toml(path: str | os.PathLike) -> dict[str, Any]:
     """The whole TOML file as a dict; a missing file or bad TOML is an LtrError naming the file (and line)."""
-    path = Path(path)
+    path = checks.input_file(path, "config file")
+    raw = path.read_bytes()
+    if raw.startswith(b"\xef\xbb\xbf"):  # a byte order mark left by some editors
+        raw = raw[3:]
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        raise LtrError(f"{path}: config file not found") from None
+        return tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise LtrError(f"{path}: invalid TOML: not UTF-8 text (byte {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
         raise LtrError(f"{path}: invalid TOML: {exc}") from None
 

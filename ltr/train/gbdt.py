@@ -245,17 +245,39 @@ def save_booster(booster, folder: str | os.PathLike, *, n_features: int, best_it
 
 
 def load_booster(folder: str | os.PathLike):
-    """Load a booster written by :func:`save_booster` (a text model: nothing is executed)."""
+    """Load a booster written by :func:`save_booster` (a text model: nothing is executed).
+
+    The model file that ``model.json`` names must lie inside ``folder`` (a name such as
+    ``../../etc/passwd`` or an absolute path is refused), and a file LightGBM cannot read is an
+    :class:`LtrError` naming it.
+    """
     import lightgbm as lgb
 
+    from ltr.checks import input_file, read_json_object
+
     folder = Path(folder)
-    try:
-        meta = json.loads((folder / "model.json").read_text())
-    except (FileNotFoundError, json.JSONDecodeError) as exc:
-        raise LtrError(f"{folder}: no readable model.json ({exc})") from None
+    where = folder / "model.json"
+    if not where.exists():
+        raise LtrError(f"{folder}: no readable model.json (not a model folder written by ltr)")
+    meta = read_json_object(where)
     if meta.get("type") != "lightgbm":
         raise LtrError(f"{folder}: model.json describes a {meta.get('type')!r} model, not lightgbm")
-    path = folder / meta.get("file", "model.txt")
+    name = meta.get("file", "model.txt")
+    if not isinstance(name, str) or not name:
+        raise LtrError(f"{where}: file must be a file name, got {name!r}")
+    path = (folder / name).resolve()
+    if Path(name).is_absolute() or path.parent != folder.resolve():
+        raise LtrError(f"{where}: file {name!r} must name a file inside the model folder")
+    n = meta.get("n_features")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise LtrError(f"{where}: n_features must be a positive integer, got {n!r}")
     if not path.exists():
         raise LtrError(f"{path}: LightGBM model file missing")
-    return lgb.Booster(model_file=str(path)), meta
+    path = input_file(path)
+    try:
+        booster = lgb.Booster(model_file=str(path))
+    except lgb.basic.LightGBMError as exc:
+        raise LtrError(f"{path}: not a LightGBM model LightGBM can read ({' '.join(str(exc).split())})") from None
+    if booster.num_feature() != n:
+        raise LtrError(f"{where}: n_features is {n} but {path.name} was trained on {booster.num_feature()} features")
+    return booster, meta

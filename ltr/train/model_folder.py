@@ -3,26 +3,25 @@ behind one function that returns a scoring callable."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 from ltr.errors import LtrError
 
-__all__ = ["load_scorer"]
+__all__ = ["load_scorer", "check_width"]
 
 
-def load_scorer(folder: str | os.PathLike, device: str = "cpu"):
-    """Return ``score(features [N, F]) -> np.ndarray [N]`` and the model's feature count."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise LtrError(f"--model {folder}: not a folder")
-    try:
-        meta = json.loads((folder / "model.json").read_text())
-    except FileNotFoundError:
-        raise LtrError(f"--model {folder}: no model.json (not a run folder written by ltr train / ltr gbdt)") from None
-    except json.JSONDecodeError as exc:
-        raise LtrError(f"{folder / 'model.json'}: invalid JSON: {exc}") from None
+def load_scorer(folder: str | os.PathLike, device: str = "cpu", option: str = "--model"):
+    """Return ``score(features [N, F]) -> np.ndarray [N]`` and the model's feature count.
+
+    ``option`` names the command-line option in messages (``--model``, ``--ranker``...).
+    """
+    from ltr.checks import input_folder, read_json_object
+
+    folder = input_folder(folder, option)
+    if not (folder / "model.json").exists():
+        raise LtrError(f"{option} {folder}: no model.json (not a run folder written by ltr train / ltr gbdt)")
+    meta = read_json_object(folder / "model.json")
     if meta.get("type") == "lightgbm":
         from ltr.train.gbdt import load_booster, predict_booster
 
@@ -34,3 +33,10 @@ def load_scorer(folder: str | os.PathLike, device: str = "cpu"):
     dev = resolve_device(device)
     model = load_model(folder).to(dev)
     return (lambda x: predict_scores(model, x, device=dev)), model.n_features
+
+
+def check_width(ds, n_features: int, option: str, path) -> None:
+    """Refuse data whose feature count is not the model's (a narrower file is never zero-padded:
+    the missing features would silently score as 0)."""
+    if ds.n_features != n_features:
+        raise LtrError(f"{option} {path} has {ds.n_features} features, the model expects {n_features}")

@@ -276,22 +276,46 @@ def save_model(model: nn.Module, folder: str | os.PathLike) -> Path:
 
 
 def load_model(folder: str | os.PathLike, map_location: str = "cpu") -> _Scorer:
-    """Load a model saved by :func:`save_model` (no pickle: ``torch.load(weights_only=True)``)."""
+    """Load a model saved by :func:`save_model` (no pickle: ``torch.load(weights_only=True)``).
+
+    A hostile or damaged folder is an :class:`LtrError` naming the file: ``model.json`` must describe
+    a model whose weights could fit in ``model.pt`` (the architecture is first built on torch's
+    ``meta`` device, which allocates nothing, so an absurd width cannot exhaust memory), and
+    ``model.pt`` must hold exactly its tensors.
+    """
+    from ltr.checks import input_file, read_json_object
+
     folder = Path(folder)
+    if not (folder / MODEL_JSON).exists():
+        raise LtrError(f"{folder}: no {MODEL_JSON} (not a model folder written by ltr)")
+    where = folder / MODEL_JSON
+    config = read_json_object(where)
+    n = config.get("n_features")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise LtrError(f"{where}: n_features must be a positive integer, got {n!r}")
+    if not (folder / MODEL_FILE).exists():
+        raise LtrError(f"{folder}: no {MODEL_FILE}")
+    weights = input_file(folder / MODEL_FILE)
     try:
-        config = json.loads((folder / MODEL_JSON).read_text())
-    except FileNotFoundError:
-        raise LtrError(f"{folder}: no {MODEL_JSON} (not a model folder written by ltr)") from None
-    except json.JSONDecodeError as exc:
-        raise LtrError(f"{folder / MODEL_JSON}: invalid JSON: {exc}") from None
+        with torch.device("meta"):
+            probe = build_model(config)
+    except LtrError as exc:
+        raise LtrError(f"{where}: {exc}") from None
+    n_values = sum(t.numel() for t in probe.state_dict().values())
+    if 4 * n_values > weights.stat().st_size:
+        raise LtrError(f"{where} describes {n_values} weights, more than {weights} ({weights.stat().st_size} bytes) "
+                       "can hold: the two files do not belong together")
+    try:
+        state = torch.load(weights, map_location=map_location, weights_only=True)
+    except Exception as exc:  # a damaged file fails in many ways (zip, unpickler, EOF); the path is what matters
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise LtrError(f"{weights}: not a readable weights file ({first[:160]})") from None
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise LtrError(f"{weights}: does not hold a state dict of tensors")
     model = build_model(config)
-    try:
-        state = torch.load(folder / MODEL_FILE, map_location=map_location, weights_only=True)
-    except FileNotFoundError:
-        raise LtrError(f"{folder}: no {MODEL_FILE}") from None
     try:
         model.load_state_dict(state)
     except RuntimeError as exc:
-        raise LtrError(f"{folder / MODEL_FILE}: weights do not match {MODEL_JSON}: {exc}") from None
+        raise LtrError(f"{weights}: weights do not match {MODEL_JSON}: {' '.join(str(exc).split())}") from None
     model.eval()
     return model
