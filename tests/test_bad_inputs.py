@@ -725,3 +725,416 @@ def test_battery_is_large():
     assert commands >= {"train", "gbdt", "predict", "eval", "calibrate", "clicks simulate", "clicks estimate",
                         "clicks evaluate", "clicks open-bandit", "synth", "ablate"}
     assert len(CASES) >= 250
+
+
+# --------------------------------------------------------------------------------------------------
+# Faults the operating system makes (a full disk, a folder that cannot be written), simulated
+# --------------------------------------------------------------------------------------------------
+def test_full_disk_mid_run_is_one_line_and_leaves_nothing(world, tmp_path, capsys, monkeypatch):
+    import errno
+
+    import ltr.io_utils
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(ltr.io_utils.os, "fsync", full)
+    before = snapshot(world["root"])
+    out = tmp_path / "run"
+    code, err = run_cli(["gbdt", "--train", world["train"], "--valid", world["valid"], "--quiet",
+                         "--num-boost-round", "2", "--out", str(out)], capsys)
+    assert_refused(code, err, ("no space left on the device", "nothing finished was replaced"))
+    assert not out.exists() and list(tmp_path.iterdir()) == []  # no run folder, no .partial
+    assert snapshot(world["root"]) == before
+
+
+def test_read_only_destination_is_refused_before_work(world, tmp_path, capsys, monkeypatch):
+    import ltr.checks
+
+    real = os.access
+    monkeypatch.setattr(ltr.checks.os, "access", lambda p, mode: False if mode & os.W_OK else real(p, mode))
+    code, err = run_cli(["eval", "--qrels", world["qrels"], "--run", world["run"], "--output", str(tmp_path / "r.json")], capsys)
+    assert_refused(code, err, ("--output", "not writable"))
+    code, err = run_cli(T[:-1] + [str(tmp_path / "run")], capsys)
+    assert_refused(code, err, ("--out", "not writable"))
+
+
+def test_a_refused_rename_is_one_line(world, tmp_path, capsys, monkeypatch):
+    import errno
+
+    import ltr.io_utils
+
+    def refuse(src, dst):
+        raise PermissionError(errno.EACCES, "Permission denied", str(dst))
+
+    monkeypatch.setattr(ltr.io_utils.os, "replace", refuse)
+    target = tmp_path / "r.json"
+    code, err = run_cli(["eval", "--qrels", world["qrels"], "--run", world["run"], "--output", str(target)], capsys)
+    assert_refused(code, err, (str(target), "permission denied"))
+    assert list(tmp_path.iterdir()) == []  # the temporary file is gone too
+
+
+# --------------------------------------------------------------------------------------------------
+# Leftovers of killed runs
+# --------------------------------------------------------------------------------------------------
+def _dead_pid() -> int:
+    import subprocess
+
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def test_stale_partial_folders_are_removed_and_reported(world, tmp_path, capsys):
+    dead = _dead_pid()
+    stale = tmp_path / f".run.partial-{dead}"
+    stale.mkdir()
+    (stale / "model.pt").write_bytes(b"half")
+    alive = tmp_path / f".run.partial-{os.getppid()}"  # a run still going: kept
+    alive.mkdir()
+    other = tmp_path / f".other.partial-{dead}"  # another destination's: kept
+    other.mkdir()
+    code, err = run_cli(["gbdt", "--train", world["train"], "--valid", world["valid"], "--quiet",
+                         "--num-boost-round", "2", "--out", str(tmp_path / "run")], capsys)
+    assert code == 0, err
+    assert f"removed {stale}, left by run process {dead}, which is gone" in err
+    assert not stale.exists() and alive.is_dir() and other.is_dir() and (tmp_path / "run" / "model.txt").is_file()
+
+
+def test_stale_old_folder_is_put_back_when_the_destination_is_missing(tmp_path, capsys):
+    from ltr.train.run_folder import clean_stale_partials
+
+    dead = _dead_pid()
+    old = tmp_path / f".run.old-{dead}"
+    old.mkdir()
+    (old / "model.txt").write_text("previous run")
+    clean_stale_partials(tmp_path / "run")
+    assert (tmp_path / "run" / "model.txt").read_text() == "previous run" and not old.exists()
+    assert "restored" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------------------------------
+# Silent wrong results that are now right (exit 0 with the right number) or refused
+# --------------------------------------------------------------------------------------------------
+def _eval_json(capsys, qrels, run, *extra):
+    capsys.readouterr()
+    assert main(["eval", "--qrels", str(qrels), "--run", str(run), "--json", *extra]) == 0
+    return json.loads(capsys.readouterr().out)["mean"]
+
+
+def test_utf8_bom_in_trec_files_does_not_rename_the_first_query(world, tmp_path, capsys):
+    plain = _eval_json(capsys, world["qrels"], world["run"], "--per-query")
+    for name in ("qrels", "run"):
+        bom = tmp_path / f"{name}.txt"
+        bom.write_bytes(b"\xef\xbb\xbf" + Path(world[name]).read_bytes())
+        args = {"qrels": world["qrels"], "run": world["run"], name: bom}
+        assert _eval_json(capsys, args["qrels"], args["run"], "--per-query") == plain
+
+
+def test_utf8_bom_in_svmlight_column_and_toml_files(world, tmp_path):
+    from ltr.data import load_svmlight
+    from ltr.data.columns import read_number_column
+    from ltr.train.config import read_toml
+
+    bom = b"\xef\xbb\xbf"
+    (tmp_path / "t.txt").write_bytes(bom + Path(world["train"]).read_bytes())
+    assert load_svmlight(tmp_path / "t.txt", cache=False).equals(load_svmlight(world["train"], cache=False))
+    (tmp_path / "s.txt").write_bytes(bom + b"0.5\n0.25\n")
+    assert read_number_column(tmp_path / "s.txt").tolist() == [0.5, 0.25]
+    (tmp_path / "c.toml").write_bytes(bom + b"[train]\nepochs = 2\n")
+    assert read_toml(tmp_path / "c.toml") == {"train": {"epochs": 2}}
+
+
+def test_negative_qrels_labels_are_judged_non_relevant_with_gain_zero(tmp_path, capsys):
+    """One rule (ltr.data.labels): a negative label is worth what a 0 is, and the name says so."""
+    run = tmp_path / "run.txt"
+    run.write_text("1 Q0 a 1 3 t\n1 Q0 b 2 2 t\n1 Q0 c 3 1 t\n")
+    neg, zero = tmp_path / "neg.txt", tmp_path / "zero.txt"
+    neg.write_text("1 0 a -2\n1 0 b 1\n1 0 c 2\n")
+    zero.write_text("1 0 a 0\n1 0 b 1\n1 0 c 2\n")
+    with_neg = _eval_json(capsys, neg, run, "--metrics", "ndcg@3")
+    with_zero = _eval_json(capsys, zero, run, "--metrics", "ndcg@3")
+    (name_neg, v_neg), = with_neg.items()
+    (name_zero, v_zero), = with_zero.items()
+    assert "zero_gain_below=0" in name_neg and "zero_gain_below" not in name_zero
+    d = 1 / np.log2([2, 3, 4])
+    assert v_neg == pytest.approx(v_zero) == pytest.approx((0 * d[0] + 1 * d[1] + 3 * d[2]) / (3 * d[0] + 1 * d[1]))
+
+
+def test_huge_labels_are_refused_not_turned_into_nan(tmp_path):
+    from ltr.data import load_svmlight
+    from ltr.errors import DataFormatError
+
+    for label in ("2000", "1e30", "1024"):
+        (tmp_path / "h.txt").write_text(f"1 qid:1 1:1\n{label} qid:1 1:2\n")
+        with pytest.raises(DataFormatError, match=r"h.txt:2: label .* too large"):
+            load_svmlight(tmp_path / "h.txt", cache=False)
+    (tmp_path / "h.txt").write_text("1 qid:1 1:1\n1023 qid:1 1:2\n")
+    assert load_svmlight(tmp_path / "h.txt", cache=False).labels.max() == 1023
+
+
+def test_grad_clip_and_other_config_values_are_checked_in_python_too():
+    from ltr.errors import LtrError
+    from ltr.train.config import TrainConfig
+
+    for bad in ({"grad_clip": -1.0}, {"grad_clip": 0.0}, {"lr": float("nan")}, {"epochs": True}, {"patience": 2.5},
+                {"batch_size": 1e9}, {"seed": -1}, {"weight_decay": -0.1}, {"progress": "no"}):
+        with pytest.raises(LtrError, match=next(iter(bad))):
+            TrainConfig(**bad)
+    assert TrainConfig(grad_clip=1, epochs=np.int64(3), lr=np.float32(0.5)).grad_clip == 1.0
+
+
+@pytest.mark.parametrize("change, field_name", [
+    ({"slope": float("nan")}, "slope"), ({"slope": -2.0}, "slope"), ({"intercept": float("inf")}, "intercept"),
+    ({"input": "probit"}, "input"), ({"smoothed_targets": "yes"}, "smoothed_targets"), ({"logit_eps": 0.7}, "logit_eps"),
+    ({"n_fit": -1}, "n_fit"),
+])
+def test_calibrator_json_with_impossible_values_is_refused(tmp_path, change, field_name):
+    from ltr.calibrate.calibrators import load_calibrator, make_calibrator
+    from ltr.errors import LtrError
+
+    rng = np.random.default_rng(0)
+    s = rng.normal(size=200)
+    y = (rng.random(200) < 1 / (1 + np.exp(-s))).astype(float)
+    path = tmp_path / "cal.json"
+    make_calibrator("platt", input="score").fit(s, y).save(path)
+    good = load_calibrator(path)
+    d = json.loads(path.read_text())
+    d.update(change)
+    path.write_text(json.dumps(d))
+    with pytest.raises(LtrError, match=f"cal.json.*{field_name}"):
+        load_calibrator(path)
+    assert good.predict(np.array([0.0]))[0] == pytest.approx(1 / (1 + np.exp(-good.intercept_)))
+
+
+@pytest.mark.parametrize("change, what", [
+    (lambda d: d["y_thresholds"].__setitem__(0, 1.5), "y_thresholds"),
+    (lambda d: d["y_thresholds"].__setitem__(0, float("nan")), "y_thresholds"),
+    (lambda d: d["X_thresholds"].reverse(), "non-decreasing"),
+    (lambda d: d.pop("tie_margin"), "tie_margin"),
+    (lambda d: d.__setitem__("strict", 1), "strict"),
+])
+def test_isotonic_json_with_impossible_values_is_refused(tmp_path, change, what):
+    from ltr.calibrate.calibrators import load_calibrator, make_calibrator
+    from ltr.errors import LtrError
+
+    rng = np.random.default_rng(1)
+    s = rng.normal(size=300)
+    y = (rng.random(300) < 1 / (1 + np.exp(-2 * s))).astype(float)
+    path = tmp_path / "iso.json"
+    make_calibrator("isotonic-strict").fit(s, y).save(path)
+    d = json.loads(path.read_text())
+    change(d)
+    path.write_text(json.dumps(d))
+    with pytest.raises(LtrError, match=what):
+        load_calibrator(path)
+
+
+def test_histogram_of_huge_finite_scores_is_written(tmp_path):
+    """`ltr train --lr 1e6` ended in TensorBoard's "The histogram is empty" for scores beyond 1e20."""
+    from ltr.train.tensorboard_log import TensorBoardLogger
+
+    logger = TensorBoardLogger(tmp_path)
+    logger.histogram("valid/scores", np.array([1e25, -1e300, 3.0, np.inf]), 1)
+    logger.close()
+    assert list(tmp_path.glob("events.out.tfevents.*"))
+
+
+# --------------------------------------------------------------------------------------------------
+# The data cache: keyed on the whole content, checked on load, never much larger than its source
+# --------------------------------------------------------------------------------------------------
+def test_cache_sees_one_byte_changed_in_the_middle_with_size_and_mtime_kept(tmp_path):
+    from ltr.data import load_svmlight
+
+    path = tmp_path / "big.txt"
+    path.write_text(_svm_lines(400, 10, 5, 7))  # > 128 KiB: the old key sampled only both ends
+    first = load_svmlight(path)
+    raw = bytearray(path.read_bytes())
+    st = os.stat(path)
+    middle = raw.index(b"\n", len(raw) // 2) + 1  # the label of a line in the middle
+    row = raw[:middle].count(b"\n")
+    raw[middle:middle + 1] = b"3" if raw[middle:middle + 1] != b"3" else b"2"
+    path.write_bytes(bytes(raw))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert os.stat(path).st_size == st.st_size and os.stat(path).st_mtime_ns == st.st_mtime_ns
+    second = load_svmlight(path)
+    assert "cache" not in second.meta  # parsed again
+    assert second.labels[row] == float(raw[middle:middle + 1]) != first.labels[row]
+
+
+@pytest.mark.parametrize("tamper", ["labels-nan", "offsets", "features-shape", "qids-short", "labels-huge"])
+def test_crafted_cache_with_the_right_key_is_rebuilt_not_trusted(tmp_path, tamper):
+    from ltr.data import load_svmlight
+
+    path = tmp_path / "d.txt"
+    path.write_text(_svm_lines(5, 4, 3, 2))
+    truth = load_svmlight(path)
+    cache = tmp_path / "d.txt.ltrcache.npz"
+    with np.load(cache, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    if tamper == "labels-nan":
+        arrays["labels"] = arrays["labels"] * np.nan
+    elif tamper == "labels-huge":
+        arrays["labels"] = arrays["labels"] + 1e30
+    elif tamper == "offsets":
+        arrays["query_offsets"] = arrays["query_offsets"][::-1].copy()
+    elif tamper == "features-shape":
+        arrays["features"] = np.zeros((3, 3), np.float32)
+    else:
+        arrays["query_ids"] = arrays["query_ids"][:1]
+    with open(cache, "wb") as fh:
+        np.savez(fh, **arrays)
+    again = load_svmlight(path)
+    assert "cache" not in again.meta and again.equals(truth)
+    assert load_svmlight(path).meta["cache"] == str(cache)  # the rebuilt cache is good again
+
+
+def test_cache_of_a_sparse_wide_file_stays_small(tmp_path):
+    from ltr.data import load_svmlight
+    from ltr.data.cache import MAX_CACHE_RATIO
+
+    lines = [f"{i % 3} qid:{i // 5} {1 + (i * 7919) % 59999}:1.5 60000:2" for i in range(200)]
+    path = tmp_path / "wide.txt"
+    path.write_text("\n".join(lines) + "\n")
+    first = load_svmlight(path)
+    assert first.features.shape == (200, 60000)  # 48 MB dense from 5 KB: allowed, under the 64 MiB floor
+    cache = tmp_path / "wide.txt.ltrcache.npz"
+    assert cache.stat().st_size <= MAX_CACHE_RATIO * path.stat().st_size + (1 << 20)
+    second = load_svmlight(path)
+    assert second.meta["cache"] == str(cache) and second.equals(first)
+
+
+def test_absurd_width_is_refused_before_allocating(tmp_path):
+    import tracemalloc
+
+    from ltr.data import load_svmlight
+    from ltr.errors import DataFormatError
+
+    path = tmp_path / "one.txt"
+    path.write_text("1 qid:1 100000000:1.0\n")
+    tracemalloc.start()
+    try:
+        with pytest.raises(DataFormatError, match=r"one.txt:1: feature index 100000000 would make a dense matrix"):
+            load_svmlight(path, cache=False)
+        with pytest.raises(DataFormatError, match="n_features=200000000"):
+            load_svmlight(path, n_features=200_000_000, cache=False)
+        assert tracemalloc.get_traced_memory()[1] < 50 << 20
+    finally:
+        tracemalloc.stop()
+
+
+# --------------------------------------------------------------------------------------------------
+# Resuming a checkpoint: fingerprints of the data, the loss, the model and the configuration
+# --------------------------------------------------------------------------------------------------
+@pytest.fixture
+def fitted(tmp_path):
+    import losses
+    from ltr.data import load_svmlight
+    from ltr.train.models import MLPScorer
+    from ltr.train.trainer import TrainConfig, Trainer
+
+    (tmp_path / "t.txt").write_text(_svm_lines(8, 6, 5, 1))
+    (tmp_path / "v.txt").write_text(_svm_lines(3, 6, 5, 2, qid0=100))
+    train, valid = load_svmlight(tmp_path / "t.txt", cache=False), load_svmlight(tmp_path / "v.txt", cache=False)
+    ck = tmp_path / "ck"
+
+    def fit(train_ds=train, valid_ds=valid, loss=None, activation="relu", **cfg):
+        import torch
+
+        torch.manual_seed(0)
+        model = MLPScorer(5, hidden=(4,), activation=activation)
+        config = TrainConfig(**{"epochs": 1, "progress": False, "checkpoint_dir": str(ck), "resume": True, **cfg})
+        return Trainer(model, loss or losses.RankNet(), config).fit(train_ds, valid_ds)
+
+    fit()
+    return fit, train, valid, ck
+
+
+@pytest.mark.parametrize("change, words", [
+    ("train", "the training data changed"),
+    ("valid", "the validation data changed"),
+    ("loss", "the loss changed (checkpoint: losses"),
+    ("model", "the model changed"),
+    ("config", "the configuration differs in lr"),
+])
+def test_resume_refuses_a_checkpoint_of_other_inputs_naming_what_changed(fitted, change, words):
+    import losses
+    from ltr.errors import LtrError
+
+    fit, train, valid, ck = fitted
+    kwargs = {
+        "train": {"train_ds": _relabel(train)},
+        "valid": {"valid_ds": _relabel(valid)},
+        "loss": {"loss": losses.RankNet(sigma=2.0)},
+        "model": {"activation": "tanh"},
+        "config": {"lr": 0.5},
+    }[change]
+    with pytest.raises(LtrError, match="cannot resume") as info:
+        fit(epochs=2, **kwargs)
+    assert words in str(info.value) and str(ck / "last.pt") in str(info.value)
+    assert fit(epochs=2).epochs_run == 2  # the unchanged run resumes
+
+
+def _relabel(ds):
+    from dataclasses import replace
+
+    labels = ds.labels.copy()
+    labels[0] = 4 - labels[0]
+    return replace(ds, labels=labels)
+
+
+@pytest.mark.parametrize("damage", ["model-int", "no-rng", "history-int", "old-format", "list"])
+def test_damaged_checkpoint_of_the_right_format_is_refused(fitted, damage):
+    import torch
+
+    from ltr.errors import LtrError
+
+    fit, train, valid, ck = fitted
+    state = torch.load(ck / "last.pt", weights_only=True)
+    if damage == "model-int":
+        state["model"] = 5
+    elif damage == "no-rng":
+        del state["rng"]
+    elif damage == "history-int":
+        state["history"] = 3
+        state["optimizer"] = {"state": 1}
+    elif damage == "old-format":
+        state["format"] = "ltr-checkpoint-1"
+    else:
+        state = [1, 2]
+    torch.save(state, ck / "last.pt")
+    with pytest.raises(LtrError, match="last.pt"):
+        fit(epochs=2)
+
+
+def test_cli_resume_with_other_validation_data_is_refused(world, tmp_path, capsys):
+    base = ["train", "--train", world["train"], "--quiet", "--model", "linear", "--checkpoint-dir", str(tmp_path / "ck")]
+    assert run_cli(base + ["--epochs", "1", "--valid", world["valid"], "--out", str(tmp_path / "a")], capsys)[0] == 0
+    code, err = run_cli(base + ["--epochs", "2", "--valid", world["test"], "--out", str(tmp_path / "b")], capsys)
+    assert_refused(code, err, ("last.pt", "the validation data changed"))
+    assert not (tmp_path / "b").exists()
+
+
+# --------------------------------------------------------------------------------------------------
+# README's ablation snippet and the worker processes
+# --------------------------------------------------------------------------------------------------
+def test_readme_ablation_snippet_has_the_main_guard():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    blocks = [b for b in readme.split("```python")[1:] if "run_ablation(" in b.split("```")[0]]
+    assert blocks, "README has no Python snippet calling run_ablation"
+    for block in blocks:
+        code = block.split("```")[0]
+        assert 'if __name__ == "__main__":' in code
+        compile(code, "README.md", "exec")  # it parses as a script
+
+
+def test_run_ablation_in_a_starting_worker_says_what_to_do(monkeypatch, tmp_path):
+    import multiprocessing
+
+    from ltr.errors import LtrError
+    from ltr.study import ablation
+
+    monkeypatch.setattr(multiprocessing.current_process(), "_inheriting", True, raising=False)
+    with pytest.raises(LtrError, match='if __name__ == "__main__"'):
+        ablation.run_ablation(ablation.quick_config(), tmp_path / "abl", workers=2, progress=False)
+    assert not (tmp_path / "abl").exists()

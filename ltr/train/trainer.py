@@ -24,7 +24,10 @@ raw scores (AUC is unchanged by any increasing map). Their stamped names say so:
 
 Checkpoint (``checkpoint_dir/last.pt``, atomic, ``torch.load(weights_only=True)``): model and optimiser
 state, number of finished epochs, best value / epoch / weights, the early-stopping counter, the history,
-the RNG states (torch, numpy, python) and the next sampler epoch. A loss that is NaN or infinite raises
+the RNG states (torch, numpy, python), the next sampler epoch, and fingerprints of what the run was
+given (hashes of the training and validation data, the loss and its settings, the model's description
+and shapes, the configuration): a resume whose inputs differ in any of them is refused with a message
+naming what changed, so a best epoch judged on other data is never reported. A loss that is NaN or infinite raises
 :class:`NonFiniteLossError` naming the epoch and the batch; no checkpoint is written for that epoch,
 so ``last.pt`` still holds the last good one.
 
@@ -36,6 +39,7 @@ folder each time) first receives the restored epochs' scalars again, so every cu
 
 from __future__ import annotations
 
+import hashlib
 import math
 import random
 import time
@@ -247,6 +251,7 @@ class Trainer:
         cfg = self.config
         self.stopping = EarlyStopping(cfg.monitor, higher_is_better(cfg.monitor), cfg.min_delta, cfg.patience)
         self.history: list[dict[str, Any]] = []
+        self._fingerprints_now: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ prediction
     @torch.no_grad()
@@ -271,9 +276,20 @@ class Trainer:
     def _config_fingerprint(self) -> dict[str, Any]:
         return {k: v for k, v in self.config.to_dict().items() if k not in _RESUME_FREE_KEYS}
 
+    def _fingerprints(self, train_ds, valid_ds) -> dict[str, Any]:
+        """What a checkpoint must have been written with to be resumed: the data, the loss, the model
+        and the configuration (hashes of the data, descriptions of the rest)."""
+        return {
+            "train_data": data_fingerprint(train_ds),
+            "valid_data": data_fingerprint(valid_ds),
+            "loss": loss_fingerprint(self.loss),
+            "model": model_fingerprint(self.model),
+            "config": self._config_fingerprint(),
+        }
+
     def _state(self, epochs_done: int) -> dict[str, Any]:
         return {
-            "format": "ltr-checkpoint-1",
+            "format": CHECKPOINT_FORMAT,
             "epochs_done": epochs_done,
             "next_sampler_epoch": epochs_done,
             "seed": int(self.config.seed),
@@ -282,29 +298,34 @@ class Trainer:
             **self.stopping.state_dict(),
             "history": self.history,
             "rng": rng_state(),
-            "config": self._config_fingerprint(),
+            "fingerprints": self._fingerprints_now,
         }
 
     def _restore(self, ckpt: dict[str, Any]) -> int:
-        if ckpt.get("format") != "ltr-checkpoint-1":
-            raise LtrError(f"{self.checkpoint_path}: not an ltr checkpoint")
-        mine = self._config_fingerprint()
-        theirs = ckpt["config"]
-        diff = sorted(k for k in set(mine) | set(theirs) if _norm(mine.get(k)) != _norm(theirs.get(k)))
-        if diff:
-            raise LtrError(
-                f"{self.checkpoint_path}: cannot resume, the configuration differs in {', '.join(diff)} "
-                f"(checkpoint: {[theirs.get(k) for k in diff]}, now: {[mine.get(k) for k in diff]})"
-            )
+        path = self.checkpoint_path
+        if ckpt.get("format") == "ltr-checkpoint-1":
+            raise LtrError(f"{path}: written by an older ltr, without the fingerprints of its data, loss and model "
+                           "that a resume is checked against; delete it (or use another checkpoint folder) to start afresh")
+        if ckpt.get("format") != CHECKPOINT_FORMAT:
+            raise LtrError(f"{path}: not an ltr checkpoint")
+        changed = _changed_fingerprints(ckpt.get("fingerprints"), self._fingerprints_now)
+        if changed:
+            raise LtrError(f"{path}: cannot resume: {'; '.join(changed)}, since the run that wrote it (its best "
+                           "epoch was judged on that run's settings); use another checkpoint folder, or delete it "
+                           "to start afresh")
         try:
-            self.model.load_state_dict(ckpt["model"])
-        except RuntimeError as exc:
-            raise LtrError(f"{self.checkpoint_path}: checkpoint does not fit this model: {exc}") from None
-        self.optimizer.load_state_dict(ckpt["optimizer"])
-        self.stopping.load_state_dict(ckpt)
-        self.history = ckpt["history"]
-        set_rng_state(ckpt["rng"])
-        return int(ckpt["epochs_done"])
+            try:
+                self.model.load_state_dict(ckpt["model"])
+            except RuntimeError as exc:
+                raise LtrError(f"{path}: checkpoint does not fit this model: {' '.join(str(exc).split())}") from None
+            self.optimizer.load_state_dict(ckpt["optimizer"])
+            self.stopping.load_state_dict(ckpt)
+            self.history = list(ckpt["history"])
+            set_rng_state(ckpt["rng"])
+            return int(ckpt["epochs_done"])
+        except (KeyError, TypeError, ValueError, RuntimeError, AttributeError, IndexError) as exc:
+            raise LtrError(f"{path}: damaged checkpoint ({type(exc).__name__}: {' '.join(str(exc).split())[:160]}); "
+                           "delete it to start afresh") from None
 
     # ------------------------------------------------------------------ training
     def fit(self, train_ds, valid_ds, test_ds=None) -> FitResult:
@@ -320,7 +341,7 @@ class Trainer:
         self._check_data(train_ds, valid_ds, test_ds)
         self.stopping = EarlyStopping(cfg.monitor, higher_is_better(cfg.monitor), cfg.min_delta, cfg.patience)
         self.history = []
-        start = self._resume_or_seed()
+        start = self._resume_or_seed(train_ds, valid_ds)
         self._open_logger(start)
         try:
             stopped_early = self._run_epochs(train_ds, valid_ds, start)
@@ -344,9 +365,10 @@ class Trainer:
                 raise LtrError(f"the {name} set has no queries")
         check_metric_names(self.config.metrics, self.config.preset, self.config.conventions)
 
-    def _resume_or_seed(self) -> int:
+    def _resume_or_seed(self, train_ds, valid_ds) -> int:
         """Restore the checkpoint when resuming (returns the epochs it had finished), else seed."""
         path = self.checkpoint_path
+        self._fingerprints_now = self._fingerprints(train_ds, valid_ds) if path is not None else None
         if self.config.resume and path is not None and path.exists():
             return self._restore(load_checkpoint(path))
         seed_everything(self.config.seed)
@@ -513,6 +535,59 @@ class Trainer:
         d = self.config.to_dict()
         keep = ("epochs", "batch_size", "lr", "weight_decay", "patience", "monitor", "seed", "grad_clip", "preset")
         return {k: d[k] for k in keep}
+
+CHECKPOINT_FORMAT = "ltr-checkpoint-2"
+
+
+def data_fingerprint(ds) -> str:
+    """SHA-1 of what training sees of a data set: features, labels, query offsets and weights."""
+    h = hashlib.sha1()
+    for arr in (ds.features, ds.labels, ds.query_offsets, getattr(ds, "weights", None)):
+        if arr is None:
+            h.update(b"-")
+            continue
+        a = np.ascontiguousarray(arr)
+        h.update(f"{a.dtype.str}{a.shape}".encode())
+        h.update(a)
+    return h.hexdigest()
+
+
+def loss_fingerprint(loss) -> str:
+    """The loss's class and settings, e.g. ``losses.lambdarank.LambdaRank(sigma=1.0, k=None, ...)``."""
+    extra = loss.extra_repr() if isinstance(loss, nn.Module) else ""
+    return f"{type(loss).__module__}.{type(loss).__qualname__}({extra})"
+
+
+def model_fingerprint(model) -> dict[str, Any]:
+    """The model's class, description (``config()`` when it has one) and parameter shapes."""
+    describe = getattr(model, "config", None)
+    return {
+        "class": f"{type(model).__module__}.{type(model).__qualname__}",
+        "config": describe() if callable(describe) else None,
+        "shapes": {k: list(v.shape) for k, v in model.state_dict().items()},
+    }
+
+
+def _changed_fingerprints(theirs: Any, mine: dict[str, Any]) -> list[str]:
+    """What differs between a checkpoint's fingerprints and this run's, in words."""
+    if not isinstance(theirs, dict):
+        return ["the checkpoint holds no fingerprints to check"]
+    out = []
+    for key, what in (("train_data", "the training data"), ("valid_data", "the validation data")):
+        if theirs.get(key) != mine[key]:
+            out.append(f"{what} changed")
+    if theirs.get("loss") != mine["loss"]:
+        out.append(f"the loss changed (checkpoint: {theirs.get('loss')}, now: {mine['loss']})")
+    if _norm(theirs.get("model")) != _norm(mine["model"]):
+        t, m = theirs.get("model") or {}, mine["model"]
+        out.append(f"the model changed (checkpoint: {t.get('config') or t.get('class')}, now: {m['config'] or m['class']})")
+    cfg_t, cfg_m = theirs.get("config") or {}, mine["config"]
+    diff = sorted(k for k in set(cfg_t) | set(cfg_m) if _norm(cfg_t.get(k)) != _norm(cfg_m.get(k)))
+    if diff:
+        out.append(f"the configuration differs in {', '.join(diff)} (checkpoint: {[cfg_t.get(k) for k in diff]}, "
+                   f"now: {[cfg_m.get(k) for k in diff]})")
+    return out
+
 
 def _norm(v: Any) -> Any:
     # lists and tuples compare equal after a checkpoint round trip
