@@ -48,8 +48,11 @@ __all__ = [
     "Rule", "integer", "number", "boolean", "text", "list_of", "table",
     "SEED", "COUNT", "check_table",
     "input_file", "input_folder", "output_file", "output_folder", "describe_os_error", "same_file",
-    "read_json_object",
+    "read_json_object", "RUN_MARK",
 ]
+
+# The file that marks a folder as made by ltr (a run folder, an output folder); see ltr.train.run_folder.
+RUN_MARK = ".ltr-run.json"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -346,8 +349,9 @@ def output_file(path: str | os.PathLike, what: str | None = None, *,
     """``path`` if a file can be written there without harming anything; else an LtrError.
 
     Refused: an existing folder or non-regular file at ``path``, an ancestor that is a file, a
-    read-only folder, and a path that is one of ``inputs`` (``(option, path)`` pairs; ``None`` paths
-    are skipped): writing there would destroy the input.
+    read-only folder, a path that is one of ``inputs`` (``(option, path)`` pairs; ``None`` paths
+    are skipped) or an existing file inside an input folder: writing there would destroy the input;
+    and an existing file of a folder ltr made (:data:`RUN_MARK`): an earlier run's output.
     """
     path = Path(os.path.expanduser(str(path)))
     who = _label(what, path)
@@ -361,6 +365,8 @@ def output_file(path: str | os.PathLike, what: str | None = None, *,
             raise LtrError(f"{who}: is a folder; give a file name")
         if not stat.S_ISREG(st.st_mode):
             raise LtrError(f"{who}: exists and is not a regular file; give another file name")
+        if (path.parent / RUN_MARK).is_file():
+            raise LtrError(f"{who}: is an output of an earlier ltr run (its folder holds {RUN_MARK}); give another file name")
     _writable_place(path, who)
     return path
 
@@ -404,8 +410,12 @@ def _inside(p: Path, folder: Path) -> bool:
 
 def _refuse_inputs(path: Path, who: str, inputs: Iterable[tuple[str, Any]]) -> None:
     for option, p in inputs:
-        if p is not None and os.path.exists(p) and same_file(path, p):
+        if p is None or not os.path.exists(p):
+            continue
+        if same_file(path, p):
             raise LtrError(f"{who}: is the input {option}; writing there would destroy it, give another name")
+        if os.path.isdir(p) and path.exists() and _inside(path, Path(p).resolve()):
+            raise LtrError(f"{who}: is a file of the input {option} {p}; writing there would destroy it, give another name")
 
 
 _ERRNO_WORDS = {

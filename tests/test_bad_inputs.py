@@ -261,6 +261,14 @@ def marked_dir(tmp: Path, w: dict) -> dict:
     return {"bad": str(d), "mytrain": str(d / "train.txt"), "myvalid": str(d / "valid.txt")}
 
 
+def _narrow_model(tmp: Path, w: dict) -> dict:
+    """A linear model folder for 4 features (the world's data has 5)."""
+    from ltr.train.models import LinearScorer, save_model
+
+    save_model(LinearScorer(4), tmp / "m4")
+    return {"bad": str(tmp / "m4")}
+
+
 # --------------------------------------------------------------------------------------------------
 # The table
 # --------------------------------------------------------------------------------------------------
@@ -697,6 +705,82 @@ CASES: list[Case] = [
     Case("ablate-report-only-empty", A + ["--quick", "--report-only"], ("missing",)),
     Case("ablate-out-under-file", ["ablate", "--quick", "--out", "{train}/abl", "--no-progress"], ("--out", "is a file")),
     Case("ablate-out-is-file", ["ablate", "--quick", "--out", "{train}", "--no-progress"], ("--out", "not a folder")),
+    # ------------------------------------------------------------------ more options and files of every command
+    Case("eval-gain-bogus", E + ["--gain", "cubic"], ("--gain",)),
+    Case("eval-ties-bogus", E + ["--ties", "random"], ("--ties",)),
+    Case("eval-empty-bogus", E + ["--empty", "nan"], ("--empty",)),
+    Case("eval-relevance-level-text", E + ["--relevance-level", "high"], ("--relevance-level",)),
+    Case("eval-metrics-cutoff-text", E + ["--metrics", "ndcg@ten"], ("ndcg@ten",)),
+    Case("eval-output-is-qrels", E + ["--output", "{qrels}"], ("--output", "input")),
+    Case("calibrate-platt-input-bogus", C + ["--platt-input", "probit"], ("--platt-input",)),
+    Case("calibrate-groups-missing", C + ["--groups", "{tmp}/none"], ("--groups", "not found")),
+    Case("calibrate-groups-folder", C + ["--groups", "{bad}"], ("--groups", "is a folder"), folder()),
+    Case("calibrate-groups-fifo", C + ["--groups", "{bad}"], ("--groups", "not a regular file"), fifo()),
+    Case("calibrate-labels-fifo", C[:4] + ["{bad}"] + C[5:], ("--labels", "not a regular file"), fifo()),
+    Case("calibrate-labels-text", C[:4] + ["{bad}"] + C[5:], ("l.txt:1", "label"), put("l.txt", "yes\n" * 200)),
+    Case("calibrate-labels-one-class", C[:4] + ["{bad}"] + C[5:], ("positives",), put("l.txt", "1\n" * 200)),
+    Case("calibrate-bins-text", C + ["--bins", "many"], ("--bins",)),
+    Case("calibrate-out-is-train-folder", C[:-1] + ["{lin}"], ("--out",)),
+    Case("estimate-method-bogus", EST + ["--method", "bogus"], ("--method",)),
+    Case("estimate-positions-text", EST + ["--positions", "all"], ("--positions",)),
+    Case("evaluate-log-missing", ["clicks", "evaluate", "--log", "{tmp}/none.npz", "--data", "{train}", "--ranker", "{lin}"], ("not found",)),
+    Case("evaluate-log-fifo", ["clicks", "evaluate", "--log", "{bad}", "--data", "{train}", "--ranker", "{lin}"], ("not a regular file",), fifo()),
+    Case("evaluate-data-fifo", ["clicks", "evaluate", "--log", "{log}", "--data", "{bad}", "--ranker", "{lin}"], ("--data", "not a regular file"), fifo()),
+    Case("evaluate-scores-fifo", EV + ["--scores", "{bad}"], ("--scores", "not a regular file"), fifo()),
+    Case("evaluate-propensity-bogus", EV + ["--ranker", "{lin}", "--propensity", "magic"], ("--propensity",)),
+    Case("evaluate-ranker-narrower-data", ["clicks", "evaluate", "--log", "{log}", "--data", "{narrow}", "--ranker", "{lin}"], ("--log",)),
+    Case("evaluate-ranker-hostile", EV + ["--ranker", "{bad}"], ("model.pt",), model_copy("lin", truncate("model.pt"))),
+    Case("simulate-model-bogus", S + ["--model", "dbn"], ("--model",)),
+    Case("simulate-logger-model-hostile", S + ["--logger-model", "{bad}"], ("model.json", "inside"),
+         model_copy("gb", edit_json("model.json", file="../x"))),
+    Case("simulate-logger-scores-nan", S + ["--logger-scores", "{bad}"], ("s.txt:1",), put("s.txt", "nan\n")),
+    Case("simulate-out-is-input-folder", ["clicks", "simulate", "--data", "{train}", "--out", "{data}", "--quiet", "--force"], ("--out",)),
+    Case("open-bandit-policy-bogus", OB + ["{data}", "--policy", "greedy"], ("--policy",)),
+    Case("open-bandit-interval-bogus", OB + ["{data}", "--interval", "exact"], ("--interval",)),
+    Case("open-bandit-json-under-file", OB + ["{data}", "--json", "{train}/x.json"], ("--json", "is a file")),
+    Case("predict-model-fifo", ["predict", "--model", "{bad}", "--data", "{test}", "--out", "{tmp}/r"], ("--model",), fifo()),
+    Case("predict-data-wider", ["predict", "--model", "{bad}", "--data", "{test}", "--out", "{tmp}/r"], ("--data", "5 features", "4"),
+         lambda t, w: _narrow_model(t, w)),
+    Case("predict-out-is-model-file", P[:-1] + ["{lin}/model.pt"], ("--out",)),
+    Case("train-test-fifo", T + ["--test", "{bad}"], ("--test", "not a regular file"), fifo()),
+    Case("train-test-label-2000", T + ["--test", "{bad}"], ("bad.txt:1", "2000"), put("bad.txt", "2000 qid:1 1:1 5:1\n")),
+    Case("train-out-is-input", T[:-1] + ["{valid}"], ("--out",)),
+    Case("train-out-holds-config", T[:-2] + ["--out", "{bad}", "--force", "--config", "{bad}/run.toml"], ("--out",),
+         lambda t, w: ((t / "d").mkdir(), (t / "d" / "run.toml").write_text("[train]\nepochs = 1\n"), {"bad": str(t / "d")})[2]),
+    Case("gbdt-config-fifo", G + ["--config", "{bad}"], ("not a regular file",), fifo()),
+    Case("gbdt-train-folder", G[:2] + ["{bad}"] + G[3:], ("--train", "is a folder"), folder()),
+    Case("gbdt-gain-bogus", G + ["--gain", "cubic"], ("--gain",)),
+    *[Case(f"toml-more-{name}", (T if cmd == "t" else G) + ["--config", "{bad}"], expect, put("m.toml", body))
+      for name, cmd, body, expect in [
+          ("metrics-empty-list", "t", "[train]\nmetrics = []\n", ("m.toml", "metrics")),
+          ("epochs-huge-float", "t", "[train]\nepochs = 1e400\n", ("m.toml", "epochs")),
+          ("preset-list", "t", "[train]\npreset = [\"trec_eval\"]\n", ("m.toml", "preset")),
+          ("hidden-huge", "t", "[model]\nhidden = [100000000]\n", ("m.toml", "hidden")),
+          ("hidden-empty", "t", "[model]\nhidden = []\n", ("m.toml", "hidden")),
+          ("loss-k-0", "t", "[loss]\nname = \"lambdarank\"\nk = 0\n", ("m.toml", "k")),
+          ("loss-k-float", "t", "[loss]\nname = \"lambdarank\"\nk = 2.5\n", ("m.toml", "k")),
+          ("loss-gain-bogus", "t", "[loss]\nname = \"lambdarank\"\ngain = \"cubic\"\n", ("m.toml", "gain")),
+          ("loss-reduction-none", "t", "[loss]\nname = \"ranknet\"\nreduction = \"none\"\n", ("m.toml", "reduction")),
+          ("loss-table-nested", "t", "[loss.x]\ny = 1\n", ("x",)),
+          ("gbdt-early-stopping-negative", "g", "[gbdt]\nearly_stopping_rounds = -1\n", ("m.toml", "early_stopping_rounds")),
+          ("gbdt-preset-number", "g", "[gbdt]\npreset = 1\n", ("m.toml", "preset")),
+          ("lightgbm-nan", "g", "[lightgbm]\nlearning_rate = nan\n", ("m.toml", "learning_rate")),
+          ("lightgbm-negative-rate", "g", "[lightgbm]\nlearning_rate = -1.0\n", ("learning_rate",)),
+          ("lightgbm-objective-bogus", "g", "[lightgbm]\nobjective = \"ranking2\"\n", ("ranking2",)),
+      ]],
+    *[Case(f"ablate-more-{name}", A + ["--config", "{bad}"], expect, put("a.toml", body + "[[datasets]]\nname = \"s\"\nkind = \"synthetic\"\n"))
+      for name, body, expect in [
+          ("loss-options-not-table", "[loss_options]\nranknet = 3\n", ("a.toml", "loss_options")),
+          ("loss-options-sigma", "[loss_options.ranknet]\nsigma = -1.0\n", ("a.toml", "sigma")),
+          ("metrics-empty", "[ablation]\nmetrics = []\n", ("a.toml", "metrics")),
+          ("seeds-negative", "[ablation]\nseeds = [-1, 2]\n", ("a.toml", "seeds")),
+          ("seeds-repeat", "[ablation]\nseeds = [1, 1]\n", ("a.toml", "seeds")),
+          ("reference-number", "[ablation]\nreference = 3\n", ("a.toml", "reference")),
+          ("train-reserved-seed", "[train]\nseed = 3\n", ("a.toml", "seed")),
+          ("lightgbm-table", "[lightgbm]\nx = {a = 1}\n", ("a.toml", "x")),
+          ("gbdt-unknown", "[gbdt]\nrounds = 3\n", ("a.toml", "rounds")),
+          ("model-dropout-1", "[model]\ndropout = 1.0\n", ("a.toml", "dropout")),
+      ]],
     Case("ablate-out-data-folder", ["ablate", "--quick", "--out", "{data}", "--no-progress", "--report-only"], ("--out",)),
 ]
 

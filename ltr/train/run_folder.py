@@ -34,7 +34,7 @@ from ltr.errors import LtrError
 __all__ = ["run_folder", "check_destination", "claim_folder", "clean_stale_partials", "RUN_MARK",
            "versions", "print_run_metrics"]
 
-RUN_MARK = ".ltr-run.json"
+RUN_MARK = checks.RUN_MARK
 
 
 def _mark(folder: Path, kind: str) -> None:
