@@ -67,7 +67,8 @@ def _show(value: Any) -> str:
         return f"{list(value)!r} (a list)"
     if isinstance(value, dict):
         return "a table"
-    return repr(value)
+    text = repr(value)
+    return text if len(text) <= 60 else text[:28] + "..." + text[-12:]
 
 
 @dataclass(frozen=True)
@@ -133,8 +134,12 @@ class Rule:
             return wrong
         if self.kind == "int" and not (isinstance(value, int) or _is_numpy_int(value)):
             return wrong
-        if not math.isfinite(float(value)):
-            return wrong
+        try:
+            if not math.isfinite(float(value)):
+                return wrong
+        except OverflowError:  # an integer beyond any float
+            if self.kind == "float":
+                return wrong
         v = value
         if ((self.min is not None and v < self.min) or (self.max is not None and v > self.max)
                 or (self.above is not None and v <= self.above) or (self.below is not None and v >= self.below)):
@@ -168,7 +173,8 @@ class Rule:
                 raise argparse.ArgumentTypeError(f"must be {self.describe()}, got {text!r}") from None
         why = self.problem(value)
         if why:
-            raise argparse.ArgumentTypeError(why.replace(f"got {_show(value)}", f"got {text!r}"))
+            shown = repr(text) if len(text) <= 60 else repr(text[:28] + "..." + text[-12:])
+            raise argparse.ArgumentTypeError(why.replace(f"got {_show(value)}", f"got {shown}"))
         return value
 
     @property

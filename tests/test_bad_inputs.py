@@ -352,6 +352,8 @@ CASES: list[Case] = [
     Case("train-patience-0", T + ["--patience", "0"], ("--patience",)),
     Case("train-seed-negative", T + ["--seed", "-1"], ("--seed",)),
     Case("train-seed-huge", T + ["--seed", str(2**70)], ("--seed",)),
+    Case("train-seed-400-digits", T + ["--seed", "9" * 400], ("--seed",)),
+    Case("train-lr-400-digits", T + ["--lr", "9" * 400], ("--lr",)),
     Case("train-dropout-1", T + ["--dropout", "1"], ("--dropout",)),
     Case("train-dropout-negative", T + ["--dropout", "-0.5"], ("--dropout",)),
     Case("train-dropout-nan", T + ["--dropout", "nan"], ("--dropout",)),
