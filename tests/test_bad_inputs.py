@@ -783,6 +783,28 @@ CASES: list[Case] = [
           ("gbdt-unknown", "[gbdt]\nrounds = 3\n", ("a.toml", "rounds")),
           ("model-dropout-1", "[model]\ndropout = 1.0\n", ("a.toml", "dropout")),
       ]],
+    # ------------------------------------------------------------------ ltr compare
+    *[Case(f"compare-{name}", ["compare", "--qrels", "{qrels}", "--run", "{run}", "--run", "{bad}", *extra], expect, setup)
+      for name, extra, setup, expect in [
+          ("run-missing", [], lambda t, w: {"bad": str(t / "none")}, ("not found",)),
+          ("run-folder", [], folder(), ("is a folder",)),
+          ("run-fifo", [], fifo(), ("not a regular file",)),
+          ("run-score-nan", [], put("r.txt", "200 Q0 q200d0 1 nan t\n"), ("r.txt:1", "score")),
+          ("confidence-1", ["--confidence", "1"], a_file(), ("--confidence",)),
+          ("resamples-0", ["--resamples", "0"], a_file(), ("--resamples",)),
+          ("seed-negative", ["--seed", "-1"], a_file(), ("--seed",)),
+          ("test-bogus", ["--test", "wilcoxon2"], a_file(), ("--test",)),
+          ("relevance-level-nan", ["--relevance-level", "nan"], a_file(), ("--relevance-level",)),
+          ("max-grade-0", ["--max-grade", "0"], a_file(), ("--max-grade",)),
+      ]],
+    Case("compare-one-run", ["compare", "--qrels", "{qrels}", "--run", "{run}"], ("two --run",)),
+    Case("compare-qrels-fifo", ["compare", "--qrels", "{bad}", "--run", "{run}", "--run", "{run}"], ("not a regular file",), fifo()),
+    Case("compare-latex-is-run", ["compare", "--qrels", "{qrels}", "--run", "{run}", "--run", "{run}", "--name", "a",
+                                  "--name", "b", "--latex", "{run}"], ("--latex", "input")),
+    Case("compare-plot-folder", ["compare", "--qrels", "{qrels}", "--run", "{run}", "--run", "{run}", "--name", "a",
+                                 "--name", "b", "--plot", "{data}"], ("--plot", "folder")),
+    Case("compare-json-under-file", ["compare", "--qrels", "{qrels}", "--run", "{run}", "--run", "{run}", "--name", "a",
+                                     "--name", "b", "--json", "{run}/x.json"], ("--json", "is a file")),
     Case("ablate-out-data-folder", ["ablate", "--quick", "--out", "{data}", "--no-progress", "--report-only"], ("--out",)),
 ]
 
@@ -809,7 +831,7 @@ def test_battery_is_large():
     """The battery covers every command with well over the issue's ~270 hostile inputs' share."""
     commands = {c.argv[0] if c.argv[0] != "clicks" else "clicks " + c.argv[1] for c in CASES}
     assert commands >= {"train", "gbdt", "predict", "eval", "calibrate", "clicks simulate", "clicks estimate",
-                        "clicks evaluate", "clicks open-bandit", "synth", "ablate"}
+                        "clicks evaluate", "clicks open-bandit", "synth", "ablate", "compare"}
     assert len(CASES) >= 250
 
 
@@ -903,9 +925,11 @@ def test_stale_old_folder_is_put_back_when_the_destination_is_missing(tmp_path, 
 # Silent wrong results that are now right (exit 0 with the right number) or refused
 # --------------------------------------------------------------------------------------------------
 def _eval_json(capsys, qrels, run, *extra):
+    """{stamped name: mean} of `ltr eval --json` (per-query values too with --per-query)."""
     capsys.readouterr()
     assert main(["eval", "--qrels", str(qrels), "--run", str(run), "--json", *extra]) == 0
-    return json.loads(capsys.readouterr().out)["mean"]
+    report = json.loads(capsys.readouterr().out)
+    return {m["stamped"]: (m["mean"], m.get("per_query")) for m in report["metrics"].values()}
 
 
 def test_utf8_bom_in_trec_files_does_not_rename_the_first_query(world, tmp_path, capsys):
@@ -940,8 +964,8 @@ def test_negative_qrels_labels_are_judged_non_relevant_with_gain_zero(tmp_path, 
     zero.write_text("1 0 a 0\n1 0 b 1\n1 0 c 2\n")
     with_neg = _eval_json(capsys, neg, run, "--metrics", "ndcg@3")
     with_zero = _eval_json(capsys, zero, run, "--metrics", "ndcg@3")
-    (name_neg, v_neg), = with_neg.items()
-    (name_zero, v_zero), = with_zero.items()
+    (name_neg, (v_neg, _)), = with_neg.items()
+    (name_zero, (v_zero, _)), = with_zero.items()
     assert "zero_gain_below=0" in name_neg and "zero_gain_below" not in name_zero
     d = 1 / np.log2([2, 3, 4])
     assert v_neg == pytest.approx(v_zero) == pytest.approx((0 * d[0] + 1 * d[1] + 3 * d[2]) / (3 * d[0] + 1 * d[1]))
