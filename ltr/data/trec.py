@@ -27,7 +27,6 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from ltr.checks import input_file
 from ltr.data.columns import parse_number
 from ltr.data.labels import label_problem
 from ltr.errors import DataFormatError, LtrError

@@ -33,7 +33,6 @@ comparable after a mapping; the project judges the booster's scores with ``metri
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any, Sequence

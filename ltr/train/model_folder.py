@@ -4,7 +4,6 @@ behind one function that returns a scoring callable."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from ltr.errors import LtrError
 

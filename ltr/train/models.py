@@ -22,7 +22,6 @@ torch.Size([5])
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any, Sequence
