@@ -93,7 +93,23 @@ def test_gbdt_then_predict(files, tmp_path):
     assert main(["predict", "--model", str(out), "--data", str(files["valid"]), "--out", str(run_file), "--tag", "lgb"]) == 0
     scores = run_scores(read_run(run_file), valid)
     ev = metrics.evaluate(scores, valid.labels, valid.query_offsets, ["ndcg@10"], preset="lightgbm")
-    assert ev.mean[ev.names["ndcg@10"]] == pytest.approx(summary["lightgbm_evals_result"]["valid"]["ndcg@10"][best - 1], abs=1e-6)
+    # ... and is stamped with that preset's conventions (empty=one), not written as the project's ndcg
+    own = summary["lightgbm_own_metrics"]
+    assert "empty=one" in ev.names["ndcg@10"] and "empty=one" in own["convention"]
+    assert ev.mean[ev.names["ndcg@10"]] == pytest.approx(own["per_round"]["valid"][ev.names["ndcg@10"]][best - 1], abs=1e-6)
+    # the training curve is there too, one value per round, and TensorBoard holds both under stamped tags
+    rounds = len(own["per_round"]["valid"][ev.names["ndcg@10"]])
+    assert len(own["per_round"]["train"][ev.names["ndcg@10"]]) == rounds
+    tags = set(summary["tensorboard"]["tags"].values())
+    assert f"train/{ev.names['ndcg@10']}" in tags and f"valid/{ev.names['ndcg@10']}" in tags
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(out / "tensorboard")).Reload()
+    assert len(acc.Scalars(f"train/{ev.names['ndcg@10']}")) == rounds
+    # gain and split importances, named, one per feature, beside a bar chart
+    imp = json.loads((out / "importance.json").read_text())
+    assert imp["feature"] == [f"f{j}" for j in range(1, 7)] and len(imp["gain"]) == 6
+    assert sum(imp["split"]) > 0 and (out / "importance.png").stat().st_size > 1000
 
 
 @pytest.mark.parametrize(

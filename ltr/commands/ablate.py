@@ -11,6 +11,7 @@ import sys
 
 from ltr.checks import integer
 from ltr.errors import LtrError
+from ltr.study.report_table import counted
 
 
 def register(subparsers) -> None:
@@ -98,7 +99,8 @@ def run(args) -> int:
     n_cells = len(ablation.enumerate_cells(config))
     n_splits = sum(len(d.folds()) for d in config.datasets)
     print(f"ablation: {len(config.datasets)} data set(s) ({n_splits} train/test split(s) with the folds) x "
-          f"{len(config.methods)} methods x {len(config.seeds)} seeds = {n_cells} cells -> {out}", file=sys.stderr)
+          f"{counted(len(config.methods), 'method')} x {counted(len(config.seeds), 'seed')} = {counted(n_cells, 'cell')} -> {out}",
+          file=sys.stderr)
     if args.report_only:
         records = ablation.load_cells(out, config)
         cells = {"total": n_cells, "run": 0, "reused": n_cells, "stale": 0}

@@ -127,8 +127,9 @@ def run(args) -> int:
     cal = make_calibrator(args.method, **kwargs).fit(scores[fit], labels[fit], held_out=True)
     # "Before" judges the scores as probabilities when they are in [0, 1], else as logits.
     before = scores[ev] if probabilities else expit(scores[ev])
+    before_is = "the scores" if probabilities else "sigmoid(scores) (the scores are not in [0, 1]: read as logits)"
     report = CalibrationReport.build(args.method, cal, scores[ev], labels[ev], eval_probs_before=before,
-                                     groups=None if groups is None else groups[ev], n_bins=args.bins)
+                                     groups=None if groups is None else groups[ev], n_bins=args.bins, before_is=before_is)
 
     out = claim_folder(args.out, "calibrate", inputs=inputs)
     cal.save(out / "calibrator.json")

@@ -22,7 +22,7 @@ import numpy as np
 
 from ltr.checks import COUNT, SEED, integer, number
 from ltr.commands import add_json_option, text_stream
-from ltr.data.files import load_data_file
+from ltr.data.files import add_format_options, format_options, load_data_file
 from ltr.errors import LtrError
 from ltr.study.report_table import markdown_table
 
@@ -45,6 +45,7 @@ def register(subparsers) -> None:
                        "stops at the first click); a(rel) = eps + (1-eps)(2^rel-1)/(2^max_label-1). Writes "
                        "DIR/clicks.npz and DIR/summary.json.")
     s.add_argument("--data", required=True, metavar="FILE", help="labelled SVMlight/LETOR file")
+    add_format_options(s)
     s.add_argument("--out", required=True, metavar="DIR", help="run folder to create")
     s.add_argument("--model", default="pbm", choices=("pbm", "cascade"), help="click model")
     s.add_argument("--eta", type=number(min=0), default=1.0, help="PBM position-bias strength: theta_r = 1/r^eta")
@@ -79,6 +80,7 @@ def register(subparsers) -> None:
                        "1/max(p, clip)), beside the true expected click-DCG and NDCG@k from the labels of --data.")
     v.add_argument("--log", required=True, metavar="FILE", help="clicks.npz written by `ltr clicks simulate` on --data")
     v.add_argument("--data", required=True, metavar="FILE", help="the labelled file the log was simulated on")
+    add_format_options(v)
     rg = v.add_mutually_exclusive_group(required=True)
     rg.add_argument("--scores", default=None, metavar="FILE", help="the new ranker's scores, one number per row of --data (text, one per line, or a .npy 1-D array)")
     rg.add_argument("--ranker", default=None, metavar="DIR", help="the new ranker as a model folder from ltr train / ltr gbdt")
@@ -149,8 +151,14 @@ def _versions() -> dict:
 
 
 def _load_log(path: str):
+    import zipfile
+
     from ltr.clicks.click_models import ClickLog
 
+    # A click log is a .npz (a zip archive); anything else would reach numpy, whose message about
+    # pickled data does not tell a CLI user what went wrong.
+    if Path(path).is_file() and not zipfile.is_zipfile(path):
+        raise LtrError(f"--log {path}: not a click log; expected the clicks.npz that `ltr clicks simulate --out DIR` writes")
     return ClickLog.load(path)
 
 
@@ -191,7 +199,7 @@ def run_simulate(args) -> int:
     if args.randomize_fraction + args.swap_fraction > 1.0 + 1e-12:
         raise LtrError(f"--randomize-fraction {args.randomize_fraction} + --swap-fraction {args.swap_fraction} "
                        "must not exceed 1 (they are shares of the same sessions)")
-    ds = load_data_file(args.data, "data")
+    ds = load_data_file(args.data, "data", **format_options(args, "data"))
     if args.logger_scores:
         scores, logger = _read_scores(args.logger_scores, ds.n_items, "--logger-scores"), f"scores:{args.logger_scores}"
     elif args.logger_model:
@@ -271,7 +279,7 @@ def run_evaluate(args) -> int:
 
     if args.json and args.json != "-":
         output_file(args.json, "--json", inputs=[("--log", args.log), ("--data", args.data), ("--scores", args.scores)])
-    ds = load_data_file(args.data, "data")
+    ds = load_data_file(args.data, "data", **format_options(args, "data"))
     log = _load_log(args.log)
     if (log.meta.get("n_rows") not in (None, ds.n_items) or (log.n_entries and log.doc.max() >= ds.n_items)
             or (log.n_sessions and log.session_query.max() >= ds.n_queries)

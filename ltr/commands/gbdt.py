@@ -1,9 +1,15 @@
 """``ltr gbdt``: the LightGBM lambdarank baseline, judged by the project's metrics; writes a run folder.
 
 The folder holds ``model.txt`` (LightGBM's text model at the best iteration) + ``model.json``,
-``summary.json`` (project metrics with stamped names on valid/test, LightGBM's own per-round
-validation NDCG, the label mapping and gains, the configuration, versions, seed, wall time) and
-``tensorboard/`` (LightGBM's validation NDCG per round, the final metrics as HParams).
+``summary.json`` (project metrics with stamped names on valid/test, LightGBM's own per-round NDCG on
+the training and validation sets, the label mapping and gains, the configuration, versions, seed,
+wall time), ``importance.json`` + ``importance.png`` (LightGBM's gain and split importances) and
+``tensorboard/`` (the per-round training and validation curves, the final metrics as HParams).
+
+LightGBM's own NDCG is the project's NDCG (same gains, discount and ideal cut) except for one
+convention: a query without a relevant document scores 1 in LightGBM and is skipped (left out of
+the mean) by the toolkit. LightGBM's numbers are therefore stamped ``empty=one`` wherever they are
+written (:func:`lightgbm_metric_names`), beside the project's ``empty=skip`` metrics.
 """
 
 from __future__ import annotations
@@ -13,11 +19,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ltr.checks import integer, number
+from ltr.data.files import add_format_options
 from ltr.errors import LtrError
 from ltr.train.config import GBDT_RULES as R
 
 GBDT_KEYS = tuple(R)
+SPLITS = ("train", "valid", "test")  # the data options, for --query-file OPTION=FILE
 
 
 def register(subparsers) -> None:
@@ -43,6 +53,7 @@ def register(subparsers) -> None:
     p.add_argument("--preset", default=None, help="metric conventions preset for the reported metrics (default: the toolkit's own)")
     p.add_argument("--seed", type=R["seed"], default=None, help="LightGBM seed (default 0)")
     p.add_argument("--out", required=True, metavar="DIR", help="run folder to create")
+    add_format_options(p, SPLITS)
     p.add_argument("--force", action="store_true", help="replace --out if it is a run folder made by ltr (never any other folder)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
@@ -73,10 +84,41 @@ def resolve_settings(args) -> tuple[dict[str, Any], dict[str, Any]]:
     return params, opts
 
 
+def lightgbm_metric_names(names, gain) -> dict[str, str]:
+    """Stamped names of LightGBM's own metrics (``ndcg@10`` -> ``ndcg@10[gain=exp2,...,empty=one,...]``).
+
+    LightGBM's NDCG matches the project's ``lightgbm`` preset (a query without relevant items
+    scores 1), with the gain convention that built ``label_gain``. Names the preset cannot stamp
+    are kept with a ``lightgbm:`` prefix.
+    """
+    import metrics
+
+    out = {}
+    for name in names:
+        try:
+            ev = metrics.evaluate(np.zeros(2), np.array([1.0, 0.0]), np.array([0, 2]), [name], preset="lightgbm", gain=gain)
+            out[name] = ev.names[name]
+        except (ValueError, KeyError, TypeError):
+            out[name] = f"lightgbm:{name}"
+    return out
+
+
+def _lightgbm_own_metrics(info: dict[str, Any], gain) -> dict[str, Any]:
+    names = sorted({m for split in info["evals_result"].values() for m in split})
+    stamped = lightgbm_metric_names(names, gain)
+    return {
+        "convention": "LightGBM's own metrics: a query without a relevant document scores 1 (empty=one); the "
+        "project's metrics above skip such queries (empty=skip), so the two differ when the data has them",
+        "best_iteration": {stamped[m]: v for m, v in info["best_score"].get("valid", {}).items()},
+        "per_round": {split: {stamped[m]: v for m, v in series.items()} for split, series in info["evals_result"].items()},
+    }
+
+
 def run(args) -> int:
-    from ltr.data.files import data_facts, load_data_file
+    from ltr.data.files import data_facts, format_options, load_data_file
     from ltr.io_utils import atomic_write_json
     from ltr.train.gbdt import predict_booster, save_booster, train_lightgbm
+    from ltr.train.importance import write_importance
     from ltr.train.run_folder import check_destination, print_run_metrics, run_folder, versions
     from ltr.train.tensorboard_log import TensorBoardLogger
     from ltr.train.trainer import check_metric_names, evaluate_scores
@@ -88,9 +130,9 @@ def run(args) -> int:
     out = Path(args.out)
     inputs = [("--train", args.train), ("--valid", args.valid), ("--test", args.test), ("--config", args.config)]
     check_destination(out, overwrite=args.force, inputs=inputs)
-    train_ds = load_data_file(args.train, "train")
-    valid_ds = load_data_file(args.valid, "valid", train_ds.n_features)
-    test_ds = load_data_file(args.test, "test", train_ds.n_features)
+    train_ds = load_data_file(args.train, "train", **format_options(args, "train", SPLITS))
+    valid_ds = load_data_file(args.valid, "valid", train_ds.n_features, **format_options(args, "valid", SPLITS))
+    test_ds = load_data_file(args.test, "test", train_ds.n_features, **format_options(args, "test", SPLITS))
     for name, ds in (("valid", valid_ds), ("test", test_ds)):
         if ds is not None and ds.n_features != train_ds.n_features:
             raise LtrError(f"--{name} has {ds.n_features} features, --train has {train_ds.n_features}")
@@ -100,6 +142,7 @@ def run(args) -> int:
             train_ds, valid_ds, params,
             gain=opts["gain"], num_boost_round=opts["num_boost_round"], early_stopping_rounds=opts["early_stopping_rounds"],
             eval_at=opts["eval_at"], monitor_k=opts["monitor_k"], seed=opts["seed"], progress=not args.quiet,
+            record_train=True,
         )
         metrics_out: dict[str, dict[str, float]] = {}
         for split, ds in (("valid", valid_ds), ("test", test_ds)):
@@ -109,11 +152,16 @@ def run(args) -> int:
             metrics_out[split] = {k: float(v) for k, v in ev.mean.items()}
         save_booster(booster, tmp, n_features=train_ds.n_features, best_iteration=info["best_iteration"])
 
+        own = _lightgbm_own_metrics(info, opts["gain"])
+        write_importance(tmp, info["importance"])
+
         logger = TensorBoardLogger(tmp / "tensorboard")
         try:
-            for name, series in info["evals_result"].get("valid", {}).items():
-                for i, value in enumerate(series, 1):
-                    logger.scalar(f"lightgbm_valid/{name}", value, i)
+            # one step per boosting round: the training curve and the validation curve, stamped
+            for split, series in own["per_round"].items():
+                for name, values in series.items():
+                    for i, value in enumerate(values, 1):
+                        logger.metrics(split, {name: value}, i)
             hp = {f"lightgbm.{k}": v for k, v in info["params"].items()} | {f"gbdt.{k}": v for k, v in opts.items()}
             logger.hparams(hp, metrics_out, info["best_iteration"])
         finally:
@@ -125,8 +173,8 @@ def run(args) -> int:
             "seed": opts["seed"],
             "metrics": metrics_out,
             "best_iteration": info["best_iteration"],
-            "lightgbm_best_score": info["best_score"],
-            "lightgbm_evals_result": info["evals_result"],
+            "lightgbm_own_metrics": own,
+            "importance": {"json": "importance.json", "png": "importance.png"},
             "label_gain": info["label_gain"],
             "label_values": info["label_values"],
             "config": {"lightgbm": info["params"], "gbdt": opts},

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ltr.data.files import add_format_options
 from ltr.errors import LtrError
 
 
@@ -42,6 +43,7 @@ def register(subparsers) -> None:
     p.add_argument("--qrels", default=None, metavar="FILE", help="also write the data's labels as a TREC qrels file with the same document ids, for `ltr eval --qrels FILE --run RUN`")
     p.add_argument("--tag", default=None, help="run tag, the sixth column (default: the model folder's name)")
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto (neural models only)")
+    add_format_options(p)
     p.set_defaults(func=run)
 
 
@@ -119,7 +121,7 @@ def run(args) -> int:
     import sys
 
     from ltr.checks import output_file, same_file
-    from ltr.data.files import load_data_file
+    from ltr.data.files import format_options, load_data_file
     from ltr.train.model_folder import check_width, load_scorer
 
     if args.qrels == "-" or (args.qrels and args.qrels == args.out):
@@ -135,7 +137,7 @@ def run(args) -> int:
     if not tag or any(c.isspace() for c in tag):
         raise LtrError(f"--tag must be one word (no spaces), got {tag!r}")
     score, n_features = load_scorer(args.model, args.device)
-    ds = load_data_file(args.data, "data")
+    ds = load_data_file(args.data, "data", **format_options(args, "data"))
     check_width(ds, n_features, "--data", args.data)
     scores = score(ds.features)
     if args.format == "trec":

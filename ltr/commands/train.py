@@ -15,11 +15,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ltr.data.files import add_format_options
 from ltr.errors import LtrError
 from ltr.train.config import LOSS_RULES, MODEL_RULES, NORMALIZE_CHOICES
 from ltr.train.config import TRAIN_RULES as R
 
 MODEL_KEYS = tuple(MODEL_RULES)
+SPLITS = ("train", "valid", "test")  # the data options, for --query-file OPTION=FILE
 
 
 def register(subparsers) -> None:
@@ -59,6 +61,7 @@ def register(subparsers) -> None:
                    "(the restored epochs' scalars are written again; their score histograms are not kept)")
     p.add_argument("--config", default=None, metavar="FILE.toml", help="TOML file with [train], [model] and [loss] tables")
     p.add_argument("--out", default=None, metavar="DIR", help="run folder to create (default runs/train-<loss>-<model>-<time>)")
+    add_format_options(p, SPLITS)
     p.add_argument("--force", action="store_true", help="replace --out if it is a run folder made by ltr (never any other folder)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=run)
@@ -139,7 +142,7 @@ def build_scorer(model_cfg: dict[str, Any], train_ds):
 
 
 def run(args) -> int:
-    from ltr.data.files import data_facts, load_data_file
+    from ltr.data.files import data_facts, format_options, load_data_file
     from ltr.io_utils import atomic_write_json
     from ltr.train.config import TrainConfig
     from ltr.train.models import save_model
@@ -158,9 +161,9 @@ def run(args) -> int:
     settings = TrainConfig.from_dict(train_cfg, source="train settings")
     check_metric_names(settings.metrics, settings.preset, settings.conventions)  # a typo fails before any work
     resolve_device(settings.device)
-    train_ds = load_data_file(args.train, "train")
-    valid_ds = load_data_file(args.valid, "valid", train_ds.n_features)
-    test_ds = load_data_file(args.test, "test", train_ds.n_features)
+    train_ds = load_data_file(args.train, "train", **format_options(args, "train", SPLITS))
+    valid_ds = load_data_file(args.valid, "valid", train_ds.n_features, **format_options(args, "valid", SPLITS))
+    test_ds = load_data_file(args.test, "test", train_ds.n_features, **format_options(args, "test", SPLITS))
 
     with run_folder(out, overwrite=args.force, kind="train", inputs=inputs) as tmp:
         cfg = TrainConfig.from_dict({**train_cfg, "log_dir": str(tmp / "tensorboard")}, source="train settings")

@@ -409,7 +409,7 @@ def _line_problem(tokens: list[bytes], zero_based: bool) -> str | None:
         except ValueError:
             return f"feature index {_show(index_text)} in token {_show(token)} is not an integer"
         if index < 0 or (index == 0 and not zero_based):
-            extra = " (indices are 1-based; pass zero_based=True for a 0-based file)" if index == 0 else ""
+            extra = " (indices are 1-based; for a 0-based file pass --zero-based, or zero_based=True in Python)" if index == 0 else ""
             return f"invalid feature index {index} in token {_show(token)}{extra}"
         if index >= 2**31 - 1:
             return f"feature index {index} is too large (a feature index must be below 2147483647)"
@@ -471,7 +471,7 @@ def _collect_qids(path: Path, blocks, n_rows: int, lines: np.ndarray, have_query
             raise DataFormatError(
                 path, int(lines[0]) if n_rows else 1,
                 "missing qid: the line has no 'qid:<id>' after the label and there is no .query file "
-                "(pass query_file= or add qid to every line)",
+                "(give group sizes with --query-file FILE, or query_file= in Python, or add qid to every line)",
             )
         return None
     if all(q == r for q, r in counts):

@@ -31,7 +31,7 @@ import numpy as np
 from ltr.errors import LtrError
 from ltr.io_utils import atomic_path, atomic_write_json, atomic_write_text
 from ltr.study.ablation import AblationConfig, _json_safe
-from ltr.study.report_table import format_interval, markdown_table
+from ltr.study.report_table import counted, format_interval, markdown_table
 from metrics.stats import (
     bootstrap_ci,
     holm,
@@ -185,7 +185,7 @@ def render_markdown(summary: dict) -> str:
         folds = f", folds {ds['folds']}" if ds["folds"] else ""
         n_seeds = ds["methods"][0]["metrics"][shorts[0]]["n_seeds"]
         lines += ["", f"## {ds['name']} ({ds['kind']}{folds}; {ds['n_test_queries']} test queries, "
-                      f"{ds['n_scored_queries']} with a relevant item; {n_seeds} seeds)", ""]
+                      f"{ds['n_scored_queries']} with a relevant item; {counted(n_seeds, 'seed')})", ""]
         lines.append(f"Mean over seeds [{conf:.0%} t-interval]:")
         lines.append("")
         best = {s: max(m["metrics"][s]["mean"] for m in ds["methods"]) for s in shorts}

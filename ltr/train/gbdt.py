@@ -111,6 +111,8 @@ def train_lightgbm(
     monitor_k: int = 10,
     seed: int = 0,
     progress: bool = False,
+    record_train: bool = False,
+    callbacks: Sequence[Any] = (),
 ):
     """Train LightGBM lambdarank; returns ``(booster, info)``.
 
@@ -124,9 +126,17 @@ def train_lightgbm(
     eval_at: the cut-offs LightGBM reports (``monitor_k`` is added when missing).
     monitor_k: early stopping watches validation ``ndcg@monitor_k`` only (LightGBM's own callback
         can only watch the first metric, and LightGBM sorts ``eval_at``, so that would be ndcg@1).
-    info: ``best_iteration``, ``best_score``, ``evals_result`` (LightGBM's per-round validation
-        metrics), ``label_gain``, ``label_values`` (None or the mapping table), ``params``.
+    record_train: also record LightGBM's metrics on the training set each round (the training
+        curve, ``evals_result["train"]``; costs one evaluation of the training set per round).
+    callbacks: extra LightGBM callbacks (e.g. a tuner's pruning callback).
+    info: ``best_iteration``, ``best_score``, ``evals_result`` (LightGBM's per-round metrics, with
+        LightGBM's conventions: a query without relevant items scores 1), ``label_gain``,
+        ``label_values`` (None or the mapping table), ``params``, ``importance``
+        (:func:`ltr.train.importance.booster_importance` at the best iteration, features named from
+        the data set's ``feature_names`` when it has them).
     """
+    from ltr.train.importance import booster_importance, feature_names_of
+
     import lightgbm as lgb
 
     params = dict(params or {})
@@ -149,25 +159,33 @@ def train_lightgbm(
             raise LtrError(f"position must have one entry per training row ({n_train}), got shape {position.shape}")
         if not np.issubdtype(position.dtype, np.integer) or (position.size and position.min() < 0):
             raise LtrError("position must hold non-negative integers (the shown rank of each training row)")
+    names = feature_names_of(train_ds)
     train_set = lgb.Dataset(
         np.asarray(train_ds.features),
         label=codes[:n_train],
         group=_group_sizes(train_ds),
         weight=None,
         position=position,
+        feature_name=names,
         params={"verbosity": -1},
         free_raw_data=True,
     )
+    extra_callbacks = list(callbacks)
     valid_sets, valid_names, callbacks = [], [], []
     evals_result: dict[str, Any] = {}
+    if record_train:
+        valid_sets.append(train_set)
+        valid_names.append("train")
     if valid_ds is not None:
         valid_sets.append(
             lgb.Dataset(np.asarray(valid_ds.features), label=codes[n_train:], group=_group_sizes(valid_ds), reference=train_set)
         )
         valid_names.append("valid")
-        callbacks.append(lgb.record_evaluation(evals_result))
         if early_stopping_rounds:
             callbacks.append(_early_stopping(f"ndcg@{int(monitor_k)}", int(early_stopping_rounds)))
+    if valid_sets:
+        callbacks.append(lgb.record_evaluation(evals_result))
+    callbacks.extend(extra_callbacks)
     if progress:
         callbacks.append(_tqdm_callback(num_boost_round))
     try:
@@ -188,6 +206,7 @@ def train_lightgbm(
         "params": {k: v for k, v in merged.items() if k != "label_gain"},
         "num_boost_round": int(num_boost_round),
         "early_stopping_rounds": early_stopping_rounds,
+        "importance": booster_importance(booster, names, best_iteration),
     }
     return booster, info
 
