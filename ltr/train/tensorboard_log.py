@@ -3,6 +3,7 @@
 What is written, one step per epoch (epochs count from 1):
 
 - ``train/loss``: mean training loss of the epoch;
+- ``valid/loss``: the same loss on the validation set (eval mode), to see over-fitting beside the metrics;
 - ``valid/<stamped metric name>`` for every validation metric, e.g.
   ``valid/ndcg@10[gain=exp2,discount=log2,ideal=min(R,K),empty=skip,ties=stable]``;
 - ``valid/scores``: a histogram of the validation scores;

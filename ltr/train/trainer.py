@@ -118,6 +118,7 @@ class FitResult:
     wall_time_s: float = 0.0
     tensorboard_tags: dict[str, str] = field(default_factory=dict)
     higher_is_better: bool = True  # direction of the monitored metric
+    stop_reason: str | None = None  # why a callback stopped training (Trainer.request_stop), if one did
 
 
 def resolve_device(device: str) -> torch.device:
@@ -228,7 +229,9 @@ class Trainer:
     ``weights`` is passed only when the training set carries per-item weights.
     ``hparams``: extra hyper-parameters for the TensorBoard HParams view (model and loss settings).
     ``callbacks``: functions ``f(trainer, epoch, record)`` called after each finished (and
-    checkpointed) epoch; raising from one stops training (used by tests to simulate a kill).
+    checkpointed) epoch. A callback ends training cleanly with :meth:`request_stop` (the best weights
+    are restored, the test set scored and TensorBoard's HParams written, as after early stopping;
+    a tuner's pruning uses it); raising from one stops training at once (tests simulate a kill so).
     """
 
     def __init__(
@@ -252,6 +255,11 @@ class Trainer:
         self.stopping = EarlyStopping(cfg.monitor, higher_is_better(cfg.monitor), cfg.min_delta, cfg.patience)
         self.history: list[dict[str, Any]] = []
         self._fingerprints_now: dict[str, Any] | None = None
+        self.stop_reason: str | None = None
+
+    def request_stop(self, reason: str) -> None:
+        """Ask the running :meth:`fit` to stop after the current epoch (from a callback)."""
+        self.stop_reason = str(reason)
 
     # ------------------------------------------------------------------ prediction
     @torch.no_grad()
@@ -341,6 +349,7 @@ class Trainer:
         self._check_data(train_ds, valid_ds, test_ds)
         self.stopping = EarlyStopping(cfg.monitor, higher_is_better(cfg.monitor), cfg.min_delta, cfg.patience)
         self.history = []
+        self.stop_reason = None
         start = self._resume_or_seed(train_ds, valid_ds)
         self._open_logger(start)
         try:
@@ -408,7 +417,7 @@ class Trainer:
                 bar.set_postfix(loss=f"{record['train_loss']:.4f}", **{cfg.monitor: f"{record['valid'][self.stopping.monitor]:.4f}"})
                 for callback in self.callbacks:
                     callback(self, record["epoch"], record)
-                if self.stopping.should_stop:
+                if self.stopping.should_stop or self.stop_reason is not None:
                     return True
             return False
         finally:
@@ -425,6 +434,7 @@ class Trainer:
         record = {
             "epoch": epoch,
             "train_loss": train_loss,
+            "valid_loss": self.validation_loss(valid_ds),
             "valid": valid,
             "improved": bool(improved),
             "seconds": time.perf_counter() - t_epoch,
@@ -486,6 +496,27 @@ class Trainer:
         self.stopping.monitor = ev.names[cfg.monitor]
         return {k: float(v) for k, v in ev.mean.items()}, valid_scores
 
+    @torch.no_grad()
+    def validation_loss(self, valid_ds) -> float | None:
+        """The training loss on the validation set (eval mode, batches in length order): the mean batch
+        loss, as ``train_loss``; None when the loss refuses the validation data (e.g. BCE on graded
+        labels while training on clicks), which the validation metrics do not need."""
+        from ltr.data.batching import iterate_batches
+
+        was_training = self.model.training
+        self.model.eval()
+        use_weights = getattr(valid_ds, "weights", None) is not None
+        total, count = 0.0, 0
+        try:
+            for b, batch in enumerate(iterate_batches(valid_ds, self.config.batch_size, device=self.device), 1):
+                total += float(self._batch_loss(batch, use_weights, b, 0))
+                count += 1
+        except LtrError:
+            return None
+        finally:
+            self.model.train(was_training)
+        return total / max(count, 1)
+
     def _end_epoch(self, record: dict[str, Any], valid_scores: np.ndarray) -> None:
         """Log the finished epoch to TensorBoard and write the checkpoint."""
         if self.logger is not None:
@@ -512,6 +543,7 @@ class Trainer:
             stopped_early=stopped_early,
             wall_time_s=time.perf_counter() - t0,
             higher_is_better=self.stopping.higher_is_better,
+            stop_reason=self.stop_reason,
         )
         if self.logger is not None:
             final = {"valid": result.valid_metrics}
@@ -526,6 +558,8 @@ class Trainer:
 
     def _log_epoch(self, record: dict[str, Any], valid_scores: np.ndarray | None) -> None:
         self.logger.scalar("train/loss", record["train_loss"], record["epoch"])
+        if record.get("valid_loss") is not None:  # absent from checkpoints written before it was logged
+            self.logger.scalar("valid/loss", record["valid_loss"], record["epoch"])
         self.logger.metrics("valid", record["valid"], record["epoch"])
         if valid_scores is not None:
             self.logger.histogram("valid/scores", valid_scores, record["epoch"])
