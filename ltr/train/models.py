@@ -121,6 +121,10 @@ class MaskedBatchNorm1d(nn.BatchNorm1d):
         if mask is None:
             return super().forward(flat).reshape(shape)
         keep = mask.reshape(-1)
+        if not self.training and self.running_mean is not None:
+            # Running statistics normalise each row on its own, so every row can go through and the
+            # padded ones be zeroed after: no data-dependent shapes, which exporters cannot trace.
+            return torch.where(keep[:, None], super().forward(flat), torch.zeros_like(flat)).reshape(shape)
         out = torch.zeros_like(flat)
         out[keep] = super().forward(flat[keep])
         return out.reshape(shape)
