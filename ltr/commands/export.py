@@ -46,6 +46,13 @@ def run(args) -> int:
     if meta.get("type") == "lightgbm":
         raise LtrError(f"--model {folder} holds a LightGBM model; ltr export covers the neural scorers of ltr train "
                        "(serve model.txt with LightGBM itself, or convert it with onnxmltools)")
+    if args.format == "onnx":
+        try:
+            import onnx  # noqa: F401
+            import onnxruntime  # noqa: F401
+            import onnxscript  # noqa: F401
+        except ImportError as exc:
+            raise LtrError(f"ltr export --format onnx needs {exc.name}: pip install 'ltr[export]'") from None
     model = load_model(folder)
     info = export_model(model, args.out, args.format, metadata={"ltr.model": meta})
     print(f"wrote {info['path']} ({info['format']}, exporter {info['exporter']}; largest difference from the trained "

@@ -75,6 +75,7 @@ def resolve_settings(args) -> tuple[dict[str, Any], dict[str, Any], dict[str, An
     """Merge defaults, the TOML file and the command line -> (train, model, loss) dicts."""
     from ltr.checks import check_table
     from ltr.train.config import TrainConfig, load_toml
+    from ltr.train.settings import MODEL_DEFAULTS
 
     tables = {"train": {}, "model": {}, "loss": {}}
     if args.config:
@@ -85,7 +86,7 @@ def resolve_settings(args) -> tuple[dict[str, Any], dict[str, Any], dict[str, An
             if key in LOSS_RULES:
                 LOSS_RULES[key].check(value, f"{args.config} [loss] {key}")
     train = dict(tables["train"])
-    model = {"type": "mlp", "hidden": [128, 64], "activation": "relu", "dropout": 0.0, "batch_norm": False, "normalize": "none"}
+    model = dict(MODEL_DEFAULTS)
     model.update(tables["model"])
     loss = {"name": "lambdarank"}
     loss.update(tables["loss"])
@@ -118,29 +119,6 @@ def resolve_settings(args) -> tuple[dict[str, Any], dict[str, Any], dict[str, An
     return train, model, loss
 
 
-def build_loss(loss_cfg: dict[str, Any]):
-    import losses
-
-    cfg = dict(loss_cfg)
-    name = cfg.pop("name")
-    try:
-        return losses.get_loss(name, **cfg)
-    except (KeyError, ValueError, TypeError) as exc:
-        raise LtrError(f"loss {name!r} with {cfg}: {exc}") from None
-
-
-def build_scorer(model_cfg: dict[str, Any], train_ds):
-    from ltr.train.models import FeatureTransform, build_model
-
-    arch = {k: v for k, v in model_cfg.items() if k != "normalize"}
-    if arch["type"] == "linear":
-        arch = {"type": "linear"}
-    model = build_model({**arch, "n_features": train_ds.n_features})
-    if model_cfg.get("normalize", "none") != "none":
-        model.set_normalizer(FeatureTransform.fit(train_ds.features, model_cfg["normalize"]))
-    return model
-
-
 def run(args) -> int:
     from ltr.data.files import data_facts, format_options, load_data_file
     from ltr.io_utils import atomic_write_json
@@ -148,6 +126,7 @@ def run(args) -> int:
     from ltr.train.models import save_model
     from ltr.checks import output_folder
     from ltr.train.run_folder import check_destination, print_run_metrics, run_folder, versions
+    from ltr.train.settings import build_loss, build_scorer
     from ltr.train.trainer import Trainer, check_metric_names, resolve_device, seed_everything
 
     t0 = time.time()

@@ -1,0 +1,48 @@
+"""From the ``[model]`` and ``[loss]`` tables of a run configuration to a scorer and a loss.
+
+One place for what ``ltr train``, ``ltr tune`` and the ablation read from those tables, so that a
+configuration that ``ltr tune`` writes is the one ``ltr train --config`` runs.
+
+``[model]``: ``type`` (mlp, linear), the MLP's ``hidden``, ``activation``, ``dropout``,
+``batch_norm``, and ``normalize`` (none, standard, log1p, log1p_standard: fitted on the training split,
+stored in the model). ``[loss]``: ``name`` plus the loss's keyword arguments (``losses.get_loss``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ltr.errors import LtrError
+from ltr.train.config import MODEL_RULES, NORMALIZE_CHOICES
+
+__all__ = ["MODEL_KEYS", "NORMALIZE_CHOICES", "MODEL_DEFAULTS", "build_loss", "build_scorer"]
+
+MODEL_KEYS = tuple(MODEL_RULES)
+MODEL_DEFAULTS = {"type": "mlp", "hidden": [128, 64], "activation": "relu", "dropout": 0.0, "batch_norm": False, "normalize": "none"}
+
+
+def build_loss(loss_cfg: dict[str, Any]):
+    """``losses.get_loss(name, **rest)``; an unknown name or option is an :class:`LtrError`."""
+    import losses
+
+    cfg = dict(loss_cfg)
+    name = cfg.pop("name")
+    try:
+        return losses.get_loss(name, **cfg)
+    except (KeyError, ValueError, TypeError) as exc:
+        raise LtrError(f"loss {name!r} with {cfg}: {exc}") from None
+
+
+def build_scorer(model_cfg: dict[str, Any], train_ds):
+    """The scorer of a ``[model]`` table for ``train_ds``'s features, its normaliser fitted on them."""
+    from ltr.train.models import FeatureTransform, build_model
+
+    if model_cfg.get("normalize", "none") not in NORMALIZE_CHOICES:
+        raise LtrError(f"normalize must be one of {', '.join(NORMALIZE_CHOICES)}, got {model_cfg['normalize']!r}")
+    arch = {k: v for k, v in model_cfg.items() if k != "normalize"}
+    if arch["type"] == "linear":
+        arch = {"type": "linear"}
+    model = build_model({**arch, "n_features": train_ds.n_features})
+    if model_cfg.get("normalize", "none") != "none":
+        model.set_normalizer(FeatureTransform.fit(train_ds.features, model_cfg["normalize"]))
+    return model
