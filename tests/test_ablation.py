@@ -335,11 +335,14 @@ def test_real_cell_is_deterministic_and_scored_by_metrics_evaluate():
     np.testing.assert_array_equal(direct.per_query[stamped], lgb["per_query"][stamped])
 
 
+@pytest.mark.slow
 def test_real_cells_are_the_same_in_worker_processes(tmp_path):
-    cfg = tiny_config(methods=["ranknet", "lambdarank@5", "lightgbm"], seeds=[1])
+    # one neural and one LightGBM cell, one per worker process: each kind must not depend on the process
+    # (spawned workers cost a fresh import of torch and LightGBM each, the bulk of this test's time)
+    cfg = tiny_config(methods=["ranknet", "lightgbm"], seeds=[1])
     serial = run_ablation(cfg, tmp_path / "serial", workers=1, progress=False)
     parallel = run_ablation(cfg, tmp_path / "parallel", workers=2, progress=False)
-    assert parallel.n_run == serial.n_run == 3
+    assert parallel.n_run == serial.n_run == 2
     # everything but the wall time and the code hash (taken per process: an edit of the source tree
     # between the two runs changes it, not the numbers)
     def strip(records):

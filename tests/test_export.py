@@ -39,6 +39,7 @@ def padded_test_set(path):
     return ds, batch.features.numpy(), batch.mask.numpy()
 
 
+@pytest.mark.slow  # ONNX export through torch.export: about 2 s of tracing per model
 @pytest.mark.parametrize("model_args", [
     ["--model", "mlp", "--hidden", "12,6", "--normalize", "log1p_standard", "--batch-norm", "--dropout", "0.1"],
     ["--model", "linear", "--normalize", "standard"],

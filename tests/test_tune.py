@@ -89,6 +89,7 @@ def valid_ndcg10(run_dir):
     return next(v for k, v in summary["metrics"]["valid"].items() if k.startswith("ndcg@10["))
 
 
+@pytest.mark.slow  # a real process is started and killed
 def test_search_killed_mid_trial_resumes_and_best_toml_reproduces_it(data_files, tmp_path, capsys):
     space, out = write_space(tmp_path / "space.toml", data_files), tmp_path / "study"
     args = ["tune", "--config", str(space), "--trials", "3", "--out", str(out)]
