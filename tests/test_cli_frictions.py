@@ -115,3 +115,21 @@ def test_thread_knob_is_checked_and_passive_waiting_is_the_default(monkeypatch, 
     with pytest.raises(SystemExit):
         main(["eval", "--help"])
     assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE" and os.environ["OMP_NUM_THREADS"] == "1"
+
+
+def test_ablation_data_sets_take_zero_based_and_query_file(tmp_path):
+    from ltr.data import load_svmlight
+    from ltr.study.ablation import DatasetSpec, load_splits
+
+    data, groups = _zero_based_files(tmp_path)
+    # the same rows 0-based with qid, for the validation and test files (query_file is the training file's)
+    sizes = [int(n) for n in groups.read_text().split()]
+    qids = [q for q, n in enumerate(sizes) for _ in range(n)]
+    lines = data.read_text().splitlines()
+    (tmp_path / "zeroq.txt").write_text("".join(f"{ln.split(' ', 1)[0]} qid:{q} {ln.split(' ', 1)[1]}\n" for q, ln in zip(qids, lines)))
+    spec = DatasetSpec("zero", "svmlight", {"train": str(data), "valid": str(tmp_path / "zeroq.txt"), "test": str(tmp_path / "zeroq.txt"),
+                                            "query_file": str(groups), "zero_based": True})
+    train, valid, test = load_splits(spec, None)
+    one = load_svmlight(tmp_path / "one.txt", cache=False)
+    for ds in (train, valid, test):
+        assert ds.features.tolist() == one.features.tolist() and ds.query_offsets.tolist() == one.query_offsets.tolist()

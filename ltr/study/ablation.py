@@ -222,8 +222,8 @@ def _ablation_rules():
 _ABLATION_RULES, _SEEDS_COUNT, _SEEDS_LIST = _ablation_rules()
 _DATASET_KEYS = {
     "synthetic": None,  # passed to the generator (checked there), plus split / split_seed
-    "svmlight": ("train", "valid", "test", "query_file", "valid_fraction", "split_seed"),
-    "folds": ("path", "folds", "n_parts", "pattern"),
+    "svmlight": ("train", "valid", "test", "query_file", "valid_fraction", "split_seed", "zero_based"),
+    "folds": ("path", "folds", "n_parts", "pattern", "zero_based"),
 }
 
 
@@ -459,10 +459,11 @@ def load_splits(spec: DatasetSpec, fold: int | None):
             raise LtrError(f"data set {spec.name!r}: bad synthetic option: {exc}") from None
         splits = ltr_data.split_by_query(full, split, seed=split_seed)
     elif spec.kind == "svmlight":
-        train = _load_svmlight(opts["train"], query_file=opts.get("query_file"))
-        test = _load_svmlight(opts["test"], n_features=train.n_features)
+        zb = bool(opts.get("zero_based", False))
+        train = _load_svmlight(opts["train"], query_file=opts.get("query_file"), zero_based=zb)
+        test = _load_svmlight(opts["test"], n_features=train.n_features, zero_based=zb)
         if opts.get("valid"):
-            valid = _load_svmlight(opts["valid"], n_features=train.n_features)
+            valid = _load_svmlight(opts["valid"], n_features=train.n_features, zero_based=zb)
         else:
             frac = float(opts.get("valid_fraction", 0.2))
             train, valid, _ = ltr_data.split_by_query(train, (1.0 - frac, frac, 0.0), seed=int(opts.get("split_seed", 0)))
@@ -473,7 +474,8 @@ def load_splits(spec: DatasetSpec, fold: int | None):
         n_parts = int(opts.get("n_parts", 5))
         pattern = str(opts.get("pattern", "S{}.txt"))
         tr, va, te = fold_parts(int(fold), n_parts)
-        parts = {i: _load_svmlight(folder / pattern.format(i)) for i in sorted({*tr, va, te})}
+        zb = bool(opts.get("zero_based", False))
+        parts = {i: _load_svmlight(folder / pattern.format(i), zero_based=zb) for i in sorted({*tr, va, te})}
         nf = max(p.n_features for p in parts.values())
         parts = {i: _pad_features(p, nf) for i, p in parts.items()}
         splits = (ltr_data.concat_datasets([parts[i] for i in tr]), parts[va], parts[te])
