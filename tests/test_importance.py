@@ -77,4 +77,7 @@ def test_importance_command_on_a_model_folder(tmp_path, capsys):
     saved = json.loads((out / "permutation_importance.json").read_text())
     assert saved["importance"][3] == 0.0 and max(saved["importance"]) == saved["importance"][0]
     assert (out / "permutation_importance.png").stat().st_size > 1000
+    assert main(["importance", "--model", str(tmp_path / "m"), "--data", str(tmp_path / "valid.txt"), "--repeats", "2",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["importance"] == saved["importance"]  # the same shuffles: same numbers
     assert main(["importance", "--model", str(tmp_path / "m"), "--data", str(tmp_path / "valid.txt"), "--metric", "auc"]) == 2

@@ -9,6 +9,9 @@ gain and split importances (``importance.json``).
 
 from __future__ import annotations
 
+import functools
+
+from ltr.commands import add_json_option, text_stream
 from ltr.data.files import add_format_options
 from ltr.errors import LtrError
 
@@ -32,12 +35,14 @@ def register(subparsers) -> None:
     p.add_argument("--top", type=int, default=20, help="features printed and drawn (0: all)")
     p.add_argument("--out", default=None, metavar="DIR", help="also write permutation_importance.json and .png into this folder")
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto (neural models only)")
+    add_json_option(p, "the importances of every feature")
     add_format_options(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     from ltr.data.files import format_options, load_data_file
+    from ltr.io_utils import write_json_report
     from ltr.study.report_table import format_interval, markdown_table
     from ltr.train.importance import permutation_importance, write_importance
     from ltr.train.model_folder import load_scorer
@@ -56,19 +61,22 @@ def run(args) -> int:
         raise LtrError(f"--data {args.data} has {ds.n_features} features, the model expects {n_features}")
     imp = permutation_importance(score, ds, metric=args.metric, n_repeats=args.repeats, seed=args.seed,
                                  confidence=args.confidence, preset=args.preset)
+    imp["model"], imp["data"] = str(args.model), str(args.data)
+    say = functools.partial(print, file=text_stream(args))  # JSON on standard output: the text to stderr
     order = sorted(range(len(imp["feature"])), key=lambda i: -imp["importance"][i])
     top = order if args.top <= 0 else order[: args.top]
-    print(f"permutation importance on {args.data}: drop of {imp['metric']} (base {imp['base']:.4f}, "
+    say(f"permutation importance on {args.data}: drop of {imp['metric']} (base {imp['base']:.4f}, "
           f"{imp['n_queries']} queries, {imp['n_repeats']} shuffles per feature; "
           f"[{imp['confidence']:.0%} bootstrap interval over queries])")
-    print()
+    say()
     rows = [[rank, imp["feature"][i], format_interval(imp["importance"][i], imp["low"][i], imp["high"][i])]
             for rank, i in enumerate(top, 1)]
-    print(markdown_table(["rank", "feature", "drop"], rows, align="llr"))
+    say(markdown_table(["rank", "feature", "drop"], rows, align="llr"))
     if args.out:
         from pathlib import Path
 
-        imp["model"], imp["data"] = str(args.model), str(args.data)
         json_path, png_path = write_importance(Path(args.out), imp, stem="permutation_importance", top=len(top))
-        print(f"\nwrote {json_path} and {png_path}")
+        say(f"\nwrote {json_path} and {png_path}")
+    if args.json:
+        write_json_report(args.json, imp)
     return 0
