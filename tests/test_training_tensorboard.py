@@ -83,6 +83,7 @@ def test_resumed_run_logs_every_epoch(tmp_path):
     """Resuming into a fresh log folder (as ``ltr train --checkpoint-dir`` does) re-logs the restored
     epochs; resuming into the killed run's folder keeps its events without duplicates."""
     import shutil
+    import time
 
     from test_training import KillAfter
 
@@ -97,6 +98,9 @@ def test_resumed_run_logs_every_epoch(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         run(tmp_path / "ckpt", tmp_path / "killed_tb", callbacks=[KillAfter(2)])
     shutil.copytree(tmp_path / "ckpt", tmp_path / "ckpt_copy")
+    # Event file names hold whole seconds, then a per-process counter compared as text (9 > 10): a resume
+    # in the same second as the kill could sort before the killed run's file. A real restart never is.
+    time.sleep(1.05)
     for ckpt, log_dir, histogram_steps in (("ckpt", "fresh_tb", [3, 4]), ("ckpt_copy", "killed_tb", [1, 2, 3, 4])):
         result = run(tmp_path / ckpt, tmp_path / log_dir)
         assert result.epochs_run == 4
