@@ -132,3 +132,12 @@ def test_export_refuses_lightgbm_and_missing_folders(tmp_path, capsys):
     assert "LightGBM model" in capsys.readouterr().err
     assert main(["export", "--model", str(tmp_path / "nope"), "--format", "onnx", "--out", str(tmp_path / "x.onnx")]) == 2
     assert not (tmp_path / "x.onnx").exists()
+
+
+def test_export_never_writes_over_its_input(tmp_path, files, capsys):
+    run_dir = tmp_path / "run"
+    assert main(["train", "--train", str(files["train"]), "--valid", str(files["valid"]), "--model", "linear",
+                 "--epochs", "1", "--quiet", "--out", str(run_dir)]) == 0
+    weights = (run_dir / "model.pt").read_bytes()
+    assert main(["export", "--model", str(run_dir), "--format", "torchscript", "--out", str(run_dir / "model.pt")]) == 2
+    assert "--out" in capsys.readouterr().err and (run_dir / "model.pt").read_bytes() == weights

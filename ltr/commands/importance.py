@@ -48,6 +48,13 @@ def run(args) -> int:
     from ltr.train.model_folder import load_scorer
     from ltr.train.trainer import check_metric_names
 
+    from ltr.checks import output_file, output_folder
+
+    inputs = [("--model", args.model), ("--data", args.data)]
+    if args.out:
+        output_folder(args.out, "--out", inputs=inputs)
+    if args.json and args.json != "-":
+        output_file(args.json, "--json", inputs=inputs)
     if args.repeats < 1:
         raise LtrError(f"--repeats must be >= 1, got {args.repeats}")
     if not 0.0 < args.confidence < 1.0:

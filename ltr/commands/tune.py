@@ -43,6 +43,8 @@ def run(args) -> int:
         import optuna  # noqa: F401
     except ImportError:
         raise LtrError("ltr tune needs Optuna: pip install 'ltr[tune]'") from None
+    from ltr.checks import output_folder
+
     cfg = load_tune_config(args.config)
     paths = {s: getattr(args, s) or cfg.data.get(s) for s in SPLITS}
     for split, path in paths.items():
@@ -52,6 +54,7 @@ def run(args) -> int:
     for s in SPLITS:
         kw[s]["zero_based"] = kw[s]["zero_based"] or bool(cfg.data.get("zero_based", False))
         kw[s]["query_file"] = kw[s]["query_file"] or cfg.data.get(f"{s}_query_file")
+    output_folder(args.out, "--out", inputs=[("--config", args.config), ("--train", paths["train"]), ("--valid", paths["valid"])])
     train = load_data_file(paths["train"], "train", **kw["train"])
     valid = load_data_file(paths["valid"], "valid", train.n_features, **kw["valid"])
     if valid.n_features != train.n_features:
