@@ -135,7 +135,7 @@ def _model_scores(folder: str, ds, option: str, data_path: str) -> np.ndarray:
 
     score, n_features = load_scorer(folder, option=option)
     check_width(ds, n_features, "--data", data_path)
-    return np.asarray(score(ds.features), dtype=np.float64)
+    return np.asarray(score(ds.features, ds.query_offsets), dtype=np.float64)
 
 
 def _versions() -> dict:

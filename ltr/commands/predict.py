@@ -139,7 +139,7 @@ def run(args) -> int:
     score, n_features = load_scorer(args.model, args.device)
     ds = load_data_file(args.data, "data", **format_options(args, "data"))
     check_width(ds, n_features, "--data", args.data)
-    scores = score(ds.features)
+    scores = score(ds.features, ds.query_offsets)
     if args.format == "trec":
         write_run(ds, scores, args.out, tag)
     elif args.format == "tsv":

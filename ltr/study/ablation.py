@@ -583,7 +583,7 @@ def run_cell(cell: Cell, config: AblationConfig) -> dict:
 def _predict(model, ds) -> np.ndarray:
     from ltr.train.trainer import predict_scores
 
-    return predict_scores(model, ds.features)
+    return predict_scores(model, ds.features, query_offsets=ds.query_offsets)
 
 
 def _cell_worker(cell_fn: Callable, cell: Cell, config: AblationConfig) -> dict:

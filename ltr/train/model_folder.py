@@ -11,8 +11,9 @@ __all__ = ["load_scorer", "check_width"]
 
 
 def load_scorer(folder: str | os.PathLike, device: str = "cpu", option: str = "--model"):
-    """Return ``score(features [N, F]) -> np.ndarray [N]`` and the model's feature count.
+    """Return ``score(features [N, F], query_offsets=None) -> np.ndarray [N]`` and the model's feature count.
 
+    ``query_offsets`` is needed by listwise models (the context-aware scorer scores whole queries).
     ``option`` names the command-line option in messages (``--model``, ``--ranker``...).
     """
     from ltr.checks import input_folder, read_json_object
@@ -25,13 +26,13 @@ def load_scorer(folder: str | os.PathLike, device: str = "cpu", option: str = "-
         from ltr.train.gbdt import load_booster, predict_booster
 
         booster, meta = load_booster(folder)
-        return (lambda x: predict_booster(booster, x)), int(meta["n_features"])
+        return (lambda x, query_offsets=None: predict_booster(booster, x)), int(meta["n_features"])
     from ltr.train.models import load_model
     from ltr.train.trainer import predict_scores, resolve_device
 
     dev = resolve_device(device)
     model = load_model(folder).to(dev)
-    return (lambda x: predict_scores(model, x, device=dev)), model.n_features
+    return (lambda x, query_offsets=None: predict_scores(model, x, query_offsets=query_offsets, device=dev)), model.n_features
 
 
 def check_width(ds, n_features: int, option: str, path) -> None:

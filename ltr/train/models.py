@@ -1,9 +1,15 @@
 """Scoring models: a linear scorer and an MLP, both mapping features [..., F] to scores [...].
 
-A scorer is pointwise: the score of an item depends on its own feature vector only, so the same
-model ranks a padded batch ``[B, L, F]`` (training) and a flat block of rows ``[N, F]``
+A scorer here is pointwise: the score of an item depends on its own feature vector only, so the
+same model ranks a padded batch ``[B, L, F]`` (training) and a flat block of rows ``[N, F]``
 (prediction). Batch normalisation is the one layer that looks across items while training; it is
-computed over the *valid* rows only (``mask``), so padding never shifts the statistics.
+computed over the *valid* rows only (``mask``), so padding never shifts the statistics. The
+context-aware scorer (:mod:`ltr.train.attention`) looks at the whole list instead (``listwise =
+True``): it is scored query by query (:func:`ltr.train.trainer.predict_scores` with the query
+offsets). Ensembles of scorers live in :mod:`ltr.train.ensemble`.
+
+``input_noise`` (every scorer): the standard deviation of Gaussian noise added to the (normalised)
+input features in training mode only, one of DASALC's ingredients (Qin et al., ICLR 2021).
 
 An optional :class:`FeatureTransform` (log1p and/or standardisation, fitted on the training split)
 runs first inside the model, so a saved model carries its own input normalisation.
@@ -41,6 +47,7 @@ __all__ = [
     "MLPScorer",
     "build_model",
     "model_config",
+    "MODEL_TYPES",
     "save_model",
     "load_model",
 ]
@@ -57,6 +64,8 @@ ACTIVATIONS = {
 
 MODEL_FILE = "model.pt"
 MODEL_JSON = "model.json"
+#: The ``type`` names :func:`build_model` knows (``ensemble`` holds members of the others).
+MODEL_TYPES = ("mlp", "linear", "attention", "ensemble")
 
 
 class FeatureTransform(nn.Module):
@@ -134,12 +143,16 @@ class _Scorer(nn.Module):
     """Common parts: the optional input transform and the JSON description."""
 
     kind = "base"
+    listwise = False  # True: an item's score depends on the other items of its query
 
-    def __init__(self, n_features: int):
+    def __init__(self, n_features: int, input_noise: float = 0.0):
         super().__init__()
         if int(n_features) < 1:
             raise LtrError(f"n_features must be >= 1, got {n_features}")
+        if not float(input_noise) >= 0.0:
+            raise LtrError(f"input_noise must be >= 0 (a standard deviation), got {input_noise}")
         self.n_features = int(n_features)
+        self.input_noise = float(input_noise)
         self.normalizer: FeatureTransform | None = None
 
     def set_normalizer(self, transform: FeatureTransform | None) -> "_Scorer":
@@ -152,10 +165,15 @@ class _Scorer(nn.Module):
     def _prepare(self, x: torch.Tensor) -> torch.Tensor:
         if x.shape[-1] != self.n_features:
             raise LtrError(f"model expects {self.n_features} features, got input with {x.shape[-1]}")
-        return self.normalizer(x) if self.normalizer is not None else x
+        x = self.normalizer(x) if self.normalizer is not None else x
+        if self.training and self.input_noise > 0:
+            x = x + self.input_noise * torch.randn_like(x)
+        return x
 
     def config(self) -> dict[str, Any]:
         cfg = self._arch()
+        if self.input_noise > 0:  # absent = 0, so older model.json files read the same
+            cfg["input_noise"] = self.input_noise
         cfg["normalizer"] = None if self.normalizer is None else self.normalizer.kind
         return cfg
 
@@ -168,8 +186,8 @@ class LinearScorer(_Scorer):
 
     kind = "linear"
 
-    def __init__(self, n_features: int):
-        super().__init__(n_features)
+    def __init__(self, n_features: int, input_noise: float = 0.0):
+        super().__init__(n_features, input_noise)
         self.linear = nn.Linear(self.n_features, 1)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -195,8 +213,9 @@ class MLPScorer(_Scorer):
         activation: str = "relu",
         dropout: float = 0.0,
         batch_norm: bool = False,
+        input_noise: float = 0.0,
     ):
-        super().__init__(n_features)
+        super().__init__(n_features, input_noise)
         if activation not in ACTIVATIONS:
             raise LtrError(f"unknown activation {activation!r}; choose one of {', '.join(ACTIVATIONS)}")
         if not 0.0 <= float(dropout) < 1.0:
@@ -240,7 +259,7 @@ class MLPScorer(_Scorer):
 def model_config(model: nn.Module) -> dict[str, Any]:
     """JSON-able description of a scorer (architecture + normaliser kind)."""
     if not isinstance(model, _Scorer):
-        raise LtrError(f"cannot describe a {type(model).__name__}; use LinearScorer or MLPScorer")
+        raise LtrError(f"cannot describe a {type(model).__name__}; use a scorer of ltr.train ({', '.join(MODEL_TYPES)})")
     return model.config()
 
 
@@ -249,6 +268,8 @@ def build_model(config: dict[str, Any]) -> _Scorer:
 
     >>> build_model({"type": "mlp", "n_features": 3, "hidden": [4]}).hidden
     (4,)
+    >>> build_model({"type": "attention", "n_features": 3, "width": 8, "heads": 2}).listwise
+    True
     """
     cfg = dict(config)
     kind = cfg.pop("type", None)
@@ -258,8 +279,19 @@ def build_model(config: dict[str, Any]) -> _Scorer:
             model: _Scorer = LinearScorer(**cfg)
         elif kind == "mlp":
             model = MLPScorer(**cfg)
+        elif kind == "attention":
+            from ltr.train.attention import ContextAwareScorer
+
+            model = ContextAwareScorer(**cfg)
+        elif kind == "ensemble":
+            from ltr.train.ensemble import EnsembleScorer
+
+            members = cfg.pop("members", None)
+            if not isinstance(members, list) or not members or cfg:
+                raise LtrError(f"an ensemble needs a non-empty list of members and nothing else, got {config}")
+            return EnsembleScorer([build_model(m) for m in members])
         else:
-            raise LtrError(f"unknown model type {kind!r}; choose mlp or linear")
+            raise LtrError(f"unknown model type {kind!r}; choose one of {', '.join(MODEL_TYPES)}")
     except TypeError as exc:
         raise LtrError(f"bad model configuration {config}: {exc}") from None
     if norm is not None:

@@ -265,7 +265,8 @@ class Trainer:
     @torch.no_grad()
     def predict(self, ds) -> np.ndarray:
         """Scores [N] for every row of ``ds`` (eval mode, no gradients, ``eval_rows`` rows at a time)."""
-        return predict_scores(self.model, ds.features, device=self.device, rows=self.config.eval_rows)
+        return predict_scores(self.model, ds.features, query_offsets=ds.query_offsets, device=self.device,
+                              rows=self.config.eval_rows)
 
     def evaluate(self, ds) -> Any:
         """``metrics.evaluate`` of the current model on ``ds`` with the configured metrics."""
@@ -633,12 +634,22 @@ def _norm(v: Any) -> Any:
 
 
 @torch.no_grad()
-def predict_scores(model: nn.Module, features: np.ndarray, *, device: torch.device | str = "cpu", rows: int = 65536) -> np.ndarray:
-    """Score flat rows [N, F] in blocks of ``rows`` (eval mode; the model's train/eval mode is restored)."""
+def predict_scores(model: nn.Module, features: np.ndarray, *, query_offsets=None, device: torch.device | str = "cpu",
+                   rows: int = 65536) -> np.ndarray:
+    """Score flat rows [N, F] in blocks of ``rows`` (eval mode; the model's train/eval mode is restored).
+
+    A listwise model (``model.listwise``, e.g. the context-aware scorer) scores whole queries:
+    ``query_offsets`` ([Q + 1], as ``RankingDataset.query_offsets``) is then required, and
+    consecutive queries are padded into batches of at most ``rows`` cells (at least one query).
+    """
     was_training = model.training
     model.eval()
     try:
         x = np.ascontiguousarray(features, dtype=np.float32)
+        if getattr(model, "listwise", False):
+            if query_offsets is None:
+                raise LtrError(f"{type(model).__name__} scores whole queries: pass query_offsets to predict_scores")
+            return _predict_lists(model, x, np.asarray(query_offsets, dtype=np.int64), device, rows)
         out = np.empty(len(x), dtype=np.float64)
         for start in range(0, len(x), rows):
             block = torch.from_numpy(x[start : start + rows]).to(device)
@@ -646,3 +657,26 @@ def predict_scores(model: nn.Module, features: np.ndarray, *, device: torch.devi
         return out
     finally:
         model.train(was_training)
+
+
+def _predict_lists(model: nn.Module, x: np.ndarray, offsets: np.ndarray, device, rows: int) -> np.ndarray:
+    """Scores of a listwise model, query by query, padded batches of consecutive queries."""
+    if len(offsets) < 1 or offsets[0] != 0 or offsets[-1] != len(x) or np.any(np.diff(offsets) < 0):
+        raise LtrError(f"query_offsets must rise from 0 to the number of rows ({len(x)})")
+    out = np.empty(len(x), dtype=np.float64)
+    lengths = np.diff(offsets)
+    q, n_queries = 0, len(lengths)
+    while q < n_queries:
+        end, longest = q + 1, int(lengths[q])
+        while end < n_queries and (end + 1 - q) * max(longest, int(lengths[end])) <= rows:
+            longest = max(longest, int(lengths[end]))
+            end += 1
+        batch = np.zeros((end - q, max(longest, 1), x.shape[1]), dtype=np.float32)
+        mask = np.zeros(batch.shape[:2], dtype=bool)
+        for b, j in enumerate(range(q, end)):
+            batch[b, : lengths[j]] = x[offsets[j] : offsets[j + 1]]
+            mask[b, : lengths[j]] = True
+        scores = model(torch.from_numpy(batch).to(device), torch.from_numpy(mask).to(device)).double().cpu().numpy()
+        out[offsets[q] : offsets[end]] = scores[mask]
+        q = end
+    return out
