@@ -77,6 +77,29 @@ def test_train_then_predict(files, tmp_path, capsys):
         assert all(float(a[4]) >= float(b[4]) for a, b in zip(mine, mine[1:]))
 
 
+def test_train_attention_ensemble_then_predict(files, tmp_path):
+    out = tmp_path / "attn"
+    assert main(["train", "--train", str(files["train"]), "--valid", str(files["valid"]), "--test", str(files["test"]),
+                 "--loss", "softmax", "--model", "attention", "--width", "8", "--heads", "2", "--layers", "1",
+                 "--input-noise", "0.1", "--ensemble", "2", "--normalize", "standard", "--epochs", "2", "--seed", "7",
+                 "--out", str(out), "--quiet"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert [m["seed"] for m in summary["ensemble"]] == [7, 8]
+    assert sorted(p.name for p in (out / "tensorboard").iterdir()) == ["member-0", "member-1"]
+    model = load_model(out)
+    assert model.config()["type"] == "ensemble" and model.listwise
+    assert model.members[0].config() == {"type": "attention", "n_features": 6, "width": 8, "heads": 2, "layers": 1,
+                                         "dropout": 0.1, "input_noise": 0.1, "normalizer": "standard"}
+    test = load_svmlight(files["test"], n_features=6, cache=False)
+    scores = predict_scores(model, test.features, query_offsets=test.query_offsets)
+    ev = metrics.evaluate(scores, test.labels, test.query_offsets, ["ndcg@10"])
+    name = next(iter(ev.mean))
+    assert ev.mean[name] == pytest.approx(summary["metrics"]["test"][name], abs=1e-12)
+    run_file = tmp_path / "attn.run"
+    assert main(["predict", "--model", str(out), "--data", str(files["test"]), "--out", str(run_file)]) == 0
+    np.testing.assert_allclose(run_scores(read_run(run_file), test), scores, rtol=1e-6)
+
+
 def test_gbdt_then_predict(files, tmp_path):
     out = tmp_path / "gbdt"
     cfg = tmp_path / "g.toml"
@@ -116,7 +139,9 @@ def test_gbdt_then_predict(files, tmp_path):
     "extra, message",
     [
         (["--train", "MISSING"], "file not found"),
-        (["--loss", "hinge"], "hinge"),
+        (["--loss", "lambdamart"], "lambdamart"),
+        (["--model", "attention", "--width", "10", "--heads", "3"], "multiple of heads"),
+        (["--ensemble", "0"], "ensemble must be"),
         (["--config", "BADKEY"], "unknown key 'epoch'"),
         (["--hidden", "12,x"], "--hidden must be comma-separated integers"),
         (["--device", "cuda:7"], "cuda:7"),

@@ -1,4 +1,5 @@
-"""``ltr train``: fit a linear or MLP scorer with a ranking loss; write a complete run folder.
+"""``ltr train``: fit a scorer (linear, MLP, context-aware attention; optionally a seed ensemble)
+with a ranking loss; write a complete run folder.
 
 The run folder (``--out``) holds ``model.pt`` + ``model.json`` (the best epoch's weights and the
 architecture, loadable without pickle), ``summary.json`` (metrics with their stamped names, the
@@ -17,17 +18,20 @@ from typing import Any
 
 from ltr.data.files import add_format_options
 from ltr.errors import LtrError
-from ltr.train.config import LOSS_RULES, MODEL_RULES, NORMALIZE_CHOICES
+from ltr.train.config import LOSS_RULES, MODEL_RULES, MODEL_TYPE_NAMES, NORMALIZE_CHOICES
 from ltr.train.config import TRAIN_RULES as R
 
 MODEL_KEYS = tuple(MODEL_RULES)
 SPLITS = ("train", "valid", "test")  # the data options, for --query-file OPTION=FILE
+LOSS_HELP = ("loss name for losses.get_loss: ranknet, hinge, lambdarank, ndcg_loss1, ndcg_loss2, ndcg_loss2pp, "
+             "arp_loss1, arp_loss2, listnet, softmax, listmle, approx_ndcg, neural_ndcg, bce, mse (default "
+             "lambdarank; options such as k or temperature go in the --config [loss] table)")
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "train",
-        help="train a linear or MLP ranker with a ranking loss (early stopping, TensorBoard, checkpoints)",
+        help="train a linear, MLP or context-aware (attention) ranker with a ranking loss (early stopping, TensorBoard, checkpoints)",
         description="Train a scorer on SVMlight/LETOR files with a loss from `losses`, validate every epoch, "
         "keep the best epoch's weights, and write a run folder (model, summary.json, tensorboard/). "
         "Options given here override the --config TOML file, which overrides the defaults.",
@@ -36,11 +40,19 @@ def register(subparsers) -> None:
     p.add_argument("--train", required=True, metavar="FILE", help="training data (SVMlight/LETOR with qid:, or a .query sidecar)")
     p.add_argument("--valid", required=True, metavar="FILE", help="validation data: picks the best epoch and stops early")
     p.add_argument("--test", metavar="FILE", default=None, help="optional test data, scored once with the best weights")
-    p.add_argument("--loss", default=None, metavar="NAME", help="loss name for losses.get_loss: ranknet, lambdarank, ndcg_loss2, ndcg_loss2pp, listnet, bce, mse (default lambdarank)")
-    p.add_argument("--model", default=None, choices=("mlp", "linear"), help="scorer type (default mlp)")
+    p.add_argument("--loss", default=None, metavar="NAME", help=LOSS_HELP)
+    p.add_argument("--model", default=None, choices=MODEL_TYPE_NAMES, help="scorer type (default mlp); attention = "
+                   "self-attention over each query's items (masked Transformer encoder, see --width/--heads/--layers)")
+    p.add_argument("--width", type=MODEL_RULES["width"], default=None, help="attention: embedding width, a multiple of --heads (default 64)")
+    p.add_argument("--heads", type=MODEL_RULES["heads"], default=None, help="attention: heads per layer (default 2)")
+    p.add_argument("--layers", type=MODEL_RULES["layers"], default=None, help="attention: encoder blocks (default 2)")
+    p.add_argument("--input-noise", type=MODEL_RULES["input_noise"], default=None, metavar="STD",
+                   help="Gaussian noise of this standard deviation on the (normalised) inputs while training (default 0)")
+    p.add_argument("--ensemble", type=MODEL_RULES["ensemble"], default=None, metavar="N",
+                   help="train N models with seeds seed..seed+N-1 and save their score average as one model (default 1)")
     p.add_argument("--hidden", default=None, metavar="W1,W2,...", help="MLP hidden widths (default 128,64)")
     p.add_argument("--activation", default=None, type=MODEL_RULES["activation"], help="MLP activation: relu, leaky_relu, gelu, elu, silu, tanh, sigmoid (default relu)")
-    p.add_argument("--dropout", type=MODEL_RULES["dropout"], default=None, help="MLP dropout probability (default 0)")
+    p.add_argument("--dropout", type=MODEL_RULES["dropout"], default=None, help="dropout probability (default 0 for mlp, 0.1 for attention)")
     p.add_argument("--batch-norm", action="store_true", default=None, help="batch normalisation after each hidden layer (valid items only)")
     p.add_argument("--normalize", default=None, choices=NORMALIZE_CHOICES, help="input normalisation fitted on the training split and saved in the model (default none)")
     p.add_argument("--epochs", type=R["epochs"], default=None, help="maximum number of epochs (default 30)")
@@ -75,7 +87,7 @@ def resolve_settings(args) -> tuple[dict[str, Any], dict[str, Any], dict[str, An
     """Merge defaults, the TOML file and the command line -> (train, model, loss) dicts."""
     from ltr.checks import check_table
     from ltr.train.config import TrainConfig, load_toml
-    from ltr.train.settings import MODEL_DEFAULTS
+    from ltr.train.settings import model_defaults
 
     tables = {"train": {}, "model": {}, "loss": {}}
     if args.config:
@@ -86,7 +98,8 @@ def resolve_settings(args) -> tuple[dict[str, Any], dict[str, Any], dict[str, An
             if key in LOSS_RULES:
                 LOSS_RULES[key].check(value, f"{args.config} [loss] {key}")
     train = dict(tables["train"])
-    model = dict(MODEL_DEFAULTS)
+    model = model_defaults(args.model or tables["model"].get("type", "mlp"))
+    model["ensemble"] = 1
     model.update(tables["model"])
     loss = {"name": "lambdarank"}
     loss.update(tables["loss"])
@@ -104,7 +117,9 @@ def resolve_settings(args) -> tuple[dict[str, Any], dict[str, Any], dict[str, An
     if args.quiet:
         train["progress"] = False
     model_over = {"type": args.model, "activation": args.activation, "dropout": args.dropout,
-                  "batch_norm": args.batch_norm, "normalize": args.normalize}
+                  "batch_norm": args.batch_norm, "normalize": args.normalize, "width": args.width,
+                  "heads": args.heads, "layers": args.layers, "input_noise": args.input_noise,
+                  "ensemble": args.ensemble}
     model.update({k: v for k, v in model_over.items() if v is not None})
     if args.hidden is not None:
         try:
@@ -146,11 +161,13 @@ def run(args) -> int:
 
     with run_folder(out, overwrite=args.force, kind="train", inputs=inputs) as tmp:
         cfg = TrainConfig.from_dict({**train_cfg, "log_dir": str(tmp / "tensorboard")}, source="train settings")
-        seed_everything(cfg.seed)  # the initial weights depend on the seed too
-        model = build_scorer(model_cfg, train_ds)
-        hp = {f"model.{k}": v for k, v in model_cfg.items()} | {f"loss.{k}": v for k, v in loss_cfg.items()}
-        trainer = Trainer(model, loss, cfg, hparams=hp)
-        result = trainer.fit(train_ds, valid_ds, test_ds)
+        if model_cfg["ensemble"] > 1:
+            result, members = _fit_ensemble(cfg, model_cfg, loss, train_ds, valid_ds, test_ds)
+        else:
+            seed_everything(cfg.seed)  # the initial weights depend on the seed too
+            model = build_scorer(model_cfg, train_ds)
+            hp = {f"model.{k}": v for k, v in model_cfg.items()} | {f"loss.{k}": v for k, v in loss_cfg.items()}
+            result, members = Trainer(model, loss, cfg, hparams=hp).fit(train_ds, valid_ds, test_ds), None
         save_model(result.model, tmp)
         metrics_out = {"valid": result.valid_metrics}
         if result.test_metrics is not None:
@@ -172,6 +189,34 @@ def run(args) -> int:
             "history": result.history,
             "wall_time_s": time.time() - t0,
         }
+        if members is not None:
+            summary["ensemble"] = members
         atomic_write_json(tmp / "summary.json", summary)
     print_run_metrics(out, metrics_out, result.best_epoch)
     return 0
+
+
+def _fit_ensemble(cfg, model_cfg, loss, train_ds, valid_ds, test_ds):
+    """Train ``model_cfg["ensemble"]`` members with seeds seed, seed+1, ...; returns a FitResult-like
+    record of the ensemble (its best epoch / history are the first member's) and the members' facts."""
+    import dataclasses
+
+    from ltr.train.ensemble import fit_ensemble
+    from ltr.train.settings import build_scorer
+
+    seeds = [cfg.seed + k for k in range(model_cfg["ensemble"])]
+
+    def member_config(c, k):
+        changes = {"log_dir": f"{cfg.log_dir}/member-{k}"}
+        if cfg.checkpoint_dir is not None:
+            changes["checkpoint_dir"] = f"{cfg.checkpoint_dir}/member-{k}"
+        return dataclasses.replace(c, **changes)
+
+    fit = fit_ensemble(lambda seed: build_scorer(model_cfg, train_ds), loss, cfg, train_ds, valid_ds, test_ds,
+                       seeds=seeds, member_config=member_config)
+    first = fit.members[0]
+    result = dataclasses.replace(first, model=fit.model, valid_metrics=fit.valid_metrics, test_metrics=fit.test_metrics,
+                                 wall_time_s=fit.wall_time_s, tensorboard_tags={})
+    members = [{"seed": s, "best_epoch": f.best_epoch, "epochs_run": f.epochs_run, "stopped_early": f.stopped_early,
+                "valid": f.valid_metrics} for s, f in zip(seeds, fit.members)]
+    return result, members

@@ -58,10 +58,14 @@ TRAIN_RULES: dict[str, checks.Rule] = {
 ACTIVATION_NAMES = ("relu", "leaky_relu", "gelu", "elu", "silu", "tanh", "sigmoid")  # = ltr.train.models.ACTIVATIONS
 NORMALIZE_CHOICES = ("none", "standard", "log1p", "log1p_standard")
 MAX_WIDTH = 1 << 16  # a hidden layer wider than this is a typo, and would take gigabytes
+MODEL_TYPE_NAMES = ("mlp", "linear", "attention")
 MODEL_RULES: dict[str, checks.Rule] = {
-    "type": text(choices=("mlp", "linear")), "hidden": list_of(integer(min=1, max=MAX_WIDTH), min_len=1),
+    "type": text(choices=MODEL_TYPE_NAMES), "hidden": list_of(integer(min=1, max=MAX_WIDTH), min_len=1),
     "activation": text(choices=ACTIVATION_NAMES), "dropout": number(min=0, below=1), "batch_norm": boolean(),
     "normalize": text(choices=NORMALIZE_CHOICES),
+    # the context-aware scorer, input noise (every scorer) and seed ensembles
+    "width": integer(min=1, max=MAX_WIDTH), "heads": integer(min=1, max=1024), "layers": integer(min=1, max=256),
+    "input_noise": number(min=0), "ensemble": integer(min=1, max=1000),
 }
 # [loss]: name, and the keyword arguments of the losses (others go to losses.get_loss, which names
 # any it does not take).
@@ -69,7 +73,10 @@ LOSS_RULES: dict[str, checks.Rule] = {
     "name": text(), "sigma": number(above=0), "k": integer(min=1, optional=True), "mu": number(min=0),
     "gain": text(choices=("exp2", "linear")), "metric": text(choices=("ndcg", "mrr", "ap")),
     "threshold": number(), "target": text(choices=("softmax", "linear")), "discount": text(choices=("log2",)),
-    "reduction": text(choices=("mean", "sum")),
+    "reduction": text(choices=("mean", "sum", "pair_mean", "weight_mean")),
+    "temperature": number(above=0), "margin": number(min=0), "k_method": text(choices=("truncate", "jagerman")),
+    "pair_weight": text(choices=("label_diff",)), "ties": text(choices=("score", "input")),
+    "sinkhorn_iters": integer(min=1), "tol": number(min=0),
 }
 GBDT_RULES: dict[str, checks.Rule] = {
     "gain": text(choices=("exp2", "linear")), "num_boost_round": COUNT,
