@@ -17,9 +17,10 @@ default) in every process, and the data are generated / split from their own fix
 for every method and seed, so that the test queries are the same everywhere and the paired tests
 over queries are well defined). ``workers`` only changes where a cell runs, never its result.
 
-Methods (``losses.get_loss`` names, ``name@K`` adds a cutoff ``k=K``, plus LightGBM):
-``ranknet``, ``lambdarank``, ``lambdarank@10``, ``ndcg_loss2``, ``ndcg_loss2pp``, ``listnet``,
-``mse``, ``bce``, ``lightgbm``. Data sets: ``synthetic`` (``ltr.data.synthetic``), ``svmlight``
+Methods (:mod:`ltr.study.methods`): every ``losses.get_loss`` name (``name@K`` adds a cutoff
+``k=K``), on the ``[model]`` scorer or on a named one (``attention/softmax``), ``lightgbm``, and
+``[variants.NAME]`` tables with their own settings, seed ensemble and tuning grid (``[ablation]
+tuning_budget`` candidates per cell, chosen on the validation split). Data sets: ``synthetic`` (``ltr.data.synthetic``), ``svmlight``
 (train / valid / test files; a missing valid file is split off the training file by query) and
 ``folds`` (``S1..Sn`` parts with the LETOR rotation: fold f trains on S_f, S_f+1, S_f+2, validates on
 S_f+3 and tests on S_f+4, indices modulo n; the per-query values of the folds are concatenated, so
@@ -47,6 +48,7 @@ import numpy as np
 
 from ltr.errors import LtrError
 from ltr.io_utils import atomic_write_json
+from ltr.study.methods import check_variant, known_losses, resolve_method, split_method
 
 __all__ = [
     "DatasetSpec",
@@ -73,11 +75,10 @@ __all__ = [
 ]
 
 DEFAULT_METRICS = ("ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "map", "mrr")
-KNOWN_LOSSES = ("ranknet", "lambdarank", "ndcg_loss2", "ndcg_loss2pp", "listnet", "mse", "bce")
+KNOWN_LOSSES = known_losses()
 KNOWN_METHODS = KNOWN_LOSSES + ("lightgbm",)
 ALL_METHODS = ("ranknet", "lambdarank", "lambdarank@10", "ndcg_loss2pp", "listnet", "mse", "lightgbm")
 CELL_FORMAT = "ltr-ablation-cell-1"
-_METHOD_RE = re.compile(r"^([a-z_0-9]+?)(?:@(\d+))?$")
 # Trainer settings that the ablation controls itself (per cell), so a config may not set them.
 _TRAIN_RESERVED = ("seed", "progress", "log_dir", "checkpoint_dir", "resume", "metrics")
 
@@ -118,6 +119,10 @@ class AblationConfig:
     gbdt: dict = field(default_factory=dict)  # train_lightgbm keyword arguments
     loss_options: dict = field(default_factory=dict)  # method name -> extra loss kwargs
     threads_per_cell: int = 1
+    models: dict = field(default_factory=dict)  # scorer type -> its options, for MODEL/LOSS methods
+    variants: dict = field(default_factory=dict)  # method name -> its [variants.NAME] table
+    tuning_budget: int = 1  # candidates tried per cell (on the validation split) for a method with a tune grid
+    quality_reference: str | None = None  # method whose validation value the time-to-quality table targets
     source: str = "built-in"
 
     def __post_init__(self) -> None:
@@ -133,8 +138,18 @@ class AblationConfig:
             raise LtrError(f"{self.source}: no methods")
         if len(set(self.methods)) != len(self.methods):
             raise LtrError(f"{self.source}: methods repeat: {self.methods}")
+        for name, variant in self.variants.items():
+            check_variant(name, variant, where=self.source)
         for m in self.methods:
-            parse_method(m, where=self.source)
+            if m not in self.variants:
+                parse_method(m, where=self.source)
+        bad_models = sorted(set(self.models) - {"mlp", "linear", "attention"})
+        if bad_models:
+            raise LtrError(f"{self.source}: [models] names unknown scorers {bad_models}; use mlp, linear, attention")
+        if int(self.tuning_budget) < 1:
+            raise LtrError(f"{self.source}: tuning_budget must be >= 1, got {self.tuning_budget}")
+        if self.quality_reference is not None and self.quality_reference not in self.methods:
+            raise LtrError(f"{self.source}: quality_reference {self.quality_reference!r} is not among the methods")
         if self.reference not in self.methods:
             raise LtrError(f"{self.source}: reference method {self.reference!r} is not among the methods {self.methods}")
         if isinstance(self.seeds, int):
@@ -160,19 +175,14 @@ class AblationConfig:
 
 
 def parse_method(name: str, *, where: str = "config") -> tuple[str, int | None]:
-    """``"lambdarank@10"`` -> ``("lambdarank", 10)``; an unknown method is an :class:`LtrError`.
+    """``"lambdarank@10"`` -> ``("lambdarank", 10)``; ``"attention/softmax"`` -> ``("attention/softmax", None)``;
+    an unknown method is an :class:`LtrError` (names as in :func:`ltr.study.methods.split_method`).
 
-    >>> parse_method("lambdarank@10"), parse_method("ranknet")
-    (('lambdarank', 10), ('ranknet', None))
+    >>> parse_method("lambdarank@10"), parse_method("ranknet"), parse_method("attention/listmle@5")
+    (('lambdarank', 10), ('ranknet', None), ('attention/listmle', 5))
     """
-    m = _METHOD_RE.match(str(name))
-    if not m or m.group(1) not in KNOWN_METHODS:
-        raise LtrError(f"{where}: unknown method {name!r}; choose from {', '.join(KNOWN_METHODS)} "
-                       "(a loss may take a cutoff, as in lambdarank@10)")
-    base, k = m.group(1), m.group(2)
-    if k is not None and (base == "lightgbm" or int(k) < 1):
-        raise LtrError(f"{where}: method {name!r}: a cutoff @K (K >= 1) applies to losses only")
-    return base, (int(k) if k is not None else None)
+    model, base, k = split_method(name, where=where)
+    return (base if model is None else f"{model}/{base}"), k
 
 
 # LightGBM with its defaults is deterministic: the seed would change nothing and its interval over
@@ -206,8 +216,9 @@ def quick_config() -> AblationConfig:
     )
 
 
-_CONFIG_TABLES = ("ablation", "train", "model", "lightgbm", "gbdt", "loss_options", "datasets")
-_ABLATION_KEYS = ("methods", "seeds", "metrics", "reference", "primary", "confidence", "n_resamples", "threads_per_cell")
+_CONFIG_TABLES = ("ablation", "train", "model", "models", "lightgbm", "gbdt", "loss_options", "variants", "datasets")
+_ABLATION_KEYS = ("methods", "seeds", "metrics", "reference", "primary", "confidence", "n_resamples", "threads_per_cell",
+                  "tuning_budget", "quality_reference")
 
 
 def _ablation_rules():
@@ -215,7 +226,7 @@ def _ablation_rules():
 
     rules = {"methods": list_of(text(), min_len=1), "seeds": Rule("any"), "metrics": list_of(text(), min_len=1),
              "reference": text(), "primary": text(), "confidence": number(above=0, below=1),
-             "n_resamples": COUNT, "threads_per_cell": COUNT}
+             "n_resamples": COUNT, "threads_per_cell": COUNT, "tuning_budget": COUNT, "quality_reference": text()}
     return rules, COUNT, list_of(SEED, min_len=1)
 
 
@@ -232,9 +243,19 @@ def _check_tables(data: dict, path: Path) -> None:
     from ltr import checks
     from ltr.train.config import GBDT_RULES, LOSS_RULES, MODEL_RULES, TRAIN_RULES, check_lightgbm_params
 
-    for name in ("ablation", "train", "model", "lightgbm", "gbdt", "loss_options"):
+    for name in ("ablation", "train", "model", "models", "lightgbm", "gbdt", "loss_options", "variants"):
         if name in data and not isinstance(data[name], dict):
             raise LtrError(f"{path}: [{name}] must be a table")
+    for kind, opts in data.get("models", {}).items():
+        if not isinstance(opts, dict):
+            raise LtrError(f"{path} [models.{kind}] must be a table")
+        checks.check_table(opts, MODEL_RULES, where=f"{path} [models.{kind}]")
+    for name, variant in data.get("variants", {}).items():
+        for table, rules in (("model", MODEL_RULES), ("train", TRAIN_RULES), ("loss", LOSS_RULES)):
+            values = variant.get(table, {}) if isinstance(variant, dict) else {}
+            if isinstance(values, dict):
+                checks.check_table({k: v for k, v in values.items() if k in rules or table == "model"}, rules,
+                                   where=f"{path} [variants.{name}] {table}")
     ab = data.get("ablation", {})
     checks.check_table(ab, _ABLATION_RULES, where=f"{path} [ablation]")
     seeds = ab.get("seeds")
@@ -275,7 +296,9 @@ def load_config(path: str | os.PathLike) -> AblationConfig:
 
     Top level: ``[ablation]`` (methods, seeds, metrics, reference, primary, confidence,
     n_resamples, threads_per_cell), ``[train]`` (TrainConfig fields), ``[model]``, ``[lightgbm]``,
-    ``[gbdt]``, ``[loss_options."<method>"]`` and one ``[[datasets]]`` table per data set
+    ``[gbdt]``, ``[loss_options."<method>"]``, ``[models.<mlp|linear|attention>]`` (options of a
+    named scorer), ``[variants.<name>]`` (see :mod:`ltr.study.methods`; also ``tuning_budget`` and
+    ``quality_reference`` in ``[ablation]``) and one ``[[datasets]]`` table per data set
     (``name``, ``kind`` and the kind's options). Relative data paths are taken from the current
     working directory. Unknown keys are errors naming the file and the key.
     """
@@ -318,6 +341,8 @@ def load_config(path: str | os.PathLike) -> AblationConfig:
     kwargs["lightgbm"] = dict(data.get("lightgbm", base.lightgbm))
     kwargs["gbdt"] = dict(data.get("gbdt", base.gbdt))
     kwargs["loss_options"] = {k: dict(v) for k, v in data.get("loss_options", {}).items()}
+    kwargs["models"] = {k: dict(v) for k, v in data.get("models", {}).items()}
+    kwargs["variants"] = {k: dict(v) for k, v in data.get("variants", {}).items()}
     return AblationConfig(**kwargs)
 
 
@@ -365,7 +390,7 @@ def _canonical(obj: Any) -> str:
 def cell_fingerprint(cell: Cell, config: AblationConfig) -> str:
     """Hash of everything that determines a cell's result (not the reporting settings)."""
     ds = next(d for d in config.datasets if d.name == cell.dataset)
-    base, _ = parse_method(cell.method)
+    spec = resolve_method(cell.method, config)
     parts = {
         "format": CELL_FORMAT,
         "dataset": ds.as_dict(),
@@ -375,7 +400,12 @@ def cell_fingerprint(cell: Cell, config: AblationConfig) -> str:
         "metrics": list(config.metrics),
         "threads": config.threads_per_cell,
     }
-    if base == "lightgbm":
+    if cell.method in config.variants or "/" in cell.method:
+        # what the method resolves to (plain methods keep the older layout: their stored cells stay valid)
+        parts["spec"] = spec.as_dict()
+        if spec.tune:
+            parts["tuning_budget"] = int(config.tuning_budget)
+    elif spec.kind == "lightgbm":
         parts.update(lightgbm=config.lightgbm, gbdt=config.gbdt)
     else:
         parts.update(train=config.train, model=config.model, loss=config.loss_options.get(cell.method, {}))
@@ -519,6 +549,7 @@ def run_cell(cell: Cell, config: AblationConfig) -> dict:
     """Train and evaluate one cell; return its record (per-query test values keyed by stamped names)."""
     import torch
 
+    from ltr.study.cell_training import train_method
     from ltr.train.trainer import evaluate_scores
 
     t0 = time.perf_counter()
@@ -526,42 +557,10 @@ def run_cell(cell: Cell, config: AblationConfig) -> dict:
     torch.set_num_threads(int(config.threads_per_cell))
     spec = next(d for d in config.datasets if d.name == cell.dataset)
     train, valid, test = load_splits(spec, cell.fold)
-    base, k = parse_method(cell.method)
-    info: dict[str, Any]
-    if base == "lightgbm":
-        from ltr.train.gbdt import predict_booster, train_lightgbm
-
-        params = {"num_threads": int(config.threads_per_cell), **config.lightgbm}
-        gbdt = dict(config.gbdt)
-        booster, ginfo = train_lightgbm(train, valid, params, seed=cell.seed, progress=False, **gbdt)
-        scores = predict_booster(booster, test.features)
-        info = {"best_iteration": int(ginfo["best_iteration"])}
-    else:
-        import losses
-        from ltr.train.models import FeatureTransform, build_model
-        from ltr.train.trainer import TrainConfig, Trainer
-
-        model_cfg = dict(config.model)
-        normalize = model_cfg.pop("normalize", None)
-        model_cfg.setdefault("type", "mlp")
-        # the same initial weights for every method of a seed: seed torch before building the model
-        torch.manual_seed(cell.seed)
-        model = build_model({**model_cfg, "n_features": train.n_features})
-        if normalize and normalize != "none":
-            model.set_normalizer(FeatureTransform.fit(train.features, normalize))
-        loss_kwargs = dict(config.loss_options.get(cell.method, {}))
-        if k is not None:
-            loss_kwargs["k"] = k
-        try:
-            loss = losses.get_loss(base, **loss_kwargs)
-        except (TypeError, ValueError) as exc:
-            raise LtrError(f"method {cell.method}: {exc}") from None
-        tcfg = TrainConfig(**{**config.train, "seed": cell.seed, "progress": False,
-                              "metrics": tuple(config.metrics)})
-        fit = Trainer(model, loss, tcfg).fit(train, valid)
-        scores = _predict(fit.model, test)
-        info = {"best_epoch": int(fit.best_epoch), "epochs_run": int(fit.epochs_run),
-                "valid_best": float(fit.best_value)}
+    method = resolve_method(cell.method, config)
+    monitor = str(config.train.get("monitor", "ndcg@10"))
+    scores, info = train_method(method, train, valid, test, seed=cell.seed, metrics=config.metrics, monitor=monitor,
+                                budget=config.tuning_budget, threads=int(config.threads_per_cell))
     ev = evaluate_scores(scores, test, config.metrics)
     names = {short: ev.names[short] for short in config.metrics}
     return {
@@ -578,12 +577,6 @@ def run_cell(cell: Cell, config: AblationConfig) -> dict:
         "code": code_version(),
         "wall_time_s": time.perf_counter() - t0,
     }
-
-
-def _predict(model, ds) -> np.ndarray:
-    from ltr.train.trainer import predict_scores
-
-    return predict_scores(model, ds.features, query_offsets=ds.query_offsets)
 
 
 def _cell_worker(cell_fn: Callable, cell: Cell, config: AblationConfig) -> dict:
