@@ -34,7 +34,7 @@ def register(subparsers) -> None:
                    help="output folder, reused to resume (default runs/ablate, or runs/ablate-quick with --quick)")
     p.add_argument("--quick", action="store_true",
                    help="small synthetic study (ranknet, lambdarank, lambdarank@10, lightgbm x 5 seeds, few "
-                   "epochs; a few minutes on 2 cores) that prints its table; ignores --config")
+                   "epochs until early stopping; under 3 minutes on 2 cores) that prints its table; ignores --config")
     p.add_argument("--workers", type=integer(min=0), default=0, metavar="N",
                    help="cells trained in parallel processes (default 0: one per CPU core; results do not depend on it)")
     p.add_argument("--seeds", type=integer(min=1), default=None, metavar="S", help="override the number of seeds: seeds 0..S-1 (default: the config's, 5)")
@@ -42,6 +42,8 @@ def register(subparsers) -> None:
                    help="override the methods (the reference method must be among them)")
     p.add_argument("--datasets", default=None, metavar="D1,D2,...", help="run only these data sets of the config")
     p.add_argument("--reference", default=None, metavar="METHOD", help="override the reference method of the paired tests")
+    p.add_argument("--tuning-budget", type=integer(min=1), default=None, metavar="N",
+                   help="override the configurations tried per method and cell (methods with a tune grid; default: the config's)")
     p.add_argument("--report-only", action="store_true", help="only rebuild the report from stored cells (error if any is missing)")
     p.add_argument("--no-tensorboard", action="store_true", help="skip the TensorBoard HParams runs")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -70,6 +72,8 @@ def build_config(args):
         changes["methods"] = _split(args.methods)
     if args.reference is not None:
         changes["reference"] = args.reference
+    if args.tuning_budget is not None:
+        changes["tuning_budget"] = args.tuning_budget
     if args.datasets is not None:
         wanted = _split(args.datasets)
         known = [d.name for d in config.datasets]
