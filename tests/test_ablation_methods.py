@@ -145,3 +145,20 @@ def test_cells_at_cap_and_time_to_quality_from_records():
     # fold 1: 0.7 >= 0.65 first at 9 s (0.6 at 6 s is short); fold 2: 0.55 never reaches 0.6
     assert ttq["mlp"] == {"method": "mlp", "n_splits": 2, "n_reached": 1, "median_seconds_to_reach": 9.0,
                           "median_train_seconds": 6.5, "reference_median_train_seconds": 1.5}
+
+
+def test_the_neural_vs_gbdt_study_config_resolves():
+    from pathlib import Path
+
+    cfg = ablation.load_config(Path(__file__).resolve().parents[1] / "experiments" / "neural_vs_gbdt.toml")
+    specs = {m: resolve_method(m, cfg) for m in cfg.methods}
+    assert cfg.reference == "lgbm" == cfg.quality_reference and specs["lgbm"].kind == "lightgbm"
+    assert specs["lgbm"].gbdt["num_boost_round"] == 2000 and {"lightgbm.num_leaves", "lightgbm.learning_rate",
+                                                               "lightgbm.min_data_in_leaf"} <= set(specs["lgbm"].tune)
+    dasalc = specs["attn_dasalc"]
+    assert (dasalc.model["type"], dasalc.loss, dasalc.ensemble) == ("attention", "softmax", 5)
+    assert dasalc.model["input_noise"] > 0 and dasalc.model["normalize"] == "log1p_standard"
+    # the same budget for every method: each grid holds at least tuning_budget candidates
+    assert all(len(tuning_candidates(s, cfg.tuning_budget)) == cfg.tuning_budget for s in specs.values())
+    assert {d.name for d in cfg.datasets} == {"mq2008", "synthetic10k"}
+    assert next(d for d in cfg.datasets if d.name == "synthetic10k").options["n_queries"] == 10_000
