@@ -141,7 +141,6 @@ def test_gbdt_then_predict(files, tmp_path):
         (["--train", "MISSING"], "file not found"),
         (["--loss", "lambdamart"], "lambdamart"),
         (["--model", "attention", "--width", "10", "--heads", "3"], "multiple of heads"),
-        (["--ensemble", "0"], "ensemble must be"),
         (["--config", "BADKEY"], "unknown key 'epoch'"),
         (["--hidden", "12,x"], "--hidden must be comma-separated integers"),
         (["--device", "cuda:7"], "cuda:7"),

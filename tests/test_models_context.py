@@ -126,7 +126,7 @@ def test_input_noise_is_gaussian_with_its_std_and_only_while_training():
     torch.manual_seed(0)
     m = LinearScorer(3, input_noise=0.5)
     x = torch.zeros(40_000, 3)
-    w, b = m.linear.weight[0].detach(), float(m.linear.bias)
+    w, b = m.linear.weight[0].detach(), float(m.linear.bias.detach())
     s = m.train()(x).detach()
     assert float(s.mean()) == pytest.approx(b, abs=0.02)
     assert float(s.std()) == pytest.approx(0.5 * float(w.norm()), rel=0.03)

@@ -33,8 +33,8 @@ def register(subparsers) -> None:
     p.add_argument("--out", metavar="DIR", default=None,
                    help="output folder, reused to resume (default runs/ablate, or runs/ablate-quick with --quick)")
     p.add_argument("--quick", action="store_true",
-                   help="small synthetic study (ranknet, lambdarank, lambdarank@10, lightgbm x 5 seeds, few "
-                   "epochs until early stopping; under 3 minutes on 2 cores) that prints its table; ignores --config")
+                   help="small synthetic study (ranknet, lambdarank, lambdarank@10, lightgbm x 5 seeds, each cell "
+                   "trained until early stopping; under 3 minutes on 2 cores) that prints its table; ignores --config")
     p.add_argument("--workers", type=integer(min=0), default=0, metavar="N",
                    help="cells trained in parallel processes (default 0: one per CPU core; results do not depend on it)")
     p.add_argument("--seeds", type=integer(min=1), default=None, metavar="S", help="override the number of seeds: seeds 0..S-1 (default: the config's, 5)")

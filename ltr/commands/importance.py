@@ -66,7 +66,8 @@ def run(args) -> int:
     ds = load_data_file(args.data, "data", n_features, **format_options(args, "data"))
     if ds.n_features != n_features:
         raise LtrError(f"--data {args.data} has {ds.n_features} features, the model expects {n_features}")
-    imp = permutation_importance(score, ds, metric=args.metric, n_repeats=args.repeats, seed=args.seed,
+    offsets = ds.query_offsets  # a listwise model (the context-aware scorer) scores whole queries
+    imp = permutation_importance(lambda x: score(x, offsets), ds, metric=args.metric, n_repeats=args.repeats, seed=args.seed,
                                  confidence=args.confidence, preset=args.preset)
     imp["model"], imp["data"] = str(args.model), str(args.data)
     say = functools.partial(print, file=text_stream(args))  # JSON on standard output: the text to stderr

@@ -205,7 +205,7 @@ def default_config() -> AblationConfig:
 def quick_config() -> AblationConfig:
     """The quick study (``ltr ablate --quick``, ``make demo``): small synthetic data, 4 methods x 5 seeds.
 
-    Each neural cell trains until early stopping (patience 5; 20 to 30 epochs here); the cap of 200
+    Each neural cell trains until early stopping (patience 5; 14 to 46 epochs here); the cap of 200
     epochs is only a safety net. About a minute and a half on 2 cores.
     """
     return AblationConfig(

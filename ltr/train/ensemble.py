@@ -3,7 +3,7 @@
 DASALC (Qin et al., "Are Neural Rankers still Outperformed by Gradient Boosted Decision Trees?",
 ICLR 2021) averages the scores of models trained from different random seeds. An
 :class:`EnsembleScorer` is one model: ``model.json`` lists its members' descriptions
-(``{"type": "ensemble", "members": [...]}``) and ``model.pt`` holds all their weights
+(``{"type": "ensemble", "n_features": F, "members": [...]}``) and ``model.pt`` holds all their weights
 (``members.<k>.<name>``), so :func:`ltr.train.models.save_model` / ``load_model`` treat it like any
 scorer, without pickle.
 
@@ -50,7 +50,7 @@ class EnsembleScorer(_Scorer):
         return torch.stack([m(x, mask) for m in self.members]).mean(dim=0)
 
     def config(self) -> dict[str, Any]:
-        return {"type": "ensemble", "members": [m.config() for m in self.members]}
+        return {"type": "ensemble", "n_features": self.n_features, "members": [m.config() for m in self.members]}
 
 
 @dataclass

@@ -287,9 +287,13 @@ def build_model(config: dict[str, Any]) -> _Scorer:
             from ltr.train.ensemble import EnsembleScorer
 
             members = cfg.pop("members", None)
-            if not isinstance(members, list) or not members or cfg:
+            width = cfg.pop("n_features", None)
+            if not isinstance(members, list) or not members or cfg or not all(isinstance(m, dict) for m in members):
                 raise LtrError(f"an ensemble needs a non-empty list of members and nothing else, got {config}")
-            return EnsembleScorer([build_model(m) for m in members])
+            model = EnsembleScorer([build_model(m) for m in members])
+            if width is not None and width != model.n_features:
+                raise LtrError(f"the ensemble says n_features {width}, its members take {model.n_features}")
+            return model
         else:
             raise LtrError(f"unknown model type {kind!r}; choose one of {', '.join(MODEL_TYPES)}")
     except TypeError as exc:
