@@ -423,7 +423,8 @@ CASES: list[Case] = [
         ("dropout-bool", "[model]\ndropout = true\n", ("run.toml", "dropout")),
         ("dropout-2", "[model]\ndropout = 2.0\n", ("run.toml", "dropout")),
         ("model-type", "[model]\ntype = \"forest\"\n", ("run.toml", "type")),
-        ("model-unknown-key", "[model]\nlayers = 3\n", ("run.toml", "layers")),
+        ("model-unknown-key", "[model]\ndepth = 3\n", ("run.toml", "depth")),  # (layers: the attention scorer's)
+        ("model-layers-zero", "[model]\ntype = \"attention\"\nlayers = 0\n", ("run.toml", "layers")),
         ("activation-bogus", "[model]\nactivation = \"swish2\"\n", ("run.toml", "activation")),
         ("normalize-bogus", "[model]\nnormalize = \"z\"\n", ("normalize",)),
         ("loss-name-number", "[loss]\nname = 5\n", ("run.toml", "name")),

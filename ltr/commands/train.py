@@ -24,8 +24,8 @@ from ltr.train.config import TRAIN_RULES as R
 MODEL_KEYS = tuple(MODEL_RULES)
 SPLITS = ("train", "valid", "test")  # the data options, for --query-file OPTION=FILE
 LOSS_HELP = ("loss name for losses.get_loss: ranknet, hinge, lambdarank, ndcg_loss1, ndcg_loss2, ndcg_loss2pp, "
-             "arp_loss1, arp_loss2, listnet, softmax, listmle, approx_ndcg, neural_ndcg, bce, mse (default "
-             "lambdarank; options such as k or temperature go in the --config [loss] table)")
+             "arp_loss1, arp_loss2, listnet, softmax, listmle, approx_ndcg, neural_ndcg, bce, mse; options such as "
+             "k or temperature go in the --config [loss] table (default lambdarank)")
 
 
 def register(subparsers) -> None:
