@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ltr.checks import integer
 from ltr.data.files import add_format_options
 from ltr.errors import LtrError
 from ltr.train.config import LOSS_RULES, MODEL_RULES, MODEL_TYPE_NAMES, NORMALIZE_CHOICES
@@ -76,6 +77,9 @@ def register(subparsers) -> None:
     add_format_options(p, SPLITS)
     p.add_argument("--force", action="store_true", help="replace --out if it is a run folder made by ltr (never any other folder)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--nproc", type=integer(min=1), default=1, metavar="N", help="train with N processes on this machine (torch.distributed data parallel: "
+                   "gloo on CPU, NCCL on CUDA; each takes 1/N of every batch, same result as one process with the same --batch-size). "
+                   "For several machines run `torchrun --nnodes M --nproc-per-node N -m ltr train ...` (without --nproc)")
     p.set_defaults(func=run)
 
 
@@ -135,7 +139,32 @@ def resolve_settings(args) -> tuple[dict[str, Any], dict[str, Any], dict[str, An
 
 
 def run(args) -> int:
+    """One process, ``--nproc N`` processes (launched here), or one worker of torchrun's job."""
+    from ltr.train import distributed
+
+    train_cfg, model_cfg, _ = resolve_settings(args)
+    device = str(train_cfg.get("device", "cpu"))
+    several = args.nproc > 1 or distributed.launched_by_torchrun()
+    if several and model_cfg.get("ensemble", 1) > 1:
+        raise LtrError("--ensemble trains its members one after another in one process; it cannot be combined with --nproc or torchrun")
+    if distributed.launched_by_torchrun():
+        if args.nproc > 1:
+            raise LtrError("--nproc is for a job launched by ltr itself; under torchrun use its --nproc-per-node")
+        with distributed.process_group(device=device):
+            return _run(args)
+    if args.nproc > 1:
+        try:
+            return distributed.launch(_run, args.nproc, args, device=device)
+        except distributed.WorkerFailedError as exc:
+            ckpt = Path(args.checkpoint_dir) / "last.pt" if args.checkpoint_dir else None
+            kept = f"; last checkpoint kept: {ckpt} (run the same command to resume)" if ckpt and ckpt.exists() else ""
+            raise LtrError(f"distributed training stopped: {exc}{kept}") from None
+    return _run(args)
+
+
+def _run(args) -> int:
     from ltr.data.files import data_facts, format_options, load_data_file
+    from ltr.train.distributed import DistributedTrainer, context
     from ltr.io_utils import atomic_write_json
     from ltr.train.config import TrainConfig
     from ltr.train.models import save_model
@@ -145,6 +174,7 @@ def run(args) -> int:
     from ltr.train.trainer import Trainer, check_metric_names, resolve_device, seed_everything
 
     t0 = time.time()
+    ctx = context()
     train_cfg, model_cfg, loss_cfg = resolve_settings(args)
     out = Path(args.out) if args.out else Path("runs") / f"train-{loss_cfg['name']}-{model_cfg['type']}-{time.strftime('%Y%m%d-%H%M%S')}"
     inputs = [("--train", args.train), ("--valid", args.valid), ("--test", args.test), ("--config", args.config)]
@@ -158,6 +188,10 @@ def run(args) -> int:
     train_ds = load_data_file(args.train, "train", **format_options(args, "train", SPLITS))
     valid_ds = load_data_file(args.valid, "valid", train_ds.n_features, **format_options(args, "valid", SPLITS))
     test_ds = load_data_file(args.test, "test", train_ds.n_features, **format_options(args, "test", SPLITS))
+    if not ctx.is_main:  # the other ranks of a distributed job train; rank 0 alone writes the run folder
+        seed_everything(settings.seed)
+        DistributedTrainer(build_scorer(model_cfg, train_ds), loss, settings).fit(train_ds, valid_ds, test_ds)
+        return 0
 
     with run_folder(out, overwrite=args.force, kind="train", inputs=inputs) as tmp:
         cfg = TrainConfig.from_dict({**train_cfg, "log_dir": str(tmp / "tensorboard")}, source="train settings")
@@ -167,7 +201,8 @@ def run(args) -> int:
             seed_everything(cfg.seed)  # the initial weights depend on the seed too
             model = build_scorer(model_cfg, train_ds)
             hp = {f"model.{k}": v for k, v in model_cfg.items()} | {f"loss.{k}": v for k, v in loss_cfg.items()}
-            result, members = Trainer(model, loss, cfg, hparams=hp).fit(train_ds, valid_ds, test_ds), None
+            trainer = (DistributedTrainer if ctx.active else Trainer)(model, loss, cfg, hparams=hp)
+            result, members = trainer.fit(train_ds, valid_ds, test_ds), None
         save_model(result.model, tmp)
         metrics_out = {"valid": result.valid_metrics}
         if result.test_metrics is not None:
@@ -187,6 +222,7 @@ def run(args) -> int:
             "versions": versions(),
             "tensorboard": {"log_dir": "tensorboard", "tags": result.tensorboard_tags},
             "history": result.history,
+            "distributed": {"world_size": ctx.world_size, "backend": ctx.backend},
             "wall_time_s": time.time() - t0,
         }
         if members is not None:
