@@ -52,6 +52,9 @@ def register(subparsers) -> None:
     p.add_argument("--metrics", default=None, metavar="M1,M2,...", help="project metrics for valid/test (default ndcg@1,ndcg@3,ndcg@5,ndcg@10,map,mrr)")
     p.add_argument("--preset", default=None, help="metric conventions preset for the reported metrics (default: the toolkit's own)")
     p.add_argument("--seed", type=R["seed"], default=None, help="LightGBM seed (default 0)")
+    g = p.add_argument_group("LightGBM on a Dask cluster (pip install 'ltr[dask]')")
+    g.add_argument("--dask-workers", type=integer(min=1), default=None, metavar="N", help="train lightgbm.DaskLGBMRanker on a local Dask cluster of N worker processes")
+    g.add_argument("--dask-scheduler", default=None, metavar="ADDRESS", help="train on an existing Dask cluster (e.g. tcp://host:8786); a Parquet --train folder is read by its workers")
     p.add_argument("--out", required=True, metavar="DIR", help="run folder to create")
     add_format_options(p, SPLITS)
     p.add_argument("--force", action="store_true", help="replace --out if it is a run folder made by ltr (never any other folder)")
@@ -130,6 +133,10 @@ def run(args) -> int:
     out = Path(args.out)
     inputs = [("--train", args.train), ("--valid", args.valid), ("--test", args.test), ("--config", args.config)]
     check_destination(out, overwrite=args.force, inputs=inputs)
+    if args.dask_workers is not None or args.dask_scheduler is not None:
+        from ltr.train.gbdt_dask_run import run_on_dask
+
+        return run_on_dask(args, params, opts, out, inputs)
     train_ds = load_data_file(args.train, "train", **format_options(args, "train", SPLITS))
     valid_ds = load_data_file(args.valid, "valid", train_ds.n_features, **format_options(args, "valid", SPLITS))
     test_ds = load_data_file(args.test, "test", train_ds.n_features, **format_options(args, "test", SPLITS))
