@@ -217,3 +217,8 @@ def test_two_nodes_launched_by_torchrun_train_like_one_process(files, one_proces
     assert summary["distributed"]["world_size"] == 2
     one, one_weights = one_process
     assert_same_run(one["history"], summary["history"], one_weights, weights_of(load_model(out)), skip=RANKING_FREE)
+
+
+def test_cli_ensemble_with_several_processes_is_refused(files, tmp_path, capsys):
+    assert main(train_args(files, tmp_path / "e") + ["--nproc", "2", "--ensemble", "2"]) == 2
+    assert "--ensemble" in capsys.readouterr().err and not (tmp_path / "e").exists()
