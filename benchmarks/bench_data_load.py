@@ -5,6 +5,7 @@
    ``ltr.data.save_svmlight``, then times
    - a cold ``ltr.data.load_svmlight`` (parse with scikit-learn + checks + writing the cache),
    - a cached load (the ``.ltrcache.npz`` beside the file),
+   - the content hash of the whole file that keys the cache (its share of both loads),
    - the peer: scikit-learn's ``load_svmlight_file(query_id=False)`` on the same file (raw parse, no
      query structure; ``query_id=True`` grows its qid array one element at a time, which is quadratic,
      so it is timed on a ``--peer-rows`` prefix only, against ``load_svmlight`` on the same prefix, and
@@ -75,6 +76,12 @@ def bench_load(n_rows: int, peer: bool, peer_rows: int) -> None:
         print(f"cold load (parse + checks + cache write): {t_cold:.2f} s ({ds.n_items / t_cold:,.0f} rows/s)")
         print(f"cached load ({cache_mb:,.0f} MiB .ltrcache.npz): {t_cached:.3f} s")
         print(f"cached / cold speed-up: {t_cold / t_cached:.1f}x")
+        # the cache key is a hash of the whole file: its share of both loads
+        from ltr.data.cache import content_digest
+
+        _, t_hash = timed(lambda: content_digest(path))
+        print(f"content hash of the whole file (the cache key, SHA-1): {t_hash:.3f} s ({size_mb / t_hash:,.0f} MiB/s) "
+              f"= {100 * t_hash / t_cold:.1f}% of the cold load, {100 * t_hash / t_cached:.0f}% of the cached load")
 
         if peer:
             from sklearn.datasets import load_svmlight_file

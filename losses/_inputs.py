@@ -10,12 +10,16 @@ from __future__ import annotations
 import torch
 
 REDUCTIONS = ("mean", "sum", "none")
+#: Pairwise losses also average over pairs: ``"pair_mean"`` divides the batch's sum by the number
+#: of pairs built, ``"weight_mean"`` by the sum of the pairs' weights (peers report pairwise losses
+#: this way: allRank's mean over pairs, TF-Ranking's weighted mean).
+PAIR_REDUCTIONS = REDUCTIONS + ("pair_mean", "weight_mean")
 
 
-def check_reduction(reduction: str) -> str:
-    """Return ``reduction`` if it is one of ``REDUCTIONS``, else raise a ValueError naming them."""
-    if reduction not in REDUCTIONS:
-        raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+def check_reduction(reduction: str, allowed: tuple[str, ...] = REDUCTIONS) -> str:
+    """Return ``reduction`` if it is one of ``allowed``, else raise a ValueError naming them."""
+    if reduction not in allowed:
+        raise ValueError(f"reduction must be one of {allowed}, got {reduction!r}")
     return reduction
 
 
@@ -72,3 +76,18 @@ def reduce_per_query(per_query: torch.Tensor, mask: torch.Tensor, reduction: str
         return total
     n_queries = mask.any(dim=1).sum().clamp(min=1)
     return total / n_queries
+
+
+def reduce_pairs(per_query: torch.Tensor, n_pairs: torch.Tensor, weight_sum: torch.Tensor,
+                 mask: torch.Tensor, reduction: str) -> torch.Tensor:
+    """Reduce a pairwise loss ``[B]`` given its per-query pair counts and pair-weight sums ``[B]``.
+
+    ``"pair_mean"``: the batch's sum over all pairs divided by the number of pairs in the batch;
+    ``"weight_mean"``: divided by the sum of the pair weights; 0 when the batch holds no pair.
+    Other reductions as :func:`reduce_per_query`.
+    """
+    if reduction not in ("pair_mean", "weight_mean"):
+        return reduce_per_query(per_query, mask, reduction)
+    denominator = (n_pairs if reduction == "pair_mean" else weight_sum).sum()
+    # No pair (or no pair weight) means a zero sum: 0 / tiny = 0, without a device sync.
+    return per_query.sum() / denominator.clamp(min=torch.finfo(per_query.dtype).tiny)

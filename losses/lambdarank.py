@@ -10,6 +10,10 @@ ranking induced by the current scores (stable descending sort), taken from
 of evaluation. |ΔM| is a constant for autograd, so ``d loss / d s_i`` is the classic lambda
 ``-sigma |ΔM_ij| w_i sigmoid(-sigma (s_i - s_j))`` (summed over i's pairs).
 
+With ``pair_weight="label_diff"`` the weight becomes ``|ΔM_ij| * |y_i - y_j|``
+(``losses.pair_weights``). Reductions as :mod:`losses.pairwise` (``"pair_mean"`` and
+``"weight_mean"`` included).
+
 With ``k`` set, only pairs with at least one item in the current top K are built (LightGBM's
 truncation level): for NDCG, RR and AP a swap of two items both below K changes nothing, so the
 loss is unchanged and the cost drops from O(B L^2) to O(B L K). Pairs are built in blocks
@@ -26,8 +30,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from losses._inputs import check_inputs, check_reduction, reduce_per_query
-from losses.pair_engine import BLOCK_ELEMENTS, pairwise_logistic
+from losses._inputs import PAIR_REDUCTIONS, check_inputs, check_reduction
+from losses.pair_engine import BLOCK_ELEMENTS, reduced_pairwise
+from losses.pair_weights import LabelDiffWeights, check_pair_weight
 from metrics.discounts import check_cutoff
 from metrics.swap import SWAP_METRICS, prepare_swap_deltas
 
@@ -60,13 +65,15 @@ class LambdaRank(nn.Module):
             (``f(scores, labels, mask, k=, top=) -> (deltas [B, T, L], order [B, L])``).
         threshold: relevance threshold for MRR and AP (label >= threshold).
         reduction: ``"mean"`` (default: per-query sums averaged over queries with at least one
-            real item), ``"sum"`` (over pairs and queries) or ``"none"`` (``[B]``).
+            real item), ``"sum"`` (over pairs and queries), ``"none"`` (``[B]``), ``"pair_mean"``
+            or ``"weight_mean"``.
+        pair_weight: None (default) or ``"label_diff"`` (also multiply by ``|y_i - y_j|``).
         block_elements: pairs materialised at once (memory only; the value is unchanged).
     """
 
     def __init__(self, sigma: float = 1.0, k: int | None = None, gain="exp2", metric="ndcg",
                  reduction: str = "mean", *, discount="log2", threshold: float = 1.0,
-                 block_elements: int = BLOCK_ELEMENTS):
+                 pair_weight: str | None = None, block_elements: int = BLOCK_ELEMENTS):
         super().__init__()
         if not callable(metric) and metric not in SWAP_METRICS:
             raise ValueError(f"metric must be one of {SWAP_METRICS} or a callable, got {metric!r}")
@@ -76,7 +83,8 @@ class LambdaRank(nn.Module):
         self.discount = discount
         self.metric = metric
         self.threshold = float(threshold)
-        self.reduction = check_reduction(reduction)
+        self.reduction = check_reduction(reduction, PAIR_REDUCTIONS)
+        self.pair_weight = check_pair_weight(pair_weight)
         self.block_elements = int(block_elements)
 
     def swap_deltas(self, scores, labels, mask, item_gain=None):
@@ -93,12 +101,15 @@ class LambdaRank(nn.Module):
     def forward(self, scores, labels, mask=None, weights=None, item_gain=None) -> torch.Tensor:
         scores, labels, mask, weights = check_inputs(scores, labels, mask, weights)
         deltas = self.swap_deltas(scores, labels, mask, item_gain)
-        per_query = pairwise_logistic(scores, labels, mask, weights, sigma=self.sigma,
-                                      order=deltas.order, pair_weight=deltas, top=self.k,
-                                      block_elements=self.block_elements)
-        return reduce_per_query(per_query, mask, self.reduction)
+        pair_weight = deltas
+        if self.pair_weight == "label_diff":
+            pair_weight = LabelDiffWeights(labels, mask, deltas.order, base=deltas)
+        return reduced_pairwise(scores, labels, mask, weights, self.reduction, sigma=self.sigma,
+                                order=deltas.order, pair_weight=pair_weight, top=self.k,
+                                block_elements=self.block_elements)
 
     def extra_repr(self) -> str:
         metric = getattr(self.metric, "__name__", "custom") if callable(self.metric) else self.metric
+        extra = "" if self.pair_weight is None else f", pair_weight={self.pair_weight!r}"
         return (f"sigma={self.sigma}, k={self.k}, gain={self.gain!r}, metric={metric!r}, "
-                f"reduction={self.reduction!r}")
+                f"reduction={self.reduction!r}{extra}")

@@ -1,4 +1,4 @@
-r"""ListNet (Cao et al., 2007): cross-entropy between top-one probabilities.
+r"""Softmax cross-entropy listwise losses: ListNet (Cao et al., 2007) and the labels-as-given softmax.
 
 For one query with real items i, the model's top-one probability is ``P_s(i) = softmax(s)_i`` and
 the target's is ``P_y(i) = softmax(y)_i`` (``target="softmax"``, the original paper's exp
@@ -10,7 +10,26 @@ and a query whose labels sum to 0 contributes 0)::
 (w_i = 1 without ``weights``). Padding is excluded from both softmaxes. Shifting every score of
 a query by a constant changes nothing. Cost O(B * L).
 
+``SoftmaxCrossEntropy`` takes the labels as given, unnormalised (labels >= 0)::
+
+    loss_q = -sum_i w_i * y_i * log softmax(s)_i
+
+This is the listwise loss of TF-Ranking (``SoftmaxLoss`` normalises the labels into a distribution
+and weighs each query by its label sum, which is the same thing) and of Bruch et al., "An Analysis
+of the Softmax Cross Entropy Loss for Learning-to-Rank with Binary Relevance" (ICTIR 2019).
+How it differs from the two ListNet targets:
+
+* ``ListNet(target="linear")`` divides by ``sum_j y_j`` first (Rax's ``softmax_loss`` does the
+  same): every query weighs the same, whereas here a query with more (or more relevant) labelled
+  items weighs more, in proportion to its label sum.
+* ``ListNet(target="softmax")`` (the original paper) takes ``softmax(y)`` as the target: items of
+  label 0 still get probability mass ``e^0 / sum_j e^{y_j}``, so the loss also pushes
+  non-relevant items up, and a query of all-0 labels still has a uniform target (here it
+  contributes 0).
+
 >>> import torch
+>>> float(SoftmaxCrossEntropy(reduction="sum")(torch.zeros(1, 2), torch.tensor([[2.0, 0.0]])))   # 2 log 2
+1.3862943649291992
 >>> loss = ListNet(reduction="sum")
 >>> s = torch.zeros(1, 4); y = torch.tensor([[1.0, 0.0, 0.0, 7.0]])
 >>> round(float(loss(s, y, torch.tensor([[True, True, True, False]]))), 6)   # log 3
@@ -24,7 +43,7 @@ from torch import nn
 
 from losses._inputs import check_inputs, check_reduction, reduce_per_query
 
-__all__ = ["ListNet"]
+__all__ = ["ListNet", "SoftmaxCrossEntropy"]
 
 TARGETS = ("softmax", "linear")
 
@@ -64,3 +83,32 @@ class ListNet(nn.Module):
 
     def extra_repr(self) -> str:
         return f"target={self.target!r}, reduction={self.reduction!r}"
+
+
+class SoftmaxCrossEntropy(nn.Module):
+    """Softmax cross-entropy with the labels as given: ``loss(scores, labels, mask, weights=None)``.
+
+    ``loss_q = -sum_i w_i y_i log softmax(s)_i`` over real items (labels must be >= 0); see the
+    module docstring for how it differs from :class:`ListNet`.
+
+    Args:
+        reduction: ``"mean"`` (default: per-query losses averaged over queries with at least
+            one real item), ``"sum"`` or ``"none"`` (``[B]``).
+    """
+
+    def __init__(self, reduction: str = "mean"):
+        super().__init__()
+        self.reduction = check_reduction(reduction)
+
+    def forward(self, scores, labels, mask=None, weights=None) -> torch.Tensor:
+        scores, labels, mask, weights = check_inputs(scores, labels, mask, weights)
+        if bool((labels < 0).any()):
+            raise ValueError("SoftmaxCrossEntropy needs non-negative labels (they weigh log-probabilities)")
+        neg_inf = torch.finfo(scores.dtype).min
+        log_p = torch.log_softmax(scores.masked_fill(~mask, neg_inf), dim=1).masked_fill(~mask, 0.0)
+        target = labels if weights is None else labels * weights
+        per_query = -(target * log_p).sum(dim=1)
+        return reduce_per_query(per_query, mask, self.reduction)
+
+    def extra_repr(self) -> str:
+        return f"reduction={self.reduction!r}"

@@ -9,7 +9,11 @@ last) and s, y, w the scores, labels and item weights in that order::
 so every pair (i, j) with y_i > y_j is counted once, as ``log(1 + exp(-sigma (s_i - s_j)))``.
 ``pair_weight`` is a detached constant (|Δmetric| for LambdaRank, 1 for RankNet), so the gradient
 is the classic lambda: ``d loss / d s_i = -sigma * a_ij * sigmoid(-sigma (s_i - s_j))`` and the
-opposite for ``s_j``.
+opposite for ``s_j``. With ``margin`` set, the pair's term is the hinge
+``max(0, margin - sigma (s_i - s_j))`` instead (gradient ``-sigma a_ij`` where it is positive).
+
+The engine can also return, per query, the number of pairs it built and the sum of their weights
+a_ij, so that a loss can average over pairs (or over pair weights) as peers report it.
 
 Why a custom autograd Function: autograd through the [B, L, L] pair graph keeps several [B, L, L]
 tensors alive until backward. Here the value and the exact gradient are computed together, block
@@ -20,9 +24,13 @@ pairs are truncated to those with an item in the top K), memory O(block_elements
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
+
+from losses._inputs import reduce_pairs
 
 #: Default number of pairs materialised at once (4 MB per float32 temporary). Smaller blocks fit
 #: the caches better, larger ones mean fewer multi-threaded kernel launches (each costs a thread
@@ -47,7 +55,9 @@ def pairwise_logistic(
     pair_weight=None,
     top: int | None = None,
     block_elements: int = BLOCK_ELEMENTS,
-) -> torch.Tensor:
+    margin: float | None = None,
+    with_counts: bool = False,
+):
     """Per-query pairwise logistic loss ``[B]`` (see the module docstring), differentiable in ``scores``.
 
     Args:
@@ -60,35 +70,81 @@ def pairwise_logistic(
             (e.g. :func:`metrics.prepare_swap_deltas`); its ``unmasked_block`` is used if present.
         top: keep only pairs whose better-ranked item is in the first ``top`` positions.
         block_elements: pairs per block (memory knob; does not change the result).
+        margin: None (logistic, the default) or the margin of a hinge on ``sigma (s_i - s_j)``.
+        with_counts: also return the per-query number of pairs and sum of pair weights a_ij
+            (``(per_query, n_pairs, weight_sum)``, the last two ``[B]`` constants).
     """
     if order is None:
         order = compact_order(mask)
-    return _PairwiseLogistic.apply(scores, labels, mask, weights, float(sigma), order, pair_weight,
-                                   top, int(block_elements))
+    margin = None if margin is None else float(margin)
+    per_query, n_pairs, weight_sum = _PairwiseLogistic.apply(
+        scores, labels, mask, weights, float(sigma), order, pair_weight, top, int(block_elements), margin,
+        bool(with_counts))
+    return (per_query, n_pairs, weight_sum) if with_counts else per_query
+
+
+def reduced_pairwise(scores, labels, mask, weights, reduction: str, *, base2: bool = False,
+                     **engine_options) -> torch.Tensor:
+    """:func:`pairwise_logistic` reduced by ``reduction`` (counting pairs only when it needs them).
+
+    ``base2``: the pair weights given hold a factor 1/ln 2 (a loss in log2); the sum of the true
+    weights, which ``"weight_mean"`` divides by, is then the engine's sum times ln 2.
+    """
+    counts = reduction in ("pair_mean", "weight_mean")
+    out = pairwise_logistic(scores, labels, mask, weights, with_counts=counts, **engine_options)
+    per_query, n_pairs, weight_sum = out if counts else (out, None, None)
+    if counts and base2:
+        weight_sum = weight_sum * math.log(2.0)
+    return reduce_pairs(per_query, n_pairs, weight_sum, mask, reduction)
+
+
+def all_pairs_logistic(scores, mask, item_weight, *, sigma: float = 1.0, order=None,
+                       block_elements: int = BLOCK_ELEMENTS) -> torch.Tensor:
+    """Per-query ``sum_i a_i sum_{j != i} log(1 + exp(-sigma (s_i - s_j)))`` over real items ``[B]``.
+
+    Every ordered pair, whatever the labels (the "Loss1" bounds of LambdaLoss weigh item i against
+    all others). Done as two passes of the engine with stand-in labels that order every pair one
+    way (rank position descending, then ascending), so the memory stays O(block + B L).
+    ``item_weight`` (``[B, L]``, non-negative) plays the part of a_i.
+    """
+    if order is None:
+        order = compact_order(mask)
+    position = torch.empty_like(scores).scatter_(
+        1, order, torch.arange(scores.shape[1], dtype=scores.dtype, device=scores.device).expand_as(scores))
+    options = dict(sigma=sigma, order=order, block_elements=block_elements)
+    # -position: every earlier item is "better" (pairs i before j); +position: the reverse.
+    return (pairwise_logistic(scores, -position, mask, item_weight, **options)
+            + pairwise_logistic(scores, position, mask, item_weight, **options))
 
 
 class _PairwiseLogistic(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, scores, labels, mask, weights, sigma, order, pair_weight, top, block_elements):
-        per_query, grad = _value_and_grad(scores.detach(), labels, mask, weights, sigma, order,
-                                          pair_weight, top, block_elements)
+    def forward(ctx, scores, labels, mask, weights, sigma, order, pair_weight, top, block_elements, margin,
+                with_counts):
+        per_query, grad, n_pairs, weight_sum = _value_and_grad(
+            scores.detach(), labels, mask, weights, sigma, order, pair_weight, top, block_elements, margin,
+            with_counts)
         ctx.save_for_backward(grad)
-        return per_query
+        ctx.mark_non_differentiable(n_pairs, weight_sum)
+        return per_query, n_pairs, weight_sum
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, grad_out):
+    def backward(ctx, grad_out, _grad_pairs, _grad_weights):
         (grad,) = ctx.saved_tensors
-        return grad_out[:, None] * grad, None, None, None, None, None, None, None, None
+        return (grad_out[:, None] * grad,) + (None,) * 10
 
 
-def _value_and_grad(scores, labels, mask, weights, sigma, order, pair_weight, top, block_elements):
+def _value_and_grad(scores, labels, mask, weights, sigma, order, pair_weight, top, block_elements, margin,
+                    with_counts):
     n_batch = scores.shape[0]
     per_query = scores.new_zeros(n_batch)
+    n_pairs = scores.new_zeros(n_batch)
+    weight_sum = scores.new_zeros(n_batch)
     grad_out = torch.zeros_like(scores)
     n_valid = int(mask.sum(dim=1).max()) if mask.numel() else 0
     if n_valid < 2:
-        return per_query, grad_out
+        return per_query, grad_out, n_pairs, weight_sum
     # Rank coordinates, cut after the last real item of the longest query.
     # Padded scores may be NaN or inf; 0 * NaN would leak, so they are zeroed first.
     s = (scores.masked_fill(~mask, 0.0) * sigma).gather(1, order)[:, :n_valid]
@@ -124,12 +180,22 @@ def _value_and_grad(scores, labels, mask, weights, sigma, order, pair_weight, to
         # z = -sigma * (s_better - s_worse); the pair's loss is softplus(z) = -logsigmoid(-z).
         z = s[:, None, q0:] - s[:, p0:p1, None]
         z *= sgn
-        lam = c * torch.sigmoid(z)  # d loss / d (sigma s_q); d loss / d (sigma s_p) is its negative
-        log_p = F.logsigmoid(z.neg_())
-        per_query -= torch.bmm(c.abs().view(n_batch, 1, -1), log_p.view(n_batch, -1, 1)).view(n_batch)
+        a = c.abs()
+        if margin is None:
+            lam = c * torch.sigmoid(z)  # d loss / d (sigma s_q); d loss / d (sigma s_p) is its negative
+            log_p = F.logsigmoid(z.neg_())
+            per_query -= torch.bmm(a.view(n_batch, 1, -1), log_p.view(n_batch, -1, 1)).view(n_batch)
+        else:  # hinge: max(0, margin + z), slope 1 where positive (0 at the kink)
+            z += margin
+            lam = c * (z > 0).to(z.dtype)
+            term = z.clamp_(min=0.0)
+            per_query += torch.bmm(a.view(n_batch, 1, -1), term.view(n_batch, -1, 1)).view(n_batch)
+        if with_counts:
+            n_pairs += (sgn != 0).sum(dim=(1, 2)).to(s.dtype)
+            weight_sum += a.sum(dim=(1, 2))
         grad[:, p0:p1] -= lam.sum(dim=2)
         grad[:, q0:] += lam.sum(dim=1)
         p0 = p1
     # Back from rank coordinates to item coordinates (order is a permutation per row).
     grad_out.scatter_(1, order[:, :n_valid], grad * sigma)
-    return per_query, grad_out
+    return per_query, grad_out, n_pairs, weight_sum

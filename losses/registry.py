@@ -4,30 +4,44 @@ The names are the ones the CLI and the configuration files use.
 
 >>> get_loss("ranknet", sigma=2.0)
 RankNet(sigma=2.0, reduction='mean')
->>> get_loss("hinge")
+>>> get_loss("hinge", margin=0.5)
+PairwiseHinge(margin=0.5, reduction='mean')
+>>> get_loss("lambdamart")
 Traceback (most recent call last):
 ...
-ValueError: unknown loss 'hinge'; valid names: bce, lambdarank, listnet, mse, ndcg_loss2, ndcg_loss2pp, ranknet
+ValueError: unknown loss 'lambdamart'; valid names: approx_ndcg, arp_loss1, arp_loss2, bce, hinge, lambdarank, listmle, listnet, mse, ndcg_loss1, ndcg_loss2, ndcg_loss2pp, neural_ndcg, ranknet, softmax
 """
 
 from __future__ import annotations
 
 from torch import nn
 
-from losses.lambdaloss import NDCGLoss2, NDCGLoss2PP
+from losses.approx_ndcg import ApproxNDCG
+from losses.lambdaloss import NDCGLoss1, NDCGLoss2, NDCGLoss2PP
+from losses.lambdaloss_arp import ARPLoss1, ARPLoss2
 from losses.lambdarank import LambdaRank
-from losses.listwise import ListNet
-from losses.pairwise import RankNet
+from losses.listmle import ListMLE
+from losses.listwise import ListNet, SoftmaxCrossEntropy
+from losses.neural_ndcg import NeuralNDCG
+from losses.pairwise import PairwiseHinge, RankNet
 from losses.pointwise import PointwiseBCE, PointwiseMSE
 
 __all__ = ["LOSSES", "get_loss", "loss_names"]
 
 LOSSES: dict[str, type[nn.Module]] = {
     "ranknet": RankNet,
+    "hinge": PairwiseHinge,
     "lambdarank": LambdaRank,
+    "ndcg_loss1": NDCGLoss1,
     "ndcg_loss2": NDCGLoss2,
     "ndcg_loss2pp": NDCGLoss2PP,
+    "arp_loss1": ARPLoss1,
+    "arp_loss2": ARPLoss2,
     "listnet": ListNet,
+    "softmax": SoftmaxCrossEntropy,
+    "listmle": ListMLE,
+    "approx_ndcg": ApproxNDCG,
+    "neural_ndcg": NeuralNDCG,
     "bce": PointwiseBCE,
     "mse": PointwiseMSE,
 }

@@ -14,6 +14,24 @@ The toolkit is five parts and a command line, each a sub-package (imported on de
 
 ``metrics`` (numpy) and ``losses`` (torch) sit below all of them. ``ltr.cli``, ``ltr.errors`` and
 ``ltr.io_utils`` are the few things every part uses.
+
+``from ltr import NeuralRanker`` gives the scikit-learn-style ranker of :mod:`ltr.train.sklearn_ranker`
+(loaded on first use, with torch and scikit-learn).
 """
 
 __version__ = "0.1.0"
+
+# the few public objects re-exported here, imported on first access (PEP 562)
+_LAZY = ("NeuralRanker", "ranking_scorer")
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import ltr.train.sklearn_ranker as sklearn_ranker  # the one import from the top-level package into a part
+
+        return getattr(sklearn_ranker, name)
+    raise AttributeError(f"module 'ltr' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])

@@ -2,7 +2,12 @@
 
 Each sub-command lives in ``ltr/commands/<name>.py`` and exposes ``register(subparsers)``, which adds
 its parser and sets ``func`` (a callable taking the parsed namespace and returning an exit code).
-Errors meant for the user are raised as :class:`ltr.errors.LtrError` and printed without a traceback.
+Errors meant for the user are raised as :class:`ltr.errors.LtrError` and printed without a traceback;
+so are the operating system's refusals (:class:`OSError`: a full disk, a read-only folder, a file that
+vanished), in the words of :func:`ltr.checks.describe_os_error`. Both exit with status 2.
+
+Before anything imports torch or LightGBM, :func:`ltr.threads.configure_threads` sets passive OpenMP
+waiting (and ``LTR_THREADS``'s thread count), which keeps the commands fast on a busy machine.
 """
 
 from __future__ import annotations
@@ -13,9 +18,41 @@ import sys
 
 from ltr import __version__
 from ltr.errors import LtrError
+from ltr.threads import THREADS_ENV, configure_threads
 
 # The order is the order shown in ``ltr --help``.
-COMMANDS = ("synth", "eval", "compare", "train", "gbdt", "predict", "convert", "ablate", "calibrate", "clicks")
+COMMANDS = ("synth", "eval", "compare", "train", "gbdt", "predict", "convert", "ablate", "calibrate", "clicks", "export", "tune", "importance")
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Adds "(default: X)" to an option's help once, and only where it tells something.
+
+    Left out: when the help already states its default ("(default ..."), for required options,
+    for defaults of None or False (an unset option, a flag that is off) and for positionals.
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (
+            "(default" in text
+            or action.required
+            or not action.option_strings
+            or default is None
+            or default is False
+            or default is argparse.SUPPRESS
+        ):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+def _use_formatter(parser: argparse.ArgumentParser) -> None:
+    """Give ``parser`` and every sub-command's parser below it :class:`HelpFormatter`."""
+    parser.formatter_class = HelpFormatter
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _use_formatter(child)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ltr",
         description="Learning-to-rank toolkit: synthetic data, metric-aware training, LightGBM baseline, "
         "evaluation with stated conventions, ablations, calibration and click studies.",
+        epilog=f"Threads: OpenMP waits passively unless OMP_WAIT_POLICY says otherwise; {THREADS_ENV}=N sets the "
+        "thread count of torch, LightGBM, OpenMP and BLAS (default: each library's own, one per core).",
     )
     parser.add_argument("--version", action="version", version=f"ltr {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -35,16 +74,31 @@ def build_parser() -> argparse.ArgumentParser:
                 continue  # sub-command not built yet
             raise
         module.register(sub)
+    _use_formatter(parser)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        configure_threads()  # before any command imports torch or LightGBM
+    except LtrError as exc:
+        print(f"ltr: error: {exc}", file=sys.stderr)
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except LtrError as exc:
         print(f"ltr {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        from ltr.checks import describe_os_error
+
+        print(f"ltr {args.command}: error: {describe_os_error(exc)}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print(f"ltr {args.command}: error: out of memory (the input is too large for this machine's memory)",
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"ltr {args.command}: interrupted", file=sys.stderr)

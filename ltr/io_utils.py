@@ -94,13 +94,18 @@ STDIO = "-"  # a path argument of "-" means standard input (to read) or standard
 def open_text(path: str | os.PathLike) -> Iterator[Any]:
     """Open a text file to read, or standard input when ``path`` is ``"-"`` (left open afterwards).
 
-    A file that cannot be opened is a :class:`ltr.errors.LtrError` (``cannot read PATH: reason``).
+    A path that is missing, a folder, a FIFO (which would block) or unreadable is an
+    :class:`ltr.errors.LtrError` (:func:`ltr.checks.input_file`); a UTF-8 byte order mark at the start
+    is skipped, never read as part of the first field.
     """
     if str(path) == STDIO:
         yield sys.stdin
         return
+    from ltr.checks import input_file
+
+    path = input_file(path)
     try:
-        fh = open(path, "r", encoding="utf-8", errors="replace")
+        fh = open(path, "r", encoding="utf-8-sig", errors="replace")
     except OSError as exc:
         raise LtrError(f"cannot read {path}: {exc.strerror or exc}") from None
     with fh:

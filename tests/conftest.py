@@ -27,6 +27,12 @@ def shared_data():
     return shared_path
 
 
+def pytest_collection_modifyitems(config, items):
+    # Tests marked slow run first: under pytest-xdist each worker starts on one while the others fill
+    # the gaps, so no long test starts last and holds up the end of `make test`. The sort is stable.
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 def pytest_configure(config):
     # Under pytest-xdist each worker gets one torch thread: two workers on two cores already fill
     # the machine, and oversubscribed OpenMP threads make small ops orders of magnitude slower.

@@ -103,3 +103,21 @@ def test_pad_flat_inverts_to_flat():
     padded, mask = pad_flat(ds.labels, ds.query_offsets, fill=-1)
     assert np.array_equal(padded[mask], ds.labels)
     assert np.all(padded[~mask] == -1)
+
+
+def test_batch_composition_changes_between_epochs_on_a_set_smaller_than_a_bucket():
+    # 240 queries of distinct lengths, batch 64, default bucket (3200): one bucket sorted whole. Cut at
+    # fixed places, every epoch would hold the same four batches; the random phase of the cuts mixes them.
+    lengths = np.random.default_rng(0).permutation(np.arange(1, 241))
+    sampler = BucketBatchSampler(lengths, 64, seed=0)
+    compositions = []
+    for epoch in range(4):
+        sampler.set_epoch(epoch)
+        batches = list(sampler)
+        assert sorted(q for b in batches for q in b) == list(range(240))
+        assert all(len(b) <= 64 for b in batches) and len(batches) == len(sampler)
+        compositions.append({frozenset(b) for b in batches})
+    assert all(compositions[i] != compositions[j] for i in range(4) for j in range(i))
+    # ... while each batch is still a run of neighbouring lengths (the padding of sorted batches)
+    for b in batches:
+        assert lengths[b].max() - lengths[b].min() == len(b) - 1

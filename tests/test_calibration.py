@@ -244,7 +244,7 @@ def test_cli_calibrate_end_to_end(tmp_path, capsys):
     rc = main(["calibrate", *files, "--method", "isotonic-strict", "--fit-fraction", "0.4", "--seed", "3",
                "--out", str(out), "--bins", "10"])
     assert rc == 0
-    assert sorted(p.name for p in out.iterdir()) == ["calibrator.json", "reliability.png", "report.json", "report.txt"]
+    assert sorted(p.name for p in out.iterdir()) == [".ltr-run.json", "calibrator.json", "reliability.png", "report.json", "report.txt"]
     rep = json.loads((out / "report.json").read_text())
     # Recompute the evaluation part and every "after" number independently from the saved calibrator.
     fit = split_rows(3000, 0.4, 3, np.array([f"q{g}" for g in groups]))

@@ -106,3 +106,22 @@ def test_missing_column_is_a_one_line_error(files, tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "no query column 'qid' (set query_column= or --query-column); its columns are: query, grade, url" in err
     assert not (tmp_path / "r").exists()
+
+
+def test_convert_refusals_are_one_line(files, tmp_path, capsys):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "notes.txt").write_text("mine")
+    cases = [
+        (["convert", str(tmp_path / "missing.txt"), "--out", str(tmp_path / "s")], "file not found"),
+        (["convert", str(files["train"]), "--out", str(data), "--force"], "is a folder that is not a store; --force replaces only a store"),
+        (["convert", str(files["train_pq"]), "--out", str(tmp_path / "s"), "--sort-by-query"], "cannot regroup rows"),
+        (["convert", str(files["train_pq"]), "--out", str(tmp_path / "s")], "no query column 'qid'"),
+    ]
+    for argv, expected in cases:
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and expected in err, err
+    assert (data / "notes.txt").read_text() == "mine" and not (tmp_path / "s").exists()
+    with pytest.raises(SystemExit):
+        main(["convert", str(files["train"]), "--out", str(tmp_path / "s"), "--block-rows", "0"])

@@ -46,7 +46,7 @@ def test_train_then_predict(files, tmp_path, capsys):
                  "--loss", "ranknet", "--model", "mlp", "--hidden", "12,6", "--epochs", "3", "--seed", "4",
                  "--normalize", "standard", "--out", str(out), "--quiet"])
     assert code == 0
-    assert sorted(p.name for p in out.iterdir()) == ["model.json", "model.pt", "summary.json", "tensorboard"]
+    assert sorted(p.name for p in out.iterdir()) == [".ltr-run.json", "model.json", "model.pt", "summary.json", "tensorboard"]
     assert list((out / "tensorboard").glob("events.out.tfevents.*"))
     assert not list(tmp_path.glob(".run.partial-*"))
     summary = json.loads((out / "summary.json").read_text())
@@ -77,6 +77,29 @@ def test_train_then_predict(files, tmp_path, capsys):
         assert all(float(a[4]) >= float(b[4]) for a, b in zip(mine, mine[1:]))
 
 
+def test_train_attention_ensemble_then_predict(files, tmp_path):
+    out = tmp_path / "attn"
+    assert main(["train", "--train", str(files["train"]), "--valid", str(files["valid"]), "--test", str(files["test"]),
+                 "--loss", "softmax", "--model", "attention", "--width", "8", "--heads", "2", "--layers", "1",
+                 "--input-noise", "0.1", "--ensemble", "2", "--normalize", "standard", "--epochs", "2", "--seed", "7",
+                 "--out", str(out), "--quiet"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert [m["seed"] for m in summary["ensemble"]] == [7, 8]
+    assert sorted(p.name for p in (out / "tensorboard").iterdir()) == ["member-0", "member-1"]
+    model = load_model(out)
+    assert model.config()["type"] == "ensemble" and model.listwise
+    assert model.members[0].config() == {"type": "attention", "n_features": 6, "width": 8, "heads": 2, "layers": 1,
+                                         "dropout": 0.1, "input_noise": 0.1, "normalizer": "standard"}
+    test = load_svmlight(files["test"], n_features=6, cache=False)
+    scores = predict_scores(model, test.features, query_offsets=test.query_offsets)
+    ev = metrics.evaluate(scores, test.labels, test.query_offsets, ["ndcg@10"])
+    name = next(iter(ev.mean))
+    assert ev.mean[name] == pytest.approx(summary["metrics"]["test"][name], abs=1e-12)
+    run_file = tmp_path / "attn.run"
+    assert main(["predict", "--model", str(out), "--data", str(files["test"]), "--out", str(run_file)]) == 0
+    np.testing.assert_allclose(run_scores(read_run(run_file), test), scores, rtol=1e-6)
+
+
 def test_gbdt_then_predict(files, tmp_path):
     out = tmp_path / "gbdt"
     cfg = tmp_path / "g.toml"
@@ -93,14 +116,31 @@ def test_gbdt_then_predict(files, tmp_path):
     assert main(["predict", "--model", str(out), "--data", str(files["valid"]), "--out", str(run_file), "--tag", "lgb"]) == 0
     scores = run_scores(read_run(run_file), valid)
     ev = metrics.evaluate(scores, valid.labels, valid.query_offsets, ["ndcg@10"], preset="lightgbm")
-    assert ev.mean[ev.names["ndcg@10"]] == pytest.approx(summary["lightgbm_evals_result"]["valid"]["ndcg@10"][best - 1], abs=1e-6)
+    # ... and is stamped with that preset's conventions (empty=one), not written as the project's ndcg
+    own = summary["lightgbm_own_metrics"]
+    assert "empty=one" in ev.names["ndcg@10"] and "empty=one" in own["convention"]
+    assert ev.mean[ev.names["ndcg@10"]] == pytest.approx(own["per_round"]["valid"][ev.names["ndcg@10"]][best - 1], abs=1e-6)
+    # the training curve is there too, one value per round, and TensorBoard holds both under stamped tags
+    rounds = len(own["per_round"]["valid"][ev.names["ndcg@10"]])
+    assert len(own["per_round"]["train"][ev.names["ndcg@10"]]) == rounds
+    tags = set(summary["tensorboard"]["tags"].values())
+    assert f"train/{ev.names['ndcg@10']}" in tags and f"valid/{ev.names['ndcg@10']}" in tags
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(out / "tensorboard")).Reload()
+    assert len(acc.Scalars(f"train/{ev.names['ndcg@10']}")) == rounds
+    # gain and split importances, named, one per feature, beside a bar chart
+    imp = json.loads((out / "importance.json").read_text())
+    assert imp["feature"] == [f"f{j}" for j in range(1, 7)] and len(imp["gain"]) == 6
+    assert sum(imp["split"]) > 0 and (out / "importance.png").stat().st_size > 1000
 
 
 @pytest.mark.parametrize(
     "extra, message",
     [
         (["--train", "MISSING"], "file not found"),
-        (["--loss", "hinge"], "hinge"),
+        (["--loss", "lambdamart"], "lambdamart"),
+        (["--model", "attention", "--width", "10", "--heads", "3"], "multiple of heads"),
         (["--config", "BADKEY"], "unknown key 'epoch'"),
         (["--hidden", "12,x"], "--hidden must be comma-separated integers"),
         (["--device", "cuda:7"], "cuda:7"),
@@ -122,13 +162,26 @@ def test_train_refuses_bad_input_and_writes_nothing(files, tmp_path, capsys, ext
 
 def test_existing_output_is_refused_unless_forced(files, tmp_path, capsys):
     out = tmp_path / "taken"
-    out.mkdir()
-    (out / "keep.txt").write_text("x")
     argv = ["gbdt", "--train", str(files["train"]), "--valid", str(files["valid"]), "--num-boost-round", "3", "--out", str(out), "--quiet"]
+    assert main(argv) == 0
+    first = (out / "model.txt").read_bytes()
+    (out / "model.txt").write_text("stale")
     assert main(argv) == 2
-    assert "already exists" in capsys.readouterr().err and (out / "keep.txt").exists()
-    assert main(argv + ["--force"]) == 0
-    assert not (out / "keep.txt").exists() and (out / "model.txt").exists()
+    assert "already exists" in capsys.readouterr().err and (out / "model.txt").read_text() == "stale"
+    assert main(argv + ["--force"]) == 0  # a run folder made by ltr is replaced, whole
+    assert (out / "model.txt").read_bytes() == first
+
+
+def test_force_never_replaces_a_folder_ltr_did_not_make(files, tmp_path, capsys):
+    """Issue 13: `--out v --force` with the data in v/ deleted the data; a folder without ltr's mark stays."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "keep.txt").write_text("x")
+    argv = ["gbdt", "--train", str(files["train"]), "--valid", str(files["valid"]), "--num-boost-round", "3",
+            "--out", str(mine), "--quiet", "--force"]
+    assert main(argv) == 2
+    assert "not a run folder made by ltr" in capsys.readouterr().err
+    assert sorted(p.name for p in mine.iterdir()) == ["keep.txt"]
 
 
 def test_predict_refuses_bad_model_folder(files, tmp_path, capsys):
@@ -188,13 +241,15 @@ def test_toml_config_and_command_line_precedence(files, tmp_path):
     assert model.hidden == (5,) and model.activation == "tanh"
 
 
-def test_gbdt_refuses_negative_labels(files, tmp_path, capsys):
-    bad = tmp_path / "neg.txt"
-    bad.write_text("-1 qid:1 1:0.5\n0 qid:1 1:0.2\n1 qid:2 1:0.1\n0 qid:2 1:0.3\n")
+def test_gbdt_reads_negative_labels_as_judged_non_relevant(files, tmp_path, capsys):
+    """One rule for negative labels (ltr.data.labels): read as 0, with a note; LightGBM never sees them."""
+    neg = tmp_path / "neg.txt"
+    neg.write_text("-1 qid:1 1:0.5\n0 qid:1 1:0.2\n1 qid:2 1:0.1\n0 qid:2 1:0.3\n")
     out = tmp_path / "out"
-    assert main(["gbdt", "--train", str(bad), "--valid", str(bad), "--out", str(out), "--quiet"]) == 2
-    err = capsys.readouterr().err
-    assert "non-negative labels; row 0 has label -1.0" in err and not out.exists()
+    assert main(["gbdt", "--train", str(neg), "--valid", str(neg), "--out", str(out), "--quiet"]) == 0
+    assert "--train " + str(neg) + ": 1 negative label(s) read as 0" in capsys.readouterr().err
+    assert load_svmlight(neg).labels.tolist() == [0.0, 0.0, 1.0, 0.0]
+    assert load_svmlight(neg, negative_labels="keep", cache=False).labels[0] == -1.0
 
 
 def test_resumed_train_logs_every_epoch_to_tensorboard(files, tmp_path):

@@ -67,7 +67,7 @@ def test_user_errors_exit_2(data_file, tmp_path, capsys):
     assert rc == 2
     assert "bad.txt:2: score 'abc' is not a number" in capsys.readouterr().err
     rc = main(["clicks", "estimate", "--log", str(tmp_path / "missing.npz")])
-    assert rc == 2 and "no such click log" in capsys.readouterr().err
+    assert rc == 2 and "missing.npz: file not found" in capsys.readouterr().err
     rc = main(["clicks", "simulate", "--data", str(path), "--out", str(tmp_path / "o2"), "--swap-fraction", "0.8",
                "--randomize-fraction", "0.5", "--quiet"])
     assert rc == 2 and "must not exceed 1" in capsys.readouterr().err

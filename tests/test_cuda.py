@@ -28,6 +28,9 @@ def _batch(seed=0, b=6, n=40, dtype=torch.float64):
 @pytest.mark.parametrize("name,kwargs", [
     ("ranknet", {}), ("lambdarank", {}), ("lambdarank", {"k": 5}), ("lambdarank", {"metric": "ap"}),
     ("ndcg_loss2pp", {}), ("listnet", {}), ("mse", {}),
+    ("ndcg_loss1", {}), ("arp_loss1", {}), ("arp_loss2", {}), ("hinge", {}),
+    ("ndcg_loss2pp", {"k": 5, "k_method": "jagerman"}), ("ranknet", {"pair_weight": "label_diff"}),
+    ("softmax", {}), ("listmle", {}), ("approx_ndcg", {}), ("neural_ndcg", {"k": 10}),
 ])
 def test_loss_value_and_gradient_match_cpu(name, kwargs):
     scores, labels, mask = _batch()

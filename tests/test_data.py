@@ -213,9 +213,9 @@ def test_n_features_too_small_names_the_line(tmp_path):
 def test_cli_prints_data_errors_without_traceback(tmp_path, capsys):
     from ltr.cli import main
 
-    assert main(["synth", "--out", str(tmp_path / "o"), "--queries", "0"]) == 2
+    assert main(["synth", "--out", str(tmp_path / "o"), "--mean-length", "5000"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("ltr synth: error: bad option: n_queries must be >= 1") and "Traceback" not in err
+    assert err.startswith("ltr synth: error: bad option: --mean-length must be <= 1000") and "Traceback" not in err
 
 
 def test_empty_file_and_comment_only_file(tmp_path):

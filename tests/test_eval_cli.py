@@ -163,7 +163,7 @@ def test_cli_reports_errors_without_traceback(tmp_path, capsys):
     assert main(["eval", "--qrels", str(qrels), "--run", str(run), "--metrics", "ndgc@10"]) == 2
     assert "unknown metric 'ndgc@10'" in capsys.readouterr().err
     assert main(["eval", "--qrels", str(tmp_path / "missing"), "--run", str(run)]) == 2
-    assert "cannot read" in capsys.readouterr().err
+    assert "missing: file not found" in capsys.readouterr().err
 
 
 def test_write_read_round_trip_and_alignment(tmp_path):

@@ -334,7 +334,9 @@ def test_registry_builds_every_loss_and_names_the_valid_ones():
         assert type(losses.get_loss(name)) is cls
     built = losses.get_loss("LambdaRank", k=10, sigma=2.0)
     assert (built.k, built.sigma) == (10, 2.0)
-    with pytest.raises(ValueError, match="valid names: bce, lambdarank, listnet, mse, ndcg_loss2, ndcg_loss2pp, ranknet"):
+    with pytest.raises(ValueError, match="valid names: approx_ndcg, arp_loss1, arp_loss2, bce, hinge, lambdarank, "
+                                         "listmle, listnet, mse, ndcg_loss1, ndcg_loss2, ndcg_loss2pp, neural_ndcg, "
+                                         "ranknet, softmax"):
         losses.get_loss("lambdamart")
     with pytest.raises(TypeError, match="'ranknet'"):
         losses.get_loss("ranknet", k=10)

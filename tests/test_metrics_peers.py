@@ -99,6 +99,7 @@ def test_trec_eval_preset_equals_pytrec_eval(level, judged_only):
 
 
 # --------------------------------------------------------------------------- scikit-learn
+@pytest.mark.slow
 def test_sklearn_preset_equals_ndcg_score_and_dcg_score():
     from sklearn.metrics import _ranking, average_precision_score, dcg_score, ndcg_score
 
@@ -133,7 +134,9 @@ def test_sklearn_preset_equals_ndcg_score_and_dcg_score():
                 np.testing.assert_allclose(got[name], want[name], atol=TOL, rtol=0, err_msg=f"{name} k={k}")
                 worst = max(worst, float(np.max(np.abs(got[name] - want[name]))))
             ap = r_ap.per_query[r_ap.names["map"]][rows]
-            for i, j in enumerate(rows[:15] if k is None else ()):  # average_precision_score, one list at a time
+            # average_precision_score, one list at a time: 5 lists of each length (about 130 lists with ties,
+            # all-equal scores and lists without a relevant item; each call costs scikit-learn's input checks)
+            for i, j in enumerate(rows[:5] if k is None else ()):
                 y_bin = labels[offsets[j]:offsets[j + 1]] >= 1
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # a list without relevant item: 0 and a warning
@@ -185,6 +188,7 @@ def test_lightgbm_preset_equals_lightgbm_metrics():
 
 
 # --------------------------------------------------------------------------- ranx
+@pytest.mark.slow  # ~20 s of ranx's own start-up (numba compiles its typed dicts at every run), not of our code
 def test_ranx_preset_equals_ranx():
     ranx = pytest.importorskip("ranx")
     scores, labels, offsets, docs, _ = random_queries(40, 1500, negative=True, unjudged=True)

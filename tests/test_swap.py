@@ -218,14 +218,17 @@ def test_ndcg_swap_deltas_match_evaluation_with_negative_labels():
         scores = rng.permutation(n).astype(float)
         labels = rng.integers(-2, 3, n).astype(float)
         offsets = np.array([0, n])
+        pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
+        # every swapped list as one query of a single metrics.ndcg call (the same evaluations, batched)
+        swapped = np.tile(scores, (len(pairs), 1))
+        for row, (i, j) in enumerate(pairs):
+            swapped[row, [i, j]] = scores[[j, i]]
+        many = np.arange(len(pairs) + 1) * n
         for k in (None, 3):
             deltas = metrics.ndcg_swap_deltas(scores, labels, k=k, gain="linear")
             base = metrics.ndcg(scores, labels, offsets, k=k, gain="linear", empty="zero")[0]
-            for i in range(n):
-                for j in range(i + 1, n):
-                    swapped = scores.copy()
-                    swapped[i], swapped[j] = scores[j], scores[i]
-                    after = metrics.ndcg(swapped, labels, offsets, k=k, gain="linear", empty="zero")[0]
-                    assert deltas[i, j] == pytest.approx(abs(after - base), abs=1e-9)
-                    checked += 1
+            after = metrics.ndcg(swapped.ravel(), np.tile(labels, len(pairs)), many, k=k, gain="linear", empty="zero")
+            for row, (i, j) in enumerate(pairs):
+                assert deltas[i, j] == pytest.approx(abs(after[row] - base), abs=1e-9)
+                checked += 1
     assert checked > 1000

@@ -12,6 +12,7 @@ from torch import nn
 import losses
 import metrics
 from ltr.data import RankingDataset
+from ltr.data.batching import BucketBatchSampler
 from ltr.errors import LtrError
 from ltr.train.checkpoint import load_checkpoint
 from ltr.train.config import TrainConfig, load_toml
@@ -131,17 +132,28 @@ class RecordingLoss(nn.Module):
         self.calls = 0
 
     def forward(self, scores, labels, mask, weights=None):
-        self.calls += 1
-        if weights is not None:
-            self.weight_sums.append(float(weights[mask].sum()))
+        if torch.is_grad_enabled():  # training steps only, not the validation loss
+            self.calls += 1
+            if weights is not None:
+                self.weight_sums.append(float(weights[mask].sum()))
         return self.inner(scores, labels, mask, weights=weights)
+
+
+def batches_per_epoch(ds, batch_size, epochs, seed=0):
+    """How many training batches each epoch has (the sampler's random phase makes it vary)."""
+    sampler = BucketBatchSampler(ds.query_lengths, batch_size, seed=seed)
+    counts = []
+    for e in range(epochs):
+        sampler.set_epoch(e)
+        counts.append(len(sampler))
+    return counts
 
 
 def test_item_weights_reach_the_loss(data):
     train = make_ds(20, 3, weights=True)
     loss = RecordingLoss()
     Trainer(mlp(), loss, cfg(epochs=1, batch_size=6)).fit(train, data[1])
-    assert len(loss.weight_sums) == loss.calls == math.ceil(20 / 6)
+    assert len(loss.weight_sums) == loss.calls == batches_per_epoch(train, 6, 1)[0]
     assert sum(loss.weight_sums) == pytest.approx(train.weights.sum(), rel=1e-5)  # every item once, its own weight
     loss2 = RecordingLoss()
     Trainer(mlp(), loss2, cfg(epochs=1, batch_size=6)).fit(data[0], data[1])
@@ -149,22 +161,21 @@ def test_item_weights_reach_the_loss(data):
 
 
 class NaNAt(nn.Module):
-    """RankNet, but NaN at the given (epoch, batch), both 1-based."""
+    """RankNet, but NaN at the given training (epoch, batch), both 1-based."""
 
-    def __init__(self, epoch, batch, batches_per_epoch):
+    def __init__(self, epoch, batch, batch_counts):
         super().__init__()
-        self.inner, self.at, self.step = losses.RankNet(), (epoch - 1) * batches_per_epoch + batch, 0
+        self.inner, self.at, self.step = losses.RankNet(), sum(batch_counts[: epoch - 1]) + batch, 0
 
     def forward(self, scores, labels, mask, weights=None):
-        self.step += 1
+        self.step += torch.is_grad_enabled()  # count training steps, not validation-loss batches
         value = self.inner(scores, labels, mask)
         return value * float("nan") if self.step == self.at else value
 
 
 def test_nan_loss_stops_with_epoch_and_batch_and_keeps_checkpoint(data, tmp_path):
     train, valid = data
-    per_epoch = math.ceil(train.n_queries / 8)
-    trainer = Trainer(mlp(), NaNAt(3, 2, per_epoch), cfg(epochs=5, checkpoint_dir=str(tmp_path)))
+    trainer = Trainer(mlp(), NaNAt(3, 2, batches_per_epoch(train, 8, 3)), cfg(epochs=5, checkpoint_dir=str(tmp_path)))
     with pytest.raises(NonFiniteLossError, match=r"loss is nan at epoch 3, batch 2") as info:
         trainer.fit(train, valid)
     assert str(tmp_path / "last.pt") in str(info.value)

@@ -9,6 +9,7 @@ from test_training import F, make_ds
 
 import losses
 from ltr.train.config import TrainConfig
+from ltr.data.batching import iterate_batches
 from ltr.train.models import MLPScorer
 from ltr.train.tensorboard_log import metric_tag
 from ltr.train.trainer import Trainer
@@ -23,7 +24,20 @@ def test_event_files_hold_the_run(tmp_path):
     model = MLPScorer(F, hidden=(8,))
     config = TrainConfig(epochs=3, batch_size=8, lr=0.01, patience=None, progress=False,
                          metrics=("ndcg@5", "map", "mrr"), log_dir=str(tmp_path / "tb"))
-    result = Trainer(model, losses.get_loss("lambdarank"), config, hparams={"loss.name": "lambdarank"}).fit(train, valid, test)
+    seen = []
+
+    def loss_on_valid(trainer, epoch, record):
+        # the validation loss by hand: the same loss, eval mode, mean over length-ordered batches of 8 queries
+        trainer.model.eval()
+        with torch.no_grad():
+            values = [float(losses.get_loss("lambdarank")(trainer.model(b.features, mask=b.mask), b.labels, b.mask))
+                      for b in iterate_batches(valid, 8)]
+        trainer.model.train()
+        seen.append((record["valid_loss"], float(np.mean(values))))
+
+    result = Trainer(model, losses.get_loss("lambdarank"), config, hparams={"loss.name": "lambdarank"},
+                     callbacks=[loss_on_valid]).fit(train, valid, test)
+    assert len(seen) == 3 and all(mine == pytest.approx(theirs, rel=1e-12) for mine, theirs in seen)
 
     ea = event_accumulator.EventAccumulator(str(tmp_path / "tb"), size_guidance={"scalars": 0, "histograms": 0, "tensors": 0})
     ea.Reload()
@@ -32,6 +46,9 @@ def test_event_files_hold_the_run(tmp_path):
     assert [e.step for e in loss_events] == [1, 2, 3]
     # event files hold float32: compare at float32 precision
     np.testing.assert_allclose([e.value for e in loss_events], [h["train_loss"] for h in result.history], rtol=1e-6)
+    valid_loss = ea.Scalars("valid/loss")
+    assert [e.step for e in valid_loss] == [1, 2, 3]
+    np.testing.assert_allclose([e.value for e in valid_loss], [h["valid_loss"] for h in result.history], rtol=1e-6)
     for name in result.history[0]["valid"]:
         assert "[" in name and "]" in name  # stamped names, kept verbatim in the tag
         tag = metric_tag("valid", name)
@@ -66,6 +83,7 @@ def test_resumed_run_logs_every_epoch(tmp_path):
     """Resuming into a fresh log folder (as ``ltr train --checkpoint-dir`` does) re-logs the restored
     epochs; resuming into the killed run's folder keeps its events without duplicates."""
     import shutil
+    import time
 
     from test_training import KillAfter
 
@@ -80,6 +98,9 @@ def test_resumed_run_logs_every_epoch(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         run(tmp_path / "ckpt", tmp_path / "killed_tb", callbacks=[KillAfter(2)])
     shutil.copytree(tmp_path / "ckpt", tmp_path / "ckpt_copy")
+    # Event file names hold whole seconds, then a per-process counter compared as text (9 > 10): a resume
+    # in the same second as the kill could sort before the killed run's file. A real restart never is.
+    time.sleep(1.05)
     for ckpt, log_dir, histogram_steps in (("ckpt", "fresh_tb", [3, 4]), ("ckpt_copy", "killed_tb", [1, 2, 3, 4])):
         result = run(tmp_path / ckpt, tmp_path / log_dir)
         assert result.epochs_run == 4
@@ -88,6 +109,31 @@ def test_resumed_run_logs_every_epoch(tmp_path):
         loss_events = ea.Scalars("train/loss")
         assert [e.step for e in loss_events] == [1, 2, 3, 4]
         np.testing.assert_allclose([e.value for e in loss_events], [h["train_loss"] for h in result.history], rtol=1e-6)
+        valid_loss = ea.Scalars("valid/loss")  # the restored epochs' validation loss comes from the checkpoint
+        assert [e.step for e in valid_loss] == [1, 2, 3, 4]
+        np.testing.assert_allclose([e.value for e in valid_loss], [h["valid_loss"] for h in result.history], rtol=1e-6)
         ndcg = ea.Scalars(metric_tag("valid", result.monitor))
         np.testing.assert_allclose([e.value for e in ndcg], [h["valid"][result.monitor] for h in result.history], rtol=1e-6)
         assert [h.step for h in ea.Histograms("valid/scores")] == histogram_steps
+
+
+def test_a_callback_stops_training_cleanly(tmp_path):
+    # request_stop (a tuner's pruning) ends the run as early stopping does: best weights restored, test
+    # set scored, HParams written; raising would have left no HParams record of the run
+    train, valid, test = make_ds(32, 11), make_ds(12, 12), make_ds(10, 13)
+    torch.manual_seed(0)
+    config = TrainConfig(epochs=6, batch_size=8, lr=0.01, patience=None, progress=False, log_dir=str(tmp_path / "tb"))
+
+    def stop_at_two(trainer, epoch, record):
+        if epoch == 2:
+            trainer.hparams["state"] = "pruned"
+            trainer.request_stop("pruned at epoch 2")
+
+    result = Trainer(MLPScorer(F, hidden=(8,)), losses.get_loss("ranknet"), config, callbacks=[stop_at_two]).fit(train, valid, test)
+    assert result.epochs_run == 2 and result.stopped_early and result.stop_reason == "pruned at epoch 2"
+    assert result.test_metrics is not None
+    ea = event_accumulator.EventAccumulator(str(tmp_path / "tb"))
+    ea.Reload()
+    content = ea.PluginTagToContent("hparams")
+    start = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/session_start_info"]).session_start_info
+    assert start.hparams["state"].string_value == "pruned"

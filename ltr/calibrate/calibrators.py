@@ -179,6 +179,9 @@ class PlattCalibrator(_Calibrator):
     def fit(self, scores, labels, *, held_out: bool = True, training_fingerprint: str | None = None):
         s, y = self._check_fit_data(scores, labels, held_out, training_fingerprint)
         x = self._x(s)
+        if x.max() == x.min():
+            raise LtrError(f"Platt fit is undefined: every fit score is the same ({s[0]!r}), so no slope can be "
+                           "fitted; constant scores carry no ranking to calibrate")
         # In one dimension the maximum-likelihood fit exists iff the classes overlap; otherwise the
         # slope runs off to infinity (Newton would stop on a vanishing gradient at a huge slope).
         if not self.smoothed_targets and x[y == 0].max() <= x[y == 1].min():
@@ -268,6 +271,7 @@ class PlattCalibrator(_Calibrator):
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "PlattCalibrator":
+        _check_fields(d, _PLATT_RULES, "platt")
         cal = cls(input=d["input"], smoothed_targets=d["smoothed_targets"], logit_eps=d["logit_eps"])
         cal.slope_ = float(d["slope"])
         cal.intercept_ = float(d["intercept"])
@@ -366,15 +370,45 @@ class IsotonicCalibrator(_Calibrator):
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "IsotonicCalibrator":
+        _check_fields(d, _ISOTONIC_RULES, d.get("kind"))
         cal = cls(strict=d["strict"], out_of_bounds=d["out_of_bounds"], tie_margin=d["tie_margin"])
         cal.X_thresholds_ = np.asarray(d["X_thresholds"], dtype=np.float64)
         cal.y_thresholds_ = np.asarray(d["y_thresholds"], dtype=np.float64)
         if cal.X_thresholds_.shape != cal.y_thresholds_.shape or cal.X_thresholds_.size == 0:
             raise LtrError("isotonic calibrator JSON: X_thresholds and y_thresholds must be non-empty and equal length")
+        if np.any(np.diff(cal.X_thresholds_) < 0) or np.any(np.diff(cal.y_thresholds_) < 0):
+            raise LtrError("isotonic calibrator JSON: X_thresholds and y_thresholds must be non-decreasing")
         cal.y_strict_, cal.tail_low_, cal.tail_high_ = _strict_levels(cal.y_thresholds_, cal.tie_margin)
         cal.n_fit_ = int(d["n_fit"])
         cal.fit_fingerprint_ = d["fit_fingerprint"]
         return cal
+
+
+def _calibrator_rules():
+    from ltr.checks import boolean, integer, list_of, number, text
+
+    common = {"kind": text(), "format_version": integer(), "n_fit": integer(min=0),
+              "fit_fingerprint": text(optional=True)}
+    platt = {**common, "input": text(choices=("logit", "score")), "smoothed_targets": boolean(),
+             "logit_eps": number(above=0, below=0.5), "slope": number(above=0), "intercept": number()}
+    iso = {**common, "strict": boolean(), "out_of_bounds": text(choices=("clip", "nan", "raise")),
+           "tie_margin": number(above=0, below=0.5), "X_thresholds": list_of(number(), min_len=1),
+           "y_thresholds": list_of(number(min=0, max=1), min_len=1)}
+    return platt, iso
+
+
+_PLATT_RULES, _ISOTONIC_RULES = _calibrator_rules()
+
+
+def _check_fields(d: Mapping[str, Any], rules, kind) -> None:
+    """Every field present and of its type and range: a NaN or negative slope, a probability outside
+    [0, 1] would otherwise load and answer wrong numbers."""
+    missing = [k for k in rules if k not in d]
+    if missing:
+        raise LtrError(f"calibrator JSON of kind {kind!r} lacks the field {missing[0]!r}")
+    from ltr.checks import check_table
+
+    check_table({k: d[k] for k in rules}, rules, where=f"calibrator JSON ({kind})")
 
 
 def _strict_levels(y: np.ndarray, margin: float) -> tuple[np.ndarray, float, float]:
@@ -456,8 +490,14 @@ def calibrator_from_json(text: str) -> _Calibrator:
 
 def load_calibrator(path) -> _Calibrator:
     """Read a calibrator saved with :meth:`save`."""
-    from pathlib import Path
+    from ltr.checks import input_file
 
-    return calibrator_from_json(Path(path).read_text(encoding="utf-8"))
+    path = input_file(path, "calibrator")
+    try:
+        return calibrator_from_json(path.read_bytes().decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise LtrError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except LtrError as exc:
+        raise LtrError(f"{path}: {exc}") from None
 
 

@@ -48,13 +48,14 @@ class CalibrationReport:
     after: dict[str, float]
     invariance: AucInvarianceReport
     calibrator: dict[str, Any] = field(default_factory=dict)
+    before_is: str = "the scores"  # what the "before" column judges, e.g. "sigmoid(scores)"
 
     @classmethod
     def build(cls, method: str, calibrator: _Calibrator, eval_scores, eval_labels, eval_probs_before=None,
-              groups=None, n_bins: int = 15) -> "CalibrationReport":
+              groups=None, n_bins: int = 15, before_is: str | None = None) -> "CalibrationReport":
         """Apply ``calibrator`` to the evaluation rows and measure. ``eval_probs_before`` are the
         probabilities to judge "before" (default: the scores themselves, which must then lie in [0, 1];
-        for raw scores pass e.g. their sigmoid)."""
+        for raw scores pass e.g. their sigmoid, and say so with ``before_is="sigmoid(scores)"``)."""
         s = _as_scores(eval_scores)
         y = _as_labels(eval_labels, s.shape[0])
         before = s if eval_probs_before is None else np.asarray(eval_probs_before, dtype=np.float64)
@@ -68,6 +69,7 @@ class CalibrationReport:
             after=calibration_metrics(y, after, n_bins),
             invariance=check_auc_invariance(s, after, y, groups),
             calibrator=calibrator.to_dict(),
+            before_is=before_is or ("the scores" if eval_probs_before is None else "the given probabilities"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -77,6 +79,7 @@ class CalibrationReport:
             "n_eval": self.n_eval,
             "n_bins": self.n_bins,
             "before": self.before,
+            "before_is": self.before_is,
             "after": self.after,
             "auc_invariance": self.invariance.to_dict(),
             "calibrator": self.calibrator,
@@ -89,6 +92,7 @@ class CalibrationReport:
             ("mean prediction", "mean_prediction"), ("base rate", "base_rate"),
         ]
         out = [f"calibration: {self.method}; fitted on {self.n_fit} rows, evaluated on {self.n_eval} held-out rows", "",
+               f"before = {self.before_is}; after = the calibrated probabilities", "",
                f"{'metric':<22} {'before':>12} {'after':>12}"]
         for label, key in rows:
             out.append(f"{label:<22} {self.before[key]:>12.6f} {self.after[key]:>12.6f}")

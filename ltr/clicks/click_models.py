@@ -190,7 +190,11 @@ class ClickLog:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "ClickLog":
-        """Read a log written by :meth:`save`; a missing or foreign file is an :class:`LtrError`."""
+        """Read a log written by :meth:`save`; a missing, foreign, damaged or inconsistent file is an
+        :class:`LtrError` naming it (every array is checked: its shape, integer type and range)."""
+        from ltr.checks import input_file
+
+        path = input_file(path)
         try:
             with np.load(path, allow_pickle=False) as data:
                 missing = [n for n in cls._ENTRY + cls._SESSION + ("meta",) if n not in data.files]
@@ -198,11 +202,49 @@ class ClickLog:
                     raise LtrError(f"{path}: not a click log (missing arrays: {', '.join(missing)})")
                 fields = {name: data[name] for name in cls._ENTRY + cls._SESSION}
                 meta = json.loads(str(data["meta"]))
-        except FileNotFoundError:
-            raise LtrError(f"{path}: no such click log") from None
-        except (OSError, ValueError) as exc:
-            raise LtrError(f"{path}: cannot read click log ({exc})") from None
+        except LtrError:
+            raise
+        except Exception as exc:  # a damaged archive fails in many ways (zip, EOF, pickle refusal, JSON)
+            raise LtrError(f"{path}: cannot read click log ({type(exc).__name__}: "
+                           f"{' '.join(str(exc).split())[:160]})") from None
+        if not isinstance(meta, dict):
+            raise LtrError(f"{path}: the click log's meta is not a JSON object")
+        why = _log_problem(fields)
+        if why:
+            raise LtrError(f"{path}: not a valid click log: {why}")
         return cls(**fields, meta=meta)
+
+
+def _log_problem(f: dict[str, np.ndarray]) -> str | None:
+    """What is wrong with a click log's arrays (shapes, types, ranges), or None."""
+    for name, arr in f.items():
+        if arr.ndim != 1:
+            return f"{name} has shape {arr.shape}, expected one dimension"
+        if name != "propensity" and arr.dtype.kind not in "iub":
+            return f"{name} holds {arr.dtype} values, expected integers"
+    m, s = len(f["session"]), len(f["session_query"])
+    for name in ClickLog._ENTRY:
+        if len(f[name]) != m:
+            return f"{name} has {len(f[name])} entries, session has {m}"
+    for name in ClickLog._SESSION:
+        if len(f[name]) != s:
+            return f"{name} has {len(f[name])} sessions, session_query has {s}"
+    p = f["propensity"]
+    rules = [
+        ("session", (f["session"] < 0) | (f["session"] >= s), f"session ids in 0..{s - 1}"),
+        ("query", f["query"] < 0, "query indices >= 0"), ("doc", f["doc"] < 0, "row indices >= 0"),
+        ("position", f["position"] < 1, "positions >= 1"), ("logged_rank", f["logged_rank"] < 1, "ranks >= 1"),
+        ("click", (f["click"] != 0) & (f["click"] != 1), "clicks 0 or 1"),
+        ("propensity", ~((p > 0) & (p <= 1)) if p.dtype.kind == "f" else np.ones(m, bool), "propensities in (0, 1]"),
+        ("session_query", f["session_query"] < 0, "query indices >= 0"),
+        ("session_mode", ~np.isin(f["session_mode"], (0, 1, 2)), "modes 0, 1 or 2"),
+        ("session_swap", f["session_swap"] < 0, "positions >= 0"),
+    ]
+    for name, bad, want in rules:
+        if bad.any():
+            i = int(np.argmax(bad))
+            return f"{name}[{i}] is {f[name][i]!r}, expected {want}"
+    return None
 
 
 def _query_index(query_offsets: np.ndarray) -> np.ndarray:

@@ -75,11 +75,16 @@ class OpenBanditLog:
 
 def _read_csv(path: Path) -> tuple[list[str], list[tuple[str, ...]]]:
     """Header and the columns (tuples of strings) of a CSV file; ragged rows are an error."""
+    from ltr.checks import input_file
+
+    if not path.exists():
+        raise LtrError(f"{path}: file not found (expected the Open Bandit layout <root>/<policy>/<campaign>/)")
+    path = input_file(path)
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
             rows = list(csv.reader(fh))
-    except FileNotFoundError:
-        raise LtrError(f"{path}: file not found (expected the Open Bandit layout <root>/<policy>/<campaign>/)") from None
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise DataFormatError(path, None, f"not a UTF-8 CSV file ({exc})") from None
     if not rows:
         raise DataFormatError(path, 1, "empty file (expected a CSV header)")
     header = rows[0]
@@ -116,6 +121,8 @@ def load_open_bandit(root: str | os.PathLike, policy: str = "random", campaign: 
     """
     if policy not in POLICIES:
         raise LtrError(f"unknown policy {policy!r}: use one of {', '.join(POLICIES)}")
+    if not campaign or campaign in (".", "..") or "/" in campaign or "\\" in campaign:
+        raise LtrError(f"--campaign must be a campaign folder name (such as all, men, women), got {campaign!r}")
     folder = Path(root) / policy / campaign
     path = folder / f"{campaign}.csv"
     header, table = _read_csv(path)

@@ -15,6 +15,7 @@ import argparse
 import sys
 from typing import TextIO
 
+from ltr.checks import number
 from ltr.errors import LtrError
 
 PRESETS = ("toolkit", "trec_eval", "sklearn", "lightgbm", "ranx")
@@ -41,12 +42,12 @@ def add_convention_options(parser: argparse.ArgumentParser) -> None:
                         help="override the preset's tie rule (stable = run file order)")
     parser.add_argument("--empty", choices=["skip", "zero", "one"], default=None,
                         help="override the value of a query without relevant documents (skip = left out of means)")
-    parser.add_argument("--relevance-level", type=float, default=None, metavar="L",
+    parser.add_argument("--relevance-level", type=number(), default=None, metavar="L",
                         help="binary metrics count a document relevant when rel >= L (trec_eval -l)")
     parser.add_argument("--p-denominator", choices=["K", "min(K,n)"], default=None,
                         help="P@K divides by K (trec_eval) or by the number of documents shown, min(K, n) "
                         "(TF-Ranking, Rax)")
-    parser.add_argument("--max-grade", type=float, default=None, metavar="G",
+    parser.add_argument("--max-grade", type=number(above=0), default=None, metavar="G",
                         help="g_max of ERR's stop probability (2^g - 1) / 2^g_max (default 4)")
     parser.add_argument("--judged-only", action="store_true",
                         help="remove unjudged documents from the ranking first (trec_eval -J)")

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import sys
 
+from ltr.checks import integer
 from ltr.errors import LtrError
+from ltr.study.report_table import counted
 
 
 def register(subparsers) -> None:
@@ -19,24 +21,29 @@ def register(subparsers) -> None:
         description="Train every (data set, method, seed) cell with early stopping on the validation split, "
         "evaluate it on the test split with the configured metrics, store it under OUT/cells as it "
         "finishes, and write results.md, results.json, means.png and TensorBoard HParams runs. "
-        "Re-running on the same --out re-runs only missing or stale cells. Methods: ranknet, lambdarank, "
-        "lambdarank@K, ndcg_loss2, ndcg_loss2pp, listnet, mse, bce, lightgbm.",
+        "Re-running on the same --out re-runs only missing or stale cells. Methods: any loss of `losses` by "
+        "name (ranknet, hinge, lambdarank, ndcg_loss1, ndcg_loss2, ndcg_loss2pp, arp_loss1, arp_loss2, listnet, "
+        "softmax, listmle, approx_ndcg, neural_ndcg, bce, mse), LOSS@K for a cutoff, MODEL/LOSS[@K] for another "
+        "scorer (mlp, linear, attention), lightgbm, or a [variants.NAME] table of the config (settings, "
+        "ensemble = N, a tune grid tried tuning_budget times on the validation split).",
     )
     p.add_argument("--config", metavar="FILE.toml", default=None,
-                   help="ablation TOML ([ablation], [train], [model], [lightgbm], [gbdt], [loss_options], "
-                   "[[datasets]]); without it: the built-in synthetic study (or the quick one with --quick)")
+                   help="ablation TOML ([ablation], [train], [model], [models.TYPE], [lightgbm], [gbdt], [loss_options], "
+                   "[variants.NAME], [[datasets]]); without it: the built-in synthetic study (or the quick one with --quick)")
     p.add_argument("--out", metavar="DIR", default=None,
                    help="output folder, reused to resume (default runs/ablate, or runs/ablate-quick with --quick)")
     p.add_argument("--quick", action="store_true",
-                   help="small synthetic study (ranknet, lambdarank, lambdarank@10, lightgbm x 5 seeds, few "
-                   "epochs; a few minutes on 2 cores) that prints its table; ignores --config")
-    p.add_argument("--workers", type=int, default=0, metavar="N",
+                   help="small synthetic study (ranknet, lambdarank, lambdarank@10, lightgbm x 5 seeds, each cell "
+                   "trained until early stopping; under 3 minutes on 2 cores) that prints its table; ignores --config")
+    p.add_argument("--workers", type=integer(min=0), default=0, metavar="N",
                    help="cells trained in parallel processes (default 0: one per CPU core; results do not depend on it)")
-    p.add_argument("--seeds", type=int, default=None, metavar="S", help="override the number of seeds: seeds 0..S-1 (default: the config's, 5)")
+    p.add_argument("--seeds", type=integer(min=1), default=None, metavar="S", help="override the number of seeds: seeds 0..S-1 (default: the config's, 5)")
     p.add_argument("--methods", default=None, metavar="M1,M2,...",
                    help="override the methods (the reference method must be among them)")
     p.add_argument("--datasets", default=None, metavar="D1,D2,...", help="run only these data sets of the config")
     p.add_argument("--reference", default=None, metavar="METHOD", help="override the reference method of the paired tests")
+    p.add_argument("--tuning-budget", type=integer(min=1), default=None, metavar="N",
+                   help="override the configurations tried per method and cell (methods with a tune grid; default: the config's)")
     p.add_argument("--report-only", action="store_true", help="only rebuild the report from stored cells (error if any is missing)")
     p.add_argument("--no-tensorboard", action="store_true", help="skip the TensorBoard HParams runs")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -65,6 +72,8 @@ def build_config(args):
         changes["methods"] = _split(args.methods)
     if args.reference is not None:
         changes["reference"] = args.reference
+    if args.tuning_budget is not None:
+        changes["tuning_budget"] = args.tuning_budget
     if args.datasets is not None:
         wanted = _split(args.datasets)
         known = [d.name for d in config.datasets]
@@ -77,19 +86,28 @@ def build_config(args):
     return config
 
 
+def _older_ablation(folder) -> bool:
+    """An ablation folder written before folders were marked: config.json and cells/."""
+    return (folder / "config.json").is_file() and (folder / "cells").is_dir()
+
+
 def run(args) -> int:
     from ltr.io_utils import atomic_write_json
     from ltr.study import ablation
     from ltr.study.report import write_report
 
-    if args.workers < 0:
-        raise LtrError(f"--workers must be >= 0, got {args.workers}")
+    from ltr.train.run_folder import claim_folder
+
     config = build_config(args)
     out = args.out or ("runs/ablate-quick" if args.quick else "runs/ablate")
+    # an ablation folder is reused to resume; any other non-empty folder is refused
+    claim_folder(out, "ablate", inputs=[("--config", args.config)], legacy=_older_ablation,
+                 create=not args.report_only)
     n_cells = len(ablation.enumerate_cells(config))
     n_splits = sum(len(d.folds()) for d in config.datasets)
     print(f"ablation: {len(config.datasets)} data set(s) ({n_splits} train/test split(s) with the folds) x "
-          f"{len(config.methods)} methods x {len(config.seeds)} seeds = {n_cells} cells -> {out}", file=sys.stderr)
+          f"{counted(len(config.methods), 'method')} x {counted(len(config.seeds), 'seed')} = {counted(n_cells, 'cell')} -> {out}",
+          file=sys.stderr)
     if args.report_only:
         records = ablation.load_cells(out, config)
         cells = {"total": n_cells, "run": 0, "reused": n_cells, "stale": 0}

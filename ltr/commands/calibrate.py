@@ -21,11 +21,11 @@ evaluation part. Written atomically into ``--out``: ``calibrator.json`` (JSON, r
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 import numpy as np
 from scipy.special import expit
 
+from ltr.checks import SEED, integer, number
 from ltr.commands import check_one_stdin
 from ltr.data.columns import read_id_column, read_number_column
 from ltr.errors import LtrError
@@ -50,11 +50,11 @@ def register(subparsers) -> None:
     p.add_argument("--method", required=True, choices=("platt", "isotonic", "isotonic-strict"),
                    help="platt: logistic fit on the score or its logit; isotonic: scikit-learn's PAV (may create "
                    "ties, reported); isotonic-strict: isotonic with the created ties broken in score order (AUC unchanged)")
-    p.add_argument("--fit-fraction", type=float, default=0.5,
+    p.add_argument("--fit-fraction", type=number(above=0, below=1), default=0.5,
                    help="share of rows (of groups, with --groups) used to fit; the rest is the evaluation part")
-    p.add_argument("--seed", type=int, default=0, help="seed of the fit / evaluation split")
+    p.add_argument("--seed", type=SEED, default=0, help="seed of the fit / evaluation split")
     p.add_argument("--out", required=True, metavar="DIR", help="folder for calibrator.json, report.json, report.txt, reliability.png")
-    p.add_argument("--bins", type=int, default=15, help="bins of ECE, MCE and the reliability diagram")
+    p.add_argument("--bins", type=integer(min=1), default=15, help="bins of ECE, MCE and the reliability diagram")
     p.add_argument("--platt-input", choices=("auto", "logit", "score"), default="auto",
                    help="Platt's input: logit of probability scores, or the raw score; auto = logit when every "
                    "score is in [0, 1], else score")
@@ -91,14 +91,21 @@ def run(args) -> int:
     )
     from ltr.io_utils import atomic_write_json, atomic_write_text
 
+    from ltr.checks import output_folder
+    from ltr.train.run_folder import claim_folder
+
     check_one_stdin(scores=args.scores, labels=args.labels, groups=args.groups)
-    scores = read_number_column(args.scores, what="score")
-    labels = read_number_column(args.labels, what="label", allowed=(0, 1))
+    inputs = [("--scores", args.scores), ("--labels", args.labels), ("--groups", args.groups)]
+    claim_folder(args.out, "calibrate", inputs=inputs, create=False)
+    if args.tensorboard:
+        output_folder(args.tensorboard, "--tensorboard", inputs=inputs)
+    scores = read_number_column(args.scores, what="score", option="--scores")
+    labels = read_number_column(args.labels, what="label", allowed=(0, 1), option="--labels")
     if labels.shape != scores.shape:
         raise LtrError(f"{args.labels} has {labels.shape[0]} rows but {args.scores} has {scores.shape[0]}")
     groups = None
     if args.groups is not None:
-        groups = read_id_column(args.groups)
+        groups = read_id_column(args.groups, option="--groups")
         if groups.shape != scores.shape:
             raise LtrError(f"{args.groups} has {groups.shape[0]} rows but {args.scores} has {scores.shape[0]}")
     if args.bins < 1:
@@ -120,11 +127,11 @@ def run(args) -> int:
     cal = make_calibrator(args.method, **kwargs).fit(scores[fit], labels[fit], held_out=True)
     # "Before" judges the scores as probabilities when they are in [0, 1], else as logits.
     before = scores[ev] if probabilities else expit(scores[ev])
+    before_is = "the scores" if probabilities else "sigmoid(scores) (the scores are not in [0, 1]: read as logits)"
     report = CalibrationReport.build(args.method, cal, scores[ev], labels[ev], eval_probs_before=before,
-                                     groups=None if groups is None else groups[ev], n_bins=args.bins)
+                                     groups=None if groups is None else groups[ev], n_bins=args.bins, before_is=before_is)
 
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = claim_folder(args.out, "calibrate", inputs=inputs)
     cal.save(out / "calibrator.json")
     summary = report.to_dict()
     summary["inputs"] = {

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ltr.checks import COUNT, SEED, integer, number
 from ltr.commands import add_json_option, text_stream
-from ltr.data.files import add_data_options, data_options, load_data_file
+from ltr.data.files import add_data_options, add_format_options, data_options, format_options, load_data_file
 from ltr.errors import LtrError
 from ltr.study.report_table import markdown_table
 
@@ -44,21 +45,22 @@ def register(subparsers) -> None:
                        "stops at the first click); a(rel) = eps + (1-eps)(2^rel-1)/(2^max_label-1). Writes "
                        "DIR/clicks.npz and DIR/summary.json.")
     s.add_argument("--data", required=True, metavar="FILE", help="labelled data: SVMlight/LETOR file, Parquet file or folder, or a store from ltr convert")
+    add_format_options(s)
     s.add_argument("--out", required=True, metavar="DIR", help="run folder to create")
     s.add_argument("--model", default="pbm", choices=("pbm", "cascade"), help="click model")
-    s.add_argument("--eta", type=float, default=1.0, help="PBM position-bias strength: theta_r = 1/r^eta")
-    s.add_argument("--eps", type=float, default=0.1, help="click probability of an examined irrelevant item")
-    s.add_argument("--max-label", type=float, default=None, help="label with click probability 1; unset = the largest label in --data")
-    s.add_argument("--top-k", type=int, default=10, help="items shown per session (0: the whole list)")
-    s.add_argument("--sessions-per-query", type=int, default=10, help="sessions simulated per query")
-    s.add_argument("--randomize-fraction", type=float, default=0.0, help="share of sessions shown in a random order (for propensity estimation)")
-    s.add_argument("--swap-fraction", type=float, default=0.0, help="share of sessions that swap position 1 with a uniform position k")
+    s.add_argument("--eta", type=number(min=0), default=1.0, help="PBM position-bias strength: theta_r = 1/r^eta")
+    s.add_argument("--eps", type=number(min=0, max=1), default=0.1, help="click probability of an examined irrelevant item")
+    s.add_argument("--max-label", type=number(above=0), default=None, help="label with click probability 1; unset = the largest label in --data")
+    s.add_argument("--top-k", type=integer(min=0), default=10, help="items shown per session (0: the whole list)")
+    s.add_argument("--sessions-per-query", type=COUNT, default=10, help="sessions simulated per query")
+    s.add_argument("--randomize-fraction", type=number(min=0, max=1), default=0.0, help="share of sessions shown in a random order (for propensity estimation)")
+    s.add_argument("--swap-fraction", type=number(min=0, max=1), default=0.0, help="share of sessions that swap position 1 with a uniform position k")
     g = s.add_mutually_exclusive_group()
-    g.add_argument("--logger-noise", type=float, default=1.0, help="logging ranker = labels + N(0, sigma^2) noise (the default logger)")
+    g.add_argument("--logger-noise", type=number(min=0), default=1.0, help="logging ranker = labels + N(0, sigma^2) noise (the default logger)")
     g.add_argument("--logger-scores", default=None, metavar="FILE", help="logging ranker scores, one number per row of --data (text, one per line, or a .npy 1-D array)")
     g.add_argument("--logger-model", default=None, metavar="DIR", help="logging ranker = a model folder from ltr train / ltr gbdt")
-    s.add_argument("--seed", type=int, default=0, help="random seed (the log is a deterministic function of it)")
-    s.add_argument("--force", action="store_true", help="replace --out if it exists")
+    s.add_argument("--seed", type=SEED, default=0, help="random seed (the log is a deterministic function of it)")
+    s.add_argument("--force", action="store_true", help="replace --out if it is a run folder made by ltr (never any other folder)")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
     add_data_options(s)
     s.set_defaults(func=run_simulate)
@@ -69,8 +71,8 @@ def register(subparsers) -> None:
                        "compared with the simulator's truth when the log was simulated with PBM.")
     e.add_argument("--log", required=True, metavar="FILE", help="clicks.npz written by `ltr clicks simulate`")
     e.add_argument("--method", default="randomized", choices=("randomized", "swap"), help="which intervention traffic to use")
-    e.add_argument("--positions", type=int, default=None, help="number of positions to estimate (default: all shown positions)")
-    e.add_argument("--confidence", type=float, default=0.95, help="confidence level of the intervals")
+    e.add_argument("--positions", type=integer(min=1), default=None, help="number of positions to estimate (default: all shown positions)")
+    e.add_argument("--confidence", type=number(above=0, below=1), default=0.95, help="confidence level of the intervals")
     add_json_option(e, "the estimate")
     e.set_defaults(func=run_estimate)
 
@@ -79,11 +81,12 @@ def register(subparsers) -> None:
                        "1/max(p, clip)), beside the true expected click-DCG and NDCG@k from the labels of --data.")
     v.add_argument("--log", required=True, metavar="FILE", help="clicks.npz written by `ltr clicks simulate` on --data")
     v.add_argument("--data", required=True, metavar="FILE", help="the labelled file the log was simulated on")
+    add_format_options(v)
     rg = v.add_mutually_exclusive_group(required=True)
     rg.add_argument("--scores", default=None, metavar="FILE", help="the new ranker's scores, one number per row of --data (text, one per line, or a .npy 1-D array)")
     rg.add_argument("--ranker", default=None, metavar="DIR", help="the new ranker as a model folder from ltr train / ltr gbdt")
-    v.add_argument("--k", type=int, default=10, help="DCG cutoff: the metric is DCG@k (and NDCG@k for the labels)")
-    v.add_argument("--clip", type=float, default=None, help="lower bound on propensities (weights at most 1/clip)")
+    v.add_argument("--k", type=COUNT, default=10, help="DCG cutoff: the metric is DCG@k (and NDCG@k for the labels)")
+    v.add_argument("--clip", type=number(above=0, max=1), default=None, help="lower bound on propensities (weights at most 1/clip)")
     v.add_argument("--propensity", default="logged", choices=("logged", "randomized", "swap"),
                    help="propensities: the logged (true) ones, or estimated from the log's intervention traffic")
     add_json_option(v, "the numbers")
@@ -99,9 +102,9 @@ def register(subparsers) -> None:
     o.add_argument("--policy", default="both", choices=("random", "bts", "both"), help="which logging policy to summarise")
     o.add_argument("--campaign", default="all", help="campaign folder name")
     o.add_argument("--interval", default="wilson", choices=("wilson", "bootstrap"), help="interval for each CTR")
-    o.add_argument("--confidence", type=float, default=0.95, help="confidence level")
-    o.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (with --interval bootstrap)")
-    o.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    o.add_argument("--confidence", type=number(above=0, below=1), default=0.95, help="confidence level")
+    o.add_argument("--resamples", type=COUNT, default=2000, help="bootstrap resamples (with --interval bootstrap)")
+    o.add_argument("--seed", type=SEED, default=0, help="bootstrap seed")
     add_json_option(o, "the numbers")
     o.set_defaults(func=run_open_bandit)
 
@@ -123,22 +126,18 @@ def _table(rows: list[dict], columns: list[str], digits: int = 4) -> str:
 def _read_scores(path: str, n_rows: int, what: str) -> np.ndarray:
     from ltr.data.columns import read_number_column
 
-    values = read_number_column(path, what="score")
+    values = read_number_column(path, what="score", option=what)
     if len(values) != n_rows:
         raise LtrError(f"{what} {path}: {len(values)} scores, the data has {n_rows} rows")
     return values
 
 
-def _model_scores(folder: str, ds) -> np.ndarray:
-    from ltr.train.model_folder import load_scorer
+def _model_scores(folder: str, ds, option: str, data_path: str) -> np.ndarray:
+    from ltr.train.model_folder import check_width, load_scorer
 
-    score, n_features = load_scorer(folder)
-    if ds.n_features > n_features:
-        raise LtrError(f"{folder}: the model expects {n_features} features, the data has {ds.n_features}")
-    x = ds.features
-    if x.shape[1] < n_features:  # sparse files may be narrower than the training width
-        x = np.pad(x, ((0, 0), (0, n_features - x.shape[1])))
-    return np.asarray(score(x), dtype=np.float64)
+    score, n_features = load_scorer(folder, option=option)
+    check_width(ds, n_features, "--data", data_path)
+    return np.asarray(score(ds.features, ds.query_offsets), dtype=np.float64)
 
 
 def _versions() -> dict:
@@ -154,8 +153,14 @@ def _versions() -> dict:
 
 
 def _load_log(path: str):
+    import zipfile
+
     from ltr.clicks.click_models import ClickLog
 
+    # A click log is a .npz (a zip archive); anything else would reach numpy, whose message about
+    # pickled data does not tell a CLI user what went wrong.
+    if Path(path).is_file() and not zipfile.is_zipfile(path):
+        raise LtrError(f"--log {path}: not a click log; expected the clicks.npz that `ltr clicks simulate --out DIR` writes")
     return ClickLog.load(path)
 
 
@@ -189,13 +194,18 @@ def _estimate_rows(log, est) -> list[dict]:
 def run_simulate(args) -> int:
     from ltr.clicks.click_models import simulate_clicks
     from ltr.io_utils import atomic_write_json
-    from ltr.train.run_folder import run_folder
+    from ltr.train.run_folder import check_destination, run_folder
 
-    ds = load_data_file(args.data, "data", options=data_options(args))
+    inputs = [("--data", args.data), ("--logger-scores", args.logger_scores)]
+    check_destination(args.out, overwrite=args.force, inputs=inputs)
+    if args.randomize_fraction + args.swap_fraction > 1.0 + 1e-12:
+        raise LtrError(f"--randomize-fraction {args.randomize_fraction} + --swap-fraction {args.swap_fraction} "
+                       "must not exceed 1 (they are shares of the same sessions)")
+    ds = load_data_file(args.data, "data", None, data_options(args), **format_options(args, "data"))
     if args.logger_scores:
         scores, logger = _read_scores(args.logger_scores, ds.n_items, "--logger-scores"), f"scores:{args.logger_scores}"
     elif args.logger_model:
-        scores, logger = _model_scores(args.logger_model, ds), f"model:{args.logger_model}"
+        scores, logger = _model_scores(args.logger_model, ds, "--logger-model", args.data), f"model:{args.logger_model}"
     else:
         if args.logger_noise < 0:
             raise LtrError(f"--logger-noise must be >= 0, got {args.logger_noise}")
@@ -230,7 +240,7 @@ def run_simulate(args) -> int:
             summary[f"propensity_{method}"] = rows
             print(f"\npropensity from {method} traffic (theta_r / theta_1, 95% interval):")
             print(_table(rows, [c for c in ("position", "truth", "theta", "se", "low", "high", "covered") if c in rows[0]]))
-    with run_folder(args.out, overwrite=args.force) as tmp:
+    with run_folder(args.out, overwrite=args.force, kind="clicks-simulate", inputs=inputs) as tmp:
         log.save(tmp / "clicks.npz")
         atomic_write_json(tmp / "summary.json", summary)
     print(f"\nwrote {Path(args.out) / 'clicks.npz'} and summary.json")
@@ -238,11 +248,14 @@ def run_simulate(args) -> int:
 
 
 def run_estimate(args) -> int:
+    from ltr.checks import output_file
     from ltr.clicks.propensity import fit_power_law
     from ltr.io_utils import write_json_report
 
     say = functools.partial(print, file=text_stream(args))  # JSON on standard output: text to stderr
 
+    if args.json and args.json != "-":
+        output_file(args.json, "--json", inputs=[("--log", args.log)])
     log = _load_log(args.log)
     est = _estimate(log, args.method, args.positions, args.confidence)
     rows = _estimate_rows(log, est)
@@ -260,18 +273,21 @@ def run_evaluate(args) -> int:
     import metrics
     from ltr.clicks.click_models import attraction
     from ltr.clicks.ips import click_dcg, expected_click_dcg, logged_support
+    from ltr.checks import output_file
     from ltr.clicks.propensity import propensities_from_curve
     from ltr.io_utils import write_json_report
 
     say = functools.partial(print, file=text_stream(args))  # JSON on standard output: text to stderr
 
-    ds = load_data_file(args.data, "data", options=data_options(args))
+    if args.json and args.json != "-":
+        output_file(args.json, "--json", inputs=[("--log", args.log), ("--data", args.data), ("--scores", args.scores)])
+    ds = load_data_file(args.data, "data", None, data_options(args), **format_options(args, "data"))
     log = _load_log(args.log)
-    if log.meta.get("n_rows") not in (None, ds.n_items) or (log.n_entries and log.doc.max() >= ds.n_items):
-        raise LtrError(f"--log {args.log} was not simulated on --data {args.data} (row counts differ)")
-    scores = _read_scores(args.scores, ds.n_items, "--scores") if args.scores else _model_scores(args.ranker, ds)
-    if args.k < 1:
-        raise LtrError(f"--k must be >= 1, got {args.k}")
+    if (log.meta.get("n_rows") not in (None, ds.n_items) or (log.n_entries and log.doc.max() >= ds.n_items)
+            or (log.n_sessions and log.session_query.max() >= ds.n_queries)
+            or (log.n_entries and log.query.max() >= ds.n_queries)):
+        raise LtrError(f"--log {args.log} was not simulated on --data {args.data} (its rows or queries are not this file's)")
+    scores = _read_scores(args.scores, ds.n_items, "--scores") if args.scores else _model_scores(args.ranker, ds, "--ranker", args.data)
     prop = None
     if args.propensity != "logged":
         est = _estimate(log, args.propensity, None, 0.95)
@@ -301,15 +317,15 @@ def run_evaluate(args) -> int:
 
 
 def run_open_bandit(args) -> int:
+    from ltr.checks import input_folder, output_file
     from ltr.clicks.open_bandit import ctr_by_position, ips_value, load_open_bandit
     from ltr.io_utils import write_json_report
 
     say = functools.partial(print, file=text_stream(args))  # JSON on standard output: text to stderr
 
-    if not Path(args.data).is_dir():
-        raise LtrError(f"--data {args.data}: not a folder")
-    if not 0 < args.confidence < 1:
-        raise LtrError(f"--confidence must be in (0, 1), got {args.confidence}")
+    input_folder(args.data, "--data")
+    if args.json and args.json != "-":
+        output_file(args.json, "--json")
     policies = ("random", "bts") if args.policy == "both" else (args.policy,)
     out: dict = {}
     logs = {}

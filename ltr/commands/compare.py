@@ -17,6 +17,7 @@ from pathlib import Path
 from ltr.commands import (
     add_convention_options, add_json_option, check_one_stdin, convention_overrides, text_stream,
 )
+from ltr.checks import COUNT, SEED, number
 from ltr.errors import LtrError
 
 DEFAULT_METRICS = "ndcg@10,map"
@@ -42,9 +43,9 @@ def register(subparsers) -> None:
                    help="paired test: Student t, sign-flip randomization (exact for few queries) or bootstrap")
     p.add_argument("--correction", choices=["holm", "bonferroni", "none"], default="holm",
                    help="multiple-comparison correction over the runs compared, per metric")
-    p.add_argument("--confidence", type=float, default=0.95, help="level of the difference intervals")
-    p.add_argument("--resamples", type=int, default=10_000, help="resamples of the randomization and bootstrap tests")
-    p.add_argument("--seed", type=int, default=0, help="seed of the randomization and bootstrap tests")
+    p.add_argument("--confidence", type=number(above=0, below=1), default=0.95, help="level of the difference intervals")
+    p.add_argument("--resamples", type=COUNT, default=10_000, help="resamples of the randomization and bootstrap tests")
+    p.add_argument("--seed", type=SEED, default=0, help="seed of the randomization and bootstrap tests")
     add_convention_options(p)
     add_json_option(p, "the comparison")
     p.add_argument("--latex", default=None, metavar="FILE", help="also write the table as LaTeX to FILE")
@@ -76,6 +77,12 @@ def run(args) -> int:
     if len(args.run) < 2:
         raise LtrError("ltr compare needs at least two --run (to evaluate one run, use ltr eval)")
     check_one_stdin(qrels=args.qrels, run=args.run)
+    from ltr.checks import output_file
+
+    inputs = [("--qrels", args.qrels)] + [("--run", r) for r in args.run]
+    for option, target in (("--latex", args.latex), ("--plot", args.plot), ("--json", args.json)):
+        if target and target != "-":
+            output_file(target, option, inputs=inputs)
     names = run_names(args.run, args.name)
     qrels = read_qrels(args.qrels)
     results = {}

@@ -9,8 +9,11 @@ loaded whole, so data larger than RAM trains with a bounded resident set.
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 import time
 
+from ltr.checks import COUNT
 from ltr.data.files import add_data_options
 
 
@@ -26,12 +29,12 @@ def register(subparsers) -> None:
     )
     p.add_argument("src", metavar="SRC", help="SVMlight/LETOR file, or Parquet file or folder")
     p.add_argument("--out", required=True, metavar="STORE", help="store folder to create")
-    p.add_argument("--force", action="store_true", help="replace --out if it already exists")
-    p.add_argument("--n-features", type=int, default=None, metavar="F",
+    p.add_argument("--force", action="store_true", help="replace --out if it is a store written by ltr convert (never any other folder)")
+    p.add_argument("--n-features", type=COUNT, default=None, metavar="F",
                    help="SVMlight: number of feature columns (default: the largest index in the file; give the training data's width for a sparse valid/test file)")
     p.add_argument("--zero-based", action="store_true", help="SVMlight: feature indices start at 0")
     p.add_argument("--query-file", default=None, metavar="FILE", help="SVMlight: LightGBM group sizes (default: SRC.query when it exists)")
-    p.add_argument("--block-rows", type=int, default=65536, help="Parquet: rows read at a time")
+    p.add_argument("--block-rows", type=COUNT, default=65536, help="Parquet: rows read at a time")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_data_options(p)
     p.set_defaults(func=run)
@@ -45,8 +48,6 @@ def run(args) -> int:
     options = data_options(args)
     if options.sort_by_query:
         raise LtrError("--sort-by-query: a store is written in one streaming pass and cannot regroup rows; sort SRC by query first")
-    if args.block_rows < 1:
-        raise LtrError(f"--block-rows must be at least 1, got {args.block_rows}")
     t0 = time.perf_counter()
     columns = options.parquet_kwargs()
     del columns["sort_by_query"]
@@ -55,6 +56,9 @@ def run(args) -> int:
         query_file=args.query_file, block_rows=args.block_rows, progress=False if args.quiet else None, **columns,
     )  # fmt: skip
     ds = open_store(out)
+    manifest = json.loads((out / "store.json").read_text())
+    if manifest.get("negative_labels"):
+        print(f"note: {args.src}: {manifest['negative_labels']} negative label(s) read as 0 (judged non-relevant)", file=sys.stderr)
     size = ds.features.nbytes / 2**30
     print(f"wrote {out}: {ds.n_queries} queries, {ds.n_items} rows, {ds.n_features} features ({size:.2f} GiB) in {time.perf_counter() - t0:.1f} s")
     return 0

@@ -56,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from ltr.data.trec import (
         align, align_diversity, evaluate_aligned, evaluate_diversity, read_diversity_qrels, read_qrels, read_run,
     )
+    from ltr.checks import output_file
     from ltr.io_utils import write_json_report
 
     if len(args.run) > 1:
@@ -63,6 +64,12 @@ def run(args: argparse.Namespace) -> int:
                        "use `ltr compare --qrels FILE --run A --run B ...` (differences, tests, wins/losses)")
     run_path = args.run[0]
     check_one_stdin(qrels=args.qrels, run=run_path)
+    inputs = [("--qrels", args.qrels), ("--run", run_path)]
+    for option, target in (("--output", args.output), ("--json", args.json)):
+        if target and target != "-":
+            output_file(target, option, inputs=inputs)
+    if not [m for m in args.metrics.split(",") if m.strip()]:
+        raise LtrError(f"--metrics names no metric ({args.metrics!r}); e.g. --metrics ndcg@10,map")
     if args.diversity:
         aligned = align_diversity(read_run(run_path), read_diversity_qrels(args.qrels))
         aligned.dropped_run_queries = aligned.dropped_qrels_queries = []

@@ -1,9 +1,15 @@
 """``ltr gbdt``: the LightGBM lambdarank baseline, judged by the project's metrics; writes a run folder.
 
 The folder holds ``model.txt`` (LightGBM's text model at the best iteration) + ``model.json``,
-``summary.json`` (project metrics with stamped names on valid/test, LightGBM's own per-round
-validation NDCG, the label mapping and gains, the configuration, versions, seed, wall time) and
-``tensorboard/`` (LightGBM's validation NDCG per round, the final metrics as HParams).
+``summary.json`` (project metrics with stamped names on valid/test, LightGBM's own per-round NDCG on
+the training and validation sets, the label mapping and gains, the configuration, versions, seed,
+wall time), ``importance.json`` + ``importance.png`` (LightGBM's gain and split importances) and
+``tensorboard/`` (the per-round training and validation curves, the final metrics as HParams).
+
+LightGBM's own NDCG is the project's NDCG (same gains, discount and ideal cut) except for one
+convention: a query without a relevant document scores 1 in LightGBM and is skipped (left out of
+the mean) by the toolkit. LightGBM's numbers are therefore stamped ``empty=one`` wherever they are
+written (:func:`lightgbm_metric_names`), beside the project's ``empty=skip`` metrics.
 """
 
 from __future__ import annotations
@@ -13,10 +19,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ltr.data.files import add_data_options
-from ltr.errors import LtrError
+import numpy as np
 
-GBDT_KEYS = ("gain", "num_boost_round", "early_stopping_rounds", "eval_at", "monitor_k", "seed", "metrics", "preset")
+from ltr.checks import integer, number
+from ltr.data.files import add_data_options, add_format_options
+from ltr.errors import LtrError
+from ltr.train.config import GBDT_RULES as R
+
+GBDT_KEYS = tuple(R)
+SPLITS = ("train", "valid", "test")  # the data options, for --query-file OPTION=FILE
 
 
 def register(subparsers) -> None:
@@ -34,27 +45,33 @@ def register(subparsers) -> None:
     p.add_argument("--test", default=None, metavar="FILE", help="optional test data, scored with the best iteration")
     p.add_argument("--config", default=None, metavar="FILE.toml", help="TOML with [lightgbm] (LightGBM parameters) and [gbdt] (gain, num_boost_round, early_stopping_rounds, eval_at, monitor_k, seed, metrics, preset)")
     p.add_argument("--gain", default=None, choices=("exp2", "linear"), help="gain convention for label_gain and the metrics (default exp2)")
-    p.add_argument("--num-boost-round", type=int, default=None, help="maximum boosting rounds (default 1000)")
-    p.add_argument("--early-stopping-rounds", type=int, default=None, help="rounds without validation improvement before stopping (default 50)")
-    p.add_argument("--learning-rate", type=float, default=None, help="LightGBM learning_rate (default 0.05)")
-    p.add_argument("--num-leaves", type=int, default=None, help="LightGBM num_leaves (default 31)")
+    p.add_argument("--num-boost-round", type=R["num_boost_round"], default=None, help="maximum boosting rounds (default 1000)")
+    p.add_argument("--early-stopping-rounds", type=R["early_stopping_rounds"], default=None, help="rounds without validation improvement before stopping (default 50; 0: no early stopping)")
+    p.add_argument("--learning-rate", type=number(above=0), default=None, help="LightGBM learning_rate (default 0.05)")
+    p.add_argument("--num-leaves", type=integer(min=2), default=None, help="LightGBM num_leaves (default 31)")
     p.add_argument("--metrics", default=None, metavar="M1,M2,...", help="project metrics for valid/test (default ndcg@1,ndcg@3,ndcg@5,ndcg@10,map,mrr)")
     p.add_argument("--preset", default=None, help="metric conventions preset for the reported metrics (default: the toolkit's own)")
-    p.add_argument("--seed", type=int, default=None, help="LightGBM seed (default 0)")
+    p.add_argument("--seed", type=R["seed"], default=None, help="LightGBM seed (default 0)")
+    g = p.add_argument_group("LightGBM on a Dask cluster (pip install 'ltr[dask]')")
+    g.add_argument("--dask-workers", type=integer(min=1), default=None, metavar="N", help="train lightgbm.DaskLGBMRanker on a local Dask cluster of N worker processes")
+    g.add_argument("--dask-scheduler", default=None, metavar="ADDRESS", help="train on an existing Dask cluster (e.g. tcp://host:8786); a Parquet --train folder is read by its workers")
     p.add_argument("--out", required=True, metavar="DIR", help="run folder to create")
-    p.add_argument("--force", action="store_true", help="replace --out if it already exists")
+    add_format_options(p, SPLITS)
+    p.add_argument("--force", action="store_true", help="replace --out if it is a run folder made by ltr (never any other folder)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_data_options(p)
     p.set_defaults(func=run)
 
 
 def resolve_settings(args) -> tuple[dict[str, Any], dict[str, Any]]:
-    from ltr.train.config import DEFAULT_METRICS, check_keys, load_toml
+    from ltr.checks import check_table
+    from ltr.train.config import DEFAULT_METRICS, check_lightgbm_params, load_toml
 
     tables = {"lightgbm": {}, "gbdt": {}}
     if args.config:
         tables = load_toml(args.config, ("lightgbm", "gbdt"))
-        check_keys(tables["gbdt"], GBDT_KEYS, where=f"{args.config} [gbdt]")
+        check_table(tables["gbdt"], R, where=f"{args.config} [gbdt]")
+        check_lightgbm_params(tables["lightgbm"], where=f"{args.config} [lightgbm]")
     params = dict(tables["lightgbm"])
     opts: dict[str, Any] = {"gain": "exp2", "num_boost_round": 1000, "early_stopping_rounds": 50, "eval_at": [1, 3, 5, 10],
                             "monitor_k": 10, "seed": 0, "metrics": list(DEFAULT_METRICS), "preset": None}
@@ -71,11 +88,42 @@ def resolve_settings(args) -> tuple[dict[str, Any], dict[str, Any]]:
     return params, opts
 
 
+def lightgbm_metric_names(names, gain) -> dict[str, str]:
+    """Stamped names of LightGBM's own metrics (``ndcg@10`` -> ``ndcg@10[gain=exp2,...,empty=one,...]``).
+
+    LightGBM's NDCG matches the project's ``lightgbm`` preset (a query without relevant items
+    scores 1), with the gain convention that built ``label_gain``. Names the preset cannot stamp
+    are kept with a ``lightgbm:`` prefix.
+    """
+    import metrics
+
+    out = {}
+    for name in names:
+        try:
+            ev = metrics.evaluate(np.zeros(2), np.array([1.0, 0.0]), np.array([0, 2]), [name], preset="lightgbm", gain=gain)
+            out[name] = ev.names[name]
+        except (ValueError, KeyError, TypeError):
+            out[name] = f"lightgbm:{name}"
+    return out
+
+
+def _lightgbm_own_metrics(info: dict[str, Any], gain) -> dict[str, Any]:
+    names = sorted({m for split in info["evals_result"].values() for m in split})
+    stamped = lightgbm_metric_names(names, gain)
+    return {
+        "convention": "LightGBM's own metrics: a query without a relevant document scores 1 (empty=one); the "
+        "project's metrics above skip such queries (empty=skip), so the two differ when the data has them",
+        "best_iteration": {stamped[m]: v for m, v in info["best_score"].get("valid", {}).items()},
+        "per_round": {split: {stamped[m]: v for m, v in series.items()} for split, series in info["evals_result"].items()},
+    }
+
+
 def run(args) -> int:
-    from ltr.data.files import data_facts, data_options, load_data_file
+    from ltr.data.files import data_facts, data_options, format_options, load_data_file
     from ltr.io_utils import atomic_write_json
     from ltr.train.gbdt import predict_booster, save_booster, train_lightgbm
-    from ltr.train.run_folder import print_run_metrics, run_folder, versions
+    from ltr.train.importance import write_importance
+    from ltr.train.run_folder import check_destination, print_run_metrics, run_folder, versions
     from ltr.train.tensorboard_log import TensorBoardLogger
     from ltr.train.trainer import check_metric_names, evaluate_scores
 
@@ -83,20 +131,29 @@ def run(args) -> int:
     params, opts = resolve_settings(args)
     metric_kw = {"gain": opts["gain"]} if opts["preset"] is None else {}
     check_metric_names(opts["metrics"], opts["preset"], metric_kw)  # a typo fails before training
+    out = Path(args.out)
+    inputs = [("--train", args.train), ("--valid", args.valid), ("--test", args.test), ("--config", args.config)]
+    check_destination(out, overwrite=args.force, inputs=inputs)
+    if args.dask_workers is not None or args.dask_scheduler is not None:
+        from ltr.train.gbdt_dask_run import run_on_dask
+
+        return run_on_dask(args, params, opts, out, inputs)
     options = data_options(args)
-    train_ds = load_data_file(args.train, "train", options=options)
-    valid_ds = load_data_file(args.valid, "valid", train_ds.n_features, options, feature_names=train_ds.feature_names)
-    test_ds = load_data_file(args.test, "test", train_ds.n_features, options, feature_names=train_ds.feature_names)
+    train_ds = load_data_file(args.train, "train", None, options, **format_options(args, "train", SPLITS))
+    valid_ds = load_data_file(args.valid, "valid", train_ds.n_features, options, feature_names=train_ds.feature_names,
+                              **format_options(args, "valid", SPLITS))  # fmt: skip
+    test_ds = load_data_file(args.test, "test", train_ds.n_features, options, feature_names=train_ds.feature_names,
+                             **format_options(args, "test", SPLITS))  # fmt: skip
     for name, ds in (("valid", valid_ds), ("test", test_ds)):
         if ds is not None and ds.n_features != train_ds.n_features:
             raise LtrError(f"--{name} has {ds.n_features} features, --train has {train_ds.n_features}")
-    out = Path(args.out)
 
-    with run_folder(out, overwrite=args.force) as tmp:
+    with run_folder(out, overwrite=args.force, kind="gbdt", inputs=inputs) as tmp:
         booster, info = train_lightgbm(
             train_ds, valid_ds, params,
             gain=opts["gain"], num_boost_round=opts["num_boost_round"], early_stopping_rounds=opts["early_stopping_rounds"],
             eval_at=opts["eval_at"], monitor_k=opts["monitor_k"], seed=opts["seed"], progress=not args.quiet,
+            record_train=True,
         )
         metrics_out: dict[str, dict[str, float]] = {}
         for split, ds in (("valid", valid_ds), ("test", test_ds)):
@@ -106,11 +163,16 @@ def run(args) -> int:
             metrics_out[split] = {k: float(v) for k, v in ev.mean.items()}
         save_booster(booster, tmp, n_features=train_ds.n_features, best_iteration=info["best_iteration"], feature_names=train_ds.feature_names)
 
+        own = _lightgbm_own_metrics(info, opts["gain"])
+        write_importance(tmp, info["importance"])
+
         logger = TensorBoardLogger(tmp / "tensorboard")
         try:
-            for name, series in info["evals_result"].get("valid", {}).items():
-                for i, value in enumerate(series, 1):
-                    logger.scalar(f"lightgbm_valid/{name}", value, i)
+            # one step per boosting round: the training curve and the validation curve, stamped
+            for split, series in own["per_round"].items():
+                for name, values in series.items():
+                    for i, value in enumerate(values, 1):
+                        logger.metrics(split, {name: value}, i)
             hp = {f"lightgbm.{k}": v for k, v in info["params"].items()} | {f"gbdt.{k}": v for k, v in opts.items()}
             logger.hparams(hp, metrics_out, info["best_iteration"])
         finally:
@@ -122,8 +184,8 @@ def run(args) -> int:
             "seed": opts["seed"],
             "metrics": metrics_out,
             "best_iteration": info["best_iteration"],
-            "lightgbm_best_score": info["best_score"],
-            "lightgbm_evals_result": info["evals_result"],
+            "lightgbm_own_metrics": own,
+            "importance": {"json": "importance.json", "png": "importance.png"},
             "label_gain": info["label_gain"],
             "label_values": info["label_values"],
             "config": {"lightgbm": info["params"], "gbdt": opts},

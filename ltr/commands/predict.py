@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ltr.data.files import add_data_options
+from ltr.data.files import add_data_options, add_format_options
 from ltr.errors import LtrError
 
 
@@ -46,6 +46,7 @@ def register(subparsers) -> None:
     p.add_argument("--qrels", default=None, metavar="FILE", help="also write the data's labels as a TREC qrels file with the same document ids, for `ltr eval --qrels FILE --run RUN`")
     p.add_argument("--tag", default=None, help="run tag, the sixth column (default: the model folder's name)")
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto (neural models only)")
+    add_format_options(p)
     add_data_options(p)
     p.set_defaults(func=run)
 
@@ -123,18 +124,28 @@ def write_parquet(ds, scores: np.ndarray, path: str | os.PathLike) -> None:
 def run(args) -> int:
     import sys
 
-    from ltr.data.files import data_options, load_data_file
-    from ltr.train.model_folder import load_scorer, model_feature_names
+    from ltr.checks import output_file, same_file
+    from ltr.data.files import data_options, format_options, load_data_file
+    from ltr.train.model_folder import check_width, load_scorer, model_feature_names
 
     if args.qrels == "-" or (args.qrels and args.qrels == args.out):
         raise LtrError("--qrels needs a file of its own (standard output is for --out)")
-    score, n_features = load_scorer(args.model, args.device)
-    options = data_options(args)
-    ds = load_data_file(args.data, "data", n_features, options, feature_names=model_feature_names(args.model))
-    if ds.n_features != n_features:
-        raise LtrError(f"--data {args.data} has {ds.n_features} features, the model expects {n_features}")
+    inputs = [("--data", args.data), ("--model", args.model)]
+    if args.out != "-":
+        output_file(args.out, "--out", inputs=inputs)
+    if args.qrels:
+        output_file(args.qrels, "--qrels", inputs=inputs)
+        if args.out != "-" and same_file(args.qrels, args.out):
+            raise LtrError(f"--qrels {args.qrels} is the same file as --out; give two names")
     tag = args.tag or Path(args.model).resolve().name.replace(" ", "_")
-    scores = score(ds.features)
+    if not tag or any(c.isspace() for c in tag):
+        raise LtrError(f"--tag must be one word (no spaces), got {tag!r}")
+    score, n_features = load_scorer(args.model, args.device)
+    # a Parquet file's feature columns are picked by the model's feature names, when it has them
+    ds = load_data_file(args.data, "data", None, data_options(args), feature_names=model_feature_names(args.model),
+                        **format_options(args, "data"))  # fmt: skip
+    check_width(ds, n_features, "--data", args.data)
+    scores = score(ds.features, ds.query_offsets)
     if args.format is None:
         args.format = "parquet" if str(args.out).lower().endswith(".parquet") else "trec"
     if args.format == "trec":

@@ -11,9 +11,14 @@ import argparse
 import time
 from pathlib import Path
 
+from ltr.checks import COUNT, SEED, integer, number
 from ltr.errors import LtrError
 
 FILES = ("train.txt", "valid.txt", "test.txt")
+# the generator's argument names -> the options that set them, for its error messages
+_OPTIONS = {"n_queries": "--queries", "n_features": "--features", "mean_list_length": "--mean-length",
+            "max_list_length": "--max-length", "empty_query_share": "--empty-share", "label_noise": "--label-noise",
+            "n_users": "--users", "valid_share": "--valid-share", "test_share": "--test-share"}
 
 
 def register(subparsers) -> None:
@@ -31,20 +36,30 @@ def register(subparsers) -> None:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument("--out", required=True, metavar="DIR", help="folder to write the files into (created if missing)")
-    p.add_argument("--queries", type=int, default=DEFAULT["n_queries"], metavar="N", help="number of queries in all three files together")
-    p.add_argument("--seed", type=int, default=DEFAULT["seed"], metavar="S", help="random seed of the generator and of the split")
-    p.add_argument("--features", type=int, default=136, metavar="F", help="number of features")
-    p.add_argument("--mean-length", type=float, default=120.0, metavar="M", help="mean number of documents per query")
-    p.add_argument("--max-length", type=int, default=1000, metavar="L", help="largest number of documents per query")
-    p.add_argument("--empty-share", type=float, default=0.05, metavar="X", help="share of queries with no relevant document (0..1)")
-    p.add_argument("--label-noise", type=float, default=0.6, metavar="SD", help="standard deviation of the noise added to the teacher score before grading (higher: harder to learn)")
-    p.add_argument("--users", type=int, default=None, metavar="U", help="number of users (default: as many as a Zipf law of queries per user needs)")
-    p.add_argument("--valid-share", type=float, default=0.1, metavar="X", help="share of queries in valid.txt")
-    p.add_argument("--test-share", type=float, default=0.1, metavar="X", help="share of queries in test.txt")
+    p.add_argument("--queries", type=COUNT, default=DEFAULT["n_queries"], metavar="N", help="number of queries in all three files together")
+    p.add_argument("--seed", type=SEED, default=DEFAULT["seed"], metavar="S", help="random seed of the generator and of the split")
+    p.add_argument("--features", type=COUNT, default=136, metavar="F", help="number of features")
+    p.add_argument("--mean-length", type=number(min=1), default=120.0, metavar="M", help="mean number of documents per query")
+    p.add_argument("--max-length", type=COUNT, default=1000, metavar="L", help="largest number of documents per query")
+    p.add_argument("--empty-share", type=number(min=0, max=1), default=0.05, metavar="X", help="share of queries with no relevant document (0..1)")
+    p.add_argument("--label-noise", type=number(min=0), default=0.6, metavar="SD", help="standard deviation of the noise added to the teacher score before grading (higher: harder to learn)")
+    p.add_argument("--users", type=integer(min=1), default=None, metavar="U", help="number of users (default: as many as a Zipf law of queries per user needs)")
+    p.add_argument("--valid-share", type=number(min=0, below=1), default=0.1, metavar="X", help="share of queries in valid.txt")
+    p.add_argument("--test-share", type=number(min=0, below=1), default=0.1, metavar="X", help="share of queries in test.txt")
     p.add_argument("--by-user", action="store_true", help="keep all queries of a user in the same split")
-    p.add_argument("--force", action="store_true", help="overwrite files already in DIR")
+    p.add_argument("--force", action="store_true", help="overwrite the files of an earlier `ltr synth` in DIR (never files it did not write)")
     p.add_argument("--quiet", action="store_true", help="print nothing on success")
     p.set_defaults(func=run)
+
+
+def _written_by_synth(out: Path) -> bool:
+    import json
+
+    try:
+        d = json.loads((out / "description.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(d, dict) and str(d.get("command", "")).startswith("ltr synth")
 
 
 def run(args) -> int:
@@ -52,10 +67,18 @@ def run(args) -> int:
     from ltr.data.synthetic import make_synthetic_splits
     from ltr.io_utils import atomic_write_json
 
-    out = Path(args.out)
+    from ltr.checks import output_folder
+
+    out = output_folder(args.out, "--out")
     existing = [name for name in FILES + ("description.json",) if (out / name).exists()]
     if existing and not args.force:
         raise LtrError(f"{out} already holds {', '.join(existing)}; pass --force to overwrite")
+    if existing and not _written_by_synth(out):
+        raise LtrError(f"--out {out} holds {', '.join(existing)} that `ltr synth` did not write (no description.json "
+                       "of its own); --force overwrites only its own files: choose another --out")
+    if args.valid_share + args.test_share >= 1.0:
+        raise LtrError(f"--valid-share {args.valid_share} + --test-share {args.test_share} must stay below 1 "
+                       "(the rest is the training share)")
     t0 = time.perf_counter()
     try:
         parts = make_synthetic_splits(
@@ -72,7 +95,10 @@ def run(args) -> int:
             seed=args.seed,
         )
     except ValueError as exc:
-        raise LtrError(f"bad option: {exc}") from None
+        text = str(exc)
+        for name, option in _OPTIONS.items():
+            text = text.replace(name, option)
+        raise LtrError(f"bad option: {text}") from None
     description = dict(parts[0].meta["description"])
     description["files"] = {}
     for name, part in zip(FILES, parts):

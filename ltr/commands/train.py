@@ -1,4 +1,5 @@
-"""``ltr train``: fit a linear or MLP scorer with a ranking loss; write a complete run folder.
+"""``ltr train``: fit a scorer (linear, MLP, context-aware attention; optionally a seed ensemble)
+with a ranking loss; write a complete run folder.
 
 The run folder (``--out``) holds ``model.pt`` + ``model.json`` (the best epoch's weights and the
 architecture, loadable without pickle), ``summary.json`` (metrics with their stamped names, the
@@ -15,17 +16,23 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ltr.data.files import add_data_options
+from ltr.checks import integer
+from ltr.data.files import add_data_options, add_format_options
 from ltr.errors import LtrError
+from ltr.train.config import LOSS_RULES, MODEL_RULES, MODEL_TYPE_NAMES, NORMALIZE_CHOICES
+from ltr.train.config import TRAIN_RULES as R
 
-MODEL_KEYS = ("type", "hidden", "activation", "dropout", "batch_norm", "normalize")
-NORMALIZE_CHOICES = ("none", "standard", "log1p", "log1p_standard")
+MODEL_KEYS = tuple(MODEL_RULES)
+SPLITS = ("train", "valid", "test")  # the data options, for --query-file OPTION=FILE
+LOSS_HELP = ("loss name for losses.get_loss: ranknet, hinge, lambdarank, ndcg_loss1, ndcg_loss2, ndcg_loss2pp, "
+             "arp_loss1, arp_loss2, listnet, softmax, listmle, approx_ndcg, neural_ndcg, bce, mse; options such as "
+             "k or temperature go in the --config [loss] table (default lambdarank)")
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "train",
-        help="train a linear or MLP ranker with a ranking loss (early stopping, TensorBoard, checkpoints)",
+        help="train a linear, MLP or context-aware (attention) ranker with a ranking loss (early stopping, TensorBoard, checkpoints)",
         description="Train a scorer on SVMlight/LETOR files with a loss from `losses`, validate every epoch, "
         "keep the best epoch's weights, and write a run folder (model, summary.json, tensorboard/). "
         "Options given here override the --config TOML file, which overrides the defaults.",
@@ -35,33 +42,45 @@ def register(subparsers) -> None:
                    "(columns: see below), or a memory-mapped store written by `ltr convert` (data larger than RAM)")
     p.add_argument("--valid", required=True, metavar="FILE", help="validation data: picks the best epoch and stops early")
     p.add_argument("--test", metavar="FILE", default=None, help="optional test data, scored once with the best weights")
-    p.add_argument("--loss", default=None, metavar="NAME", help="loss name for losses.get_loss: ranknet, lambdarank, ndcg_loss2, ndcg_loss2pp, listnet, bce, mse (default lambdarank)")
-    p.add_argument("--model", default=None, choices=("mlp", "linear"), help="scorer type (default mlp)")
+    p.add_argument("--loss", default=None, metavar="NAME", help=LOSS_HELP)
+    p.add_argument("--model", default=None, choices=MODEL_TYPE_NAMES, help="scorer type (default mlp); attention = "
+                   "self-attention over each query's items (masked Transformer encoder, see --width/--heads/--layers)")
+    p.add_argument("--width", type=MODEL_RULES["width"], default=None, help="attention: embedding width, a multiple of --heads (default 64)")
+    p.add_argument("--heads", type=MODEL_RULES["heads"], default=None, help="attention: heads per layer (default 2)")
+    p.add_argument("--layers", type=MODEL_RULES["layers"], default=None, help="attention: encoder blocks (default 2)")
+    p.add_argument("--input-noise", type=MODEL_RULES["input_noise"], default=None, metavar="STD",
+                   help="Gaussian noise of this standard deviation on the (normalised) inputs while training (default 0)")
+    p.add_argument("--ensemble", type=MODEL_RULES["ensemble"], default=None, metavar="N",
+                   help="train N models with seeds seed..seed+N-1 and save their score average as one model (default 1)")
     p.add_argument("--hidden", default=None, metavar="W1,W2,...", help="MLP hidden widths (default 128,64)")
-    p.add_argument("--activation", default=None, help="MLP activation: relu, leaky_relu, gelu, elu, silu, tanh, sigmoid (default relu)")
-    p.add_argument("--dropout", type=float, default=None, help="MLP dropout probability (default 0)")
+    p.add_argument("--activation", default=None, type=MODEL_RULES["activation"], help="MLP activation: relu, leaky_relu, gelu, elu, silu, tanh, sigmoid (default relu)")
+    p.add_argument("--dropout", type=MODEL_RULES["dropout"], default=None, help="dropout probability (default 0 for mlp, 0.1 for attention)")
     p.add_argument("--batch-norm", action="store_true", default=None, help="batch normalisation after each hidden layer (valid items only)")
     p.add_argument("--normalize", default=None, choices=NORMALIZE_CHOICES, help="input normalisation fitted on the training split and saved in the model (default none)")
-    p.add_argument("--epochs", type=int, default=None, help="maximum number of epochs (default 30)")
-    p.add_argument("--batch-size", type=int, default=None, help="queries per batch (default 64)")
-    p.add_argument("--bucket-size", type=int, default=None, help="length bucketing: this many shuffled queries are sorted by length before batches are cut; "
+    p.add_argument("--epochs", type=R["epochs"], default=None, help="maximum number of epochs (default 30)")
+    p.add_argument("--batch-size", type=R["batch_size"], default=None, help="queries per batch (default 64)")
+    p.add_argument("--bucket-size", type=R["bucket_size"], default=None, help="length bucketing: this many shuffled queries are sorted by length before batches are cut; "
                    "smaller = more random batches (equal to --batch-size: no bucketing), larger = less padding (default: 50 batches)")
-    p.add_argument("--lr", type=float, default=None, help="Adam learning rate (default 0.001)")
-    p.add_argument("--weight-decay", type=float, default=None, help="Adam weight decay (default 0)")
-    p.add_argument("--patience", type=int, default=None, help="epochs without improvement before stopping (default 5)")
+    p.add_argument("--lr", type=R["lr"], default=None, help="Adam learning rate (default 0.001)")
+    p.add_argument("--weight-decay", type=R["weight_decay"], default=None, help="Adam weight decay (default 0)")
+    p.add_argument("--patience", type=R["patience"], default=None, help="epochs without improvement before stopping (default 5)")
     p.add_argument("--monitor", default=None, help="validation metric that picks the best epoch (default ndcg@10); ranking metrics and auc: higher is better; "
                    "logloss, brier (on sigmoid(score), for pointwise BCE / click models with 0/1 labels): lower is better")
     p.add_argument("--metrics", default=None, metavar="M1,M2,...", help="validation/test metrics (default ndcg@1,ndcg@3,ndcg@5,ndcg@10,map,mrr; also logloss, brier, auc for 0/1 labels)")
     p.add_argument("--preset", default=None, help="metric conventions preset: trec_eval, sklearn, lightgbm, ranx (default: the toolkit's own)")
-    p.add_argument("--seed", type=int, default=None, help="random seed for weights, batch order and dropout (default 0)")
+    p.add_argument("--seed", type=R["seed"], default=None, help="random seed for weights, batch order and dropout (default 0)")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:N or auto (default cpu)")
     p.add_argument("--checkpoint-dir", default=None, metavar="DIR", help="write last.pt here after every epoch; if it already holds one from the same configuration, resume from it "
                    "(e.g. after a crash, or with a larger --epochs to extend a run); the new run folder's TensorBoard logs then hold every epoch "
                    "(the restored epochs' scalars are written again; their score histograms are not kept)")
     p.add_argument("--config", default=None, metavar="FILE.toml", help="TOML file with [train], [model] and [loss] tables")
     p.add_argument("--out", default=None, metavar="DIR", help="run folder to create (default runs/train-<loss>-<model>-<time>)")
-    p.add_argument("--force", action="store_true", help="replace --out if it already exists")
+    add_format_options(p, SPLITS)
+    p.add_argument("--force", action="store_true", help="replace --out if it is a run folder made by ltr (never any other folder)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--nproc", type=integer(min=1), default=1, metavar="N", help="train with N processes on this machine (torch.distributed data parallel: "
+                   "gloo on CPU, NCCL on CUDA; each takes 1/N of every batch, same result as one process with the same --batch-size). "
+                   "For several machines run `torchrun --nnodes M --nproc-per-node N -m ltr train ...` (without --nproc)")
     add_data_options(p)
     p.set_defaults(func=run)
 
@@ -72,15 +91,21 @@ def _split(text: str | None) -> list[str] | None:
 
 def resolve_settings(args) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """Merge defaults, the TOML file and the command line -> (train, model, loss) dicts."""
-    from ltr.train.config import TrainConfig, check_keys, load_toml
+    from ltr.checks import check_table
+    from ltr.train.config import TrainConfig, load_toml
+    from ltr.train.settings import model_defaults
 
     tables = {"train": {}, "model": {}, "loss": {}}
     if args.config:
         tables = load_toml(args.config, ("train", "model", "loss"))
-        check_keys(tables["model"], MODEL_KEYS, where=f"{args.config} [model]")
+        check_table(tables["model"], MODEL_RULES, where=f"{args.config} [model]")
         TrainConfig.from_dict(tables["train"], source=f"{args.config} [train]")  # checks keys and values early
+        for key, value in tables["loss"].items():  # other keys: losses.get_loss names the ones it does not take
+            if key in LOSS_RULES:
+                LOSS_RULES[key].check(value, f"{args.config} [loss] {key}")
     train = dict(tables["train"])
-    model = {"type": "mlp", "hidden": [128, 64], "activation": "relu", "dropout": 0.0, "batch_norm": False, "normalize": "none"}
+    model = model_defaults(args.model or tables["model"].get("type", "mlp"))
+    model["ensemble"] = 1
     model.update(tables["model"])
     loss = {"name": "lambdarank"}
     loss.update(tables["loss"])
@@ -98,13 +123,16 @@ def resolve_settings(args) -> tuple[dict[str, Any], dict[str, Any], dict[str, An
     if args.quiet:
         train["progress"] = False
     model_over = {"type": args.model, "activation": args.activation, "dropout": args.dropout,
-                  "batch_norm": args.batch_norm, "normalize": args.normalize}
+                  "batch_norm": args.batch_norm, "normalize": args.normalize, "width": args.width,
+                  "heads": args.heads, "layers": args.layers, "input_noise": args.input_noise,
+                  "ensemble": args.ensemble}
     model.update({k: v for k, v in model_over.items() if v is not None})
     if args.hidden is not None:
         try:
             model["hidden"] = [int(h) for h in _split(args.hidden)]
         except ValueError:
             raise LtrError(f"--hidden must be comma-separated integers, got {args.hidden!r}") from None
+        MODEL_RULES["hidden"].check(model["hidden"], "--hidden")
     if args.loss is not None:
         loss["name"] = args.loss
     if model["normalize"] not in NORMALIZE_CHOICES:
@@ -112,53 +140,74 @@ def resolve_settings(args) -> tuple[dict[str, Any], dict[str, Any], dict[str, An
     return train, model, loss
 
 
-def build_loss(loss_cfg: dict[str, Any]):
-    import losses
-
-    cfg = dict(loss_cfg)
-    name = cfg.pop("name")
-    try:
-        return losses.get_loss(name, **cfg)
-    except (KeyError, ValueError, TypeError) as exc:
-        raise LtrError(f"loss {name!r} with {cfg}: {exc}") from None
-
-
-def build_scorer(model_cfg: dict[str, Any], train_ds):
-    from ltr.train.models import FeatureTransform, build_model
-
-    arch = {k: v for k, v in model_cfg.items() if k != "normalize"}
-    if arch["type"] == "linear":
-        arch = {"type": "linear"}
-    model = build_model({**arch, "n_features": train_ds.n_features})
-    if model_cfg.get("normalize", "none") != "none":  # fitted in one streaming pass (a store stays on disk)
-        model.set_normalizer(FeatureTransform.fit(train_ds.features, model_cfg["normalize"]))
-    return model.set_feature_names(getattr(train_ds, "feature_names", None))
-
-
 def run(args) -> int:
-    from ltr.data.files import data_facts, data_options, load_data_file
+    """One process, ``--nproc N`` processes (launched here), or one worker of torchrun's job."""
+    from ltr.train import distributed
+
+    train_cfg, model_cfg, _ = resolve_settings(args)
+    device = str(train_cfg.get("device", "cpu"))
+    several = args.nproc > 1 or distributed.launched_by_torchrun()
+    if several and model_cfg.get("ensemble", 1) > 1:
+        raise LtrError("--ensemble trains its members one after another in one process; it cannot be combined with --nproc or torchrun")
+    if distributed.launched_by_torchrun():
+        if args.nproc > 1:
+            raise LtrError("--nproc is for a job launched by ltr itself; under torchrun use its --nproc-per-node")
+        with distributed.process_group(device=device):
+            return _run(args)
+    if args.nproc > 1:
+        try:
+            return distributed.launch(_run, args.nproc, args, device=device)
+        except distributed.WorkerFailedError as exc:
+            ckpt = Path(args.checkpoint_dir) / "last.pt" if args.checkpoint_dir else None
+            kept = f"; last checkpoint kept: {ckpt} (run the same command to resume)" if ckpt and ckpt.exists() else ""
+            raise LtrError(f"distributed training stopped: {exc}{kept}") from None
+    return _run(args)
+
+
+def _run(args) -> int:
+    from ltr.data.files import data_facts, data_options, format_options, load_data_file
+    from ltr.train.distributed import DistributedTrainer, context
     from ltr.io_utils import atomic_write_json
     from ltr.train.config import TrainConfig
     from ltr.train.models import save_model
-    from ltr.train.run_folder import print_run_metrics, run_folder, versions
-    from ltr.train.trainer import Trainer, seed_everything
+    from ltr.checks import output_folder
+    from ltr.train.run_folder import check_destination, print_run_metrics, run_folder, versions
+    from ltr.train.settings import build_loss, build_scorer
+    from ltr.train.trainer import Trainer, check_metric_names, resolve_device, seed_everything
 
     t0 = time.time()
+    ctx = context()
     train_cfg, model_cfg, loss_cfg = resolve_settings(args)
-    options = data_options(args)
-    train_ds = load_data_file(args.train, "train", options=options)
-    valid_ds = load_data_file(args.valid, "valid", train_ds.n_features, options, feature_names=train_ds.feature_names)
-    test_ds = load_data_file(args.test, "test", train_ds.n_features, options, feature_names=train_ds.feature_names)
     out = Path(args.out) if args.out else Path("runs") / f"train-{loss_cfg['name']}-{model_cfg['type']}-{time.strftime('%Y%m%d-%H%M%S')}"
+    inputs = [("--train", args.train), ("--valid", args.valid), ("--test", args.test), ("--config", args.config)]
+    check_destination(out, overwrite=args.force, inputs=inputs)  # before minutes of work, not after
+    if args.checkpoint_dir is not None:
+        output_folder(args.checkpoint_dir, "--checkpoint-dir", inputs=inputs)
     loss = build_loss(loss_cfg)
+    settings = TrainConfig.from_dict(train_cfg, source="train settings")
+    check_metric_names(settings.metrics, settings.preset, settings.conventions)  # a typo fails before any work
+    resolve_device(settings.device)
+    options = data_options(args)
+    train_ds = load_data_file(args.train, "train", None, options, **format_options(args, "train", SPLITS))
+    valid_ds = load_data_file(args.valid, "valid", train_ds.n_features, options, feature_names=train_ds.feature_names,
+                              **format_options(args, "valid", SPLITS))  # fmt: skip
+    test_ds = load_data_file(args.test, "test", train_ds.n_features, options, feature_names=train_ds.feature_names,
+                             **format_options(args, "test", SPLITS))  # fmt: skip
+    if not ctx.is_main:  # the other ranks of a distributed job train; rank 0 alone writes the run folder
+        seed_everything(settings.seed)
+        DistributedTrainer(build_scorer(model_cfg, train_ds), loss, settings).fit(train_ds, valid_ds, test_ds)
+        return 0
 
-    with run_folder(out, overwrite=args.force) as tmp:
+    with run_folder(out, overwrite=args.force, kind="train", inputs=inputs) as tmp:
         cfg = TrainConfig.from_dict({**train_cfg, "log_dir": str(tmp / "tensorboard")}, source="train settings")
-        seed_everything(cfg.seed)  # the initial weights depend on the seed too
-        model = build_scorer(model_cfg, train_ds)
-        hp = {f"model.{k}": v for k, v in model_cfg.items()} | {f"loss.{k}": v for k, v in loss_cfg.items()}
-        trainer = Trainer(model, loss, cfg, hparams=hp)
-        result = trainer.fit(train_ds, valid_ds, test_ds)
+        if model_cfg["ensemble"] > 1:
+            result, members = _fit_ensemble(cfg, model_cfg, loss, train_ds, valid_ds, test_ds)
+        else:
+            seed_everything(cfg.seed)  # the initial weights depend on the seed too
+            model = build_scorer(model_cfg, train_ds)
+            hp = {f"model.{k}": v for k, v in model_cfg.items()} | {f"loss.{k}": v for k, v in loss_cfg.items()}
+            trainer = (DistributedTrainer if ctx.active else Trainer)(model, loss, cfg, hparams=hp)
+            result, members = trainer.fit(train_ds, valid_ds, test_ds), None
         save_model(result.model, tmp)
         metrics_out = {"valid": result.valid_metrics}
         if result.test_metrics is not None:
@@ -178,8 +227,37 @@ def run(args) -> int:
             "versions": versions(),
             "tensorboard": {"log_dir": "tensorboard", "tags": result.tensorboard_tags},
             "history": result.history,
+            "distributed": {"world_size": ctx.world_size, "backend": ctx.backend},
             "wall_time_s": time.time() - t0,
         }
+        if members is not None:
+            summary["ensemble"] = members
         atomic_write_json(tmp / "summary.json", summary)
     print_run_metrics(out, metrics_out, result.best_epoch)
     return 0
+
+
+def _fit_ensemble(cfg, model_cfg, loss, train_ds, valid_ds, test_ds):
+    """Train ``model_cfg["ensemble"]`` members with seeds seed, seed+1, ...; returns a FitResult-like
+    record of the ensemble (its best epoch / history are the first member's) and the members' facts."""
+    import dataclasses
+
+    from ltr.train.ensemble import fit_ensemble
+    from ltr.train.settings import build_scorer
+
+    seeds = [cfg.seed + k for k in range(model_cfg["ensemble"])]
+
+    def member_config(c, k):
+        changes = {"log_dir": f"{cfg.log_dir}/member-{k}"}
+        if cfg.checkpoint_dir is not None:
+            changes["checkpoint_dir"] = f"{cfg.checkpoint_dir}/member-{k}"
+        return dataclasses.replace(c, **changes)
+
+    fit = fit_ensemble(lambda seed: build_scorer(model_cfg, train_ds), loss, cfg, train_ds, valid_ds, test_ds,
+                       seeds=seeds, member_config=member_config)
+    first = fit.members[0]
+    result = dataclasses.replace(first, model=fit.model, valid_metrics=fit.valid_metrics, test_metrics=fit.test_metrics,
+                                 wall_time_s=fit.wall_time_s, tensorboard_tags={})
+    members = [{"seed": s, "best_epoch": f.best_epoch, "epochs_run": f.epochs_run, "stopped_early": f.stopped_early,
+                "valid": f.valid_metrics} for s, f in zip(seeds, fit.members)]
+    return result, members

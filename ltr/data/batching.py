@@ -7,13 +7,20 @@ buckets of ``bucket_size`` queries, sorts each bucket by length, cuts it into ba
 the batches. Every query appears exactly once per epoch, and ``set_epoch`` gives a reproducible
 reshuffle per epoch.
 
+The cuts of a sorted bucket start at a random phase: the first batch of a bucket holds ``r`` queries,
+``r`` drawn in ``[1, batch_size]`` each epoch, and the next batches ``batch_size`` each. Without it, a
+data set smaller than one bucket (240 queries, batch 64, bucket 3200) would be sorted whole and cut
+at the same places every epoch, so every epoch would see the same batches in a new order; with it,
+neighbours in the length order land in different batches from epoch to epoch while the padding stays
+that of sorted batches. (A bucket no larger than a batch is one batch, as before.)
+
 padding ratio = padded slots / all slots = 1 - sum(lengths) / sum_b(B_b * L_b).
 
 The gather that builds a batch is vectorised: a [B, L] index matrix into the flat rows, one
 ``take`` for the features, and the padded slots zeroed. Features may be memory-mapped (a store of
-:mod:`ltr.data.store`): a batch reads only its own rows, and :func:`iterate_batches` hands the pages
-mapped for it back to the kernel after each batch, so an epoch over a store larger than RAM keeps a
-bounded resident set.
+:mod:`ltr.data.store`): a batch reads only its own rows, and :func:`make_batch` hands the pages
+mapped for it back to the kernel after its gather, so an epoch over a store larger than RAM keeps a
+bounded resident set, whoever draws the batches.
 """
 
 from __future__ import annotations
@@ -130,7 +137,11 @@ class BucketBatchSampler:
         for lo in range(0, n, self.bucket_size):
             bucket = order[lo : lo + self.bucket_size]
             bucket = bucket[np.argsort(self.lengths[bucket], kind="stable")]
-            batches.extend(self._cut(bucket))
+            # random phase of the cuts (module docstring): the first batch holds 1..batch_size queries
+            first = int(rng.integers(1, self.batch_size + 1)) if len(bucket) > self.batch_size else len(bucket)
+            batches.extend(self._cut(bucket[:first]))
+            if first < len(bucket):
+                batches.extend(self._cut(bucket[first:]))
         perm = rng.permutation(len(batches))
         return [batches[i] for i in perm]
 
@@ -157,9 +168,9 @@ class BucketBatchSampler:
             yield batch.tolist()
 
     def __len__(self) -> int:
-        if self.max_items is None:
+        if self.max_items is None and not self.shuffle:
             return -(-len(self.lengths) // self.batch_size)
-        return len(self.batches())
+        return len(self.batches())  # the random phase and max_items make it depend on the epoch
 
 
 def make_batch(ds: RankingDataset, query_index, *, device="cpu") -> PaddedBatch:
@@ -178,6 +189,8 @@ def make_batch(ds: RankingDataset, query_index, *, device="cpu") -> PaddedBatch:
         labels = np.zeros(rows.shape, dtype=np.float32)
     else:
         feats = np.take(ds.features, rows, axis=0)
+        if is_mapped(ds.features):  # a store gives back the pages this batch mapped (about 0.1 ms)
+            release_pages(ds.features)
         feats[~mask] = 0.0
         labels = np.where(mask, ds.labels[rows], 0.0).astype(np.float32)
     weights = None
@@ -214,11 +227,8 @@ def iterate_batches(
         ds.query_lengths, batch_size, shuffle=shuffle, seed=seed, bucket_size=bucket_size, max_items=max_items
     )
     sampler.set_epoch(epoch)
-    mapped = is_mapped(ds.features)
     for batch in sampler.batches():
         yield make_batch(ds, batch, device=device)
-        if mapped:  # a store gives the pages this batch mapped back (about 0.1 ms a call)
-            release_pages(ds.features)
 
 
 def padding_ratio(lengths: Sequence[int] | np.ndarray, batches: Iterable[Sequence[int]]) -> float:

@@ -29,7 +29,8 @@ from typing import Iterable
 
 import numpy as np
 
-from ltr.errors import DataFormatError, LtrError
+from ltr.checks import input_file
+from ltr.errors import DataFormatError
 from ltr.io_utils import STDIO, open_text
 
 __all__ = ["parse_number", "read_number_column", "read_id_column"]
@@ -46,20 +47,19 @@ def parse_number(text: str, path, line: int | None, what: str = "value") -> floa
     return value
 
 
-def _existing(path: str | os.PathLike) -> Path:
-    path = Path(path)
+def _existing(path: str | os.PathLike, option: str | None = None) -> Path:
     if str(path) == STDIO:
-        return path  # standard input
-    if not path.is_file():
-        raise LtrError(f"{path}: file not found")
-    return path
+        return Path(path)  # standard input
+    return input_file(path, option)
 
 
 def _load_npy(path: Path) -> np.ndarray:
     try:
         arr = np.load(path, allow_pickle=False)
-    except ValueError as exc:
-        raise DataFormatError(path, None, f"not a plain .npy array ({exc})") from None
+    except Exception as exc:  # numpy fails in many ways on a damaged file (ValueError, EOFError, OSError...)
+        raise DataFormatError(path, None, f"not a plain .npy array ({' '.join(str(exc).split())[:160]})") from None
+    if not isinstance(arr, np.ndarray):
+        raise DataFormatError(path, None, "not a plain .npy array (an .npz archive?)")
     if arr.ndim != 1:
         raise DataFormatError(path, None, f"expected a 1-D array, got shape {arr.shape}")
     return arr
@@ -88,14 +88,15 @@ def _describe(allowed: tuple[float, ...]) -> str:
 
 
 def read_number_column(path: str | os.PathLike, *, what: str = "value",
-                       allowed: Iterable[float] | None = None) -> np.ndarray:
+                       allowed: Iterable[float] | None = None, option: str | None = None) -> np.ndarray:
     """Read a column of finite numbers into a float64 array [N].
 
     ``what`` names a value in error messages (``"score"``, ``"label"``); ``allowed``, if given,
     lists the only values accepted (e.g. ``(0, 1)`` for click labels). A ``.npy`` file may hold
-    any numeric or boolean dtype.
+    any numeric or boolean dtype. ``option`` (e.g. ``"--scores"``) names the file in messages about
+    the path itself (missing, a folder, a FIFO).
     """
-    path = _existing(path)
+    path = _existing(path, option)
     allowed = None if allowed is None else tuple(float(a) for a in allowed)
     if path.suffix == ".npy":
         arr = _load_npy(path)
@@ -119,9 +120,9 @@ def read_number_column(path: str | os.PathLike, *, what: str = "value",
     return np.asarray(values, dtype=np.float64)
 
 
-def read_id_column(path: str | os.PathLike) -> np.ndarray:
+def read_id_column(path: str | os.PathLike, *, option: str | None = None) -> np.ndarray:
     """Read a column of ids (any text, e.g. user or query ids) into a string array [N]."""
-    path = _existing(path)
+    path = _existing(path, option)
     if path.suffix == ".npy":
         arr = _load_npy(path)
         if arr.shape[0] == 0:

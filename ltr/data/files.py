@@ -12,18 +12,24 @@ that an error names that option; the format is recognised here, in one place (:f
 
 Commands add the column options with :func:`add_data_options` and read them back with
 :func:`data_options`.
+
+:func:`add_format_options` gives every data-reading command the same ``--zero-based`` and
+``--query-file`` options (SVMlight), and :func:`format_options` turns them into the reader's keywords.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from ltr.errors import LtrError
+from ltr.checks import input_file, input_folder
+from ltr.errors import DataFormatError, LtrError
 
-__all__ = ["load_data_file", "data_facts", "data_format", "DataOptions", "add_data_options", "data_options"]
+__all__ = ["load_data_file", "data_facts", "data_format", "DataOptions", "add_data_options", "data_options",
+           "add_format_options", "format_options"]
 
 
 @dataclass(frozen=True)
@@ -94,20 +100,30 @@ def load_data_file(
     options: DataOptions | None = None,
     *,
     feature_names: Sequence[str] | None = None,
+    zero_based: bool = False,
+    query_file: str | os.PathLike | None = None,
 ):
     """Read the data given as ``--<option>`` in whichever format it is; ``None`` stays ``None``.
 
     ``n_features`` is the width the data must have (the training data's or the model's): a sparse
     SVMlight file is padded to it, a Parquet file or a store must have it. ``feature_names`` (the
     training data's or the model's, when known) selects a Parquet file's feature columns by name and
-    must match a store's names.
+    must match a store's names. ``zero_based`` and ``query_file`` are
+    :func:`ltr.data.load_svmlight`'s (``--zero-based``, ``--query-file``). Negative labels are read as
+    0 (:mod:`ltr.data.labels`) and a note on stderr says how many; a training file without any
+    feature is refused here, before the validation file is blamed for it.
     """
     if path is None:
         return None
-    if not Path(path).exists():
-        raise LtrError(f"--{option} {path}: file not found")
     options = options or DataOptions()
-    kind = data_format(path)
+    if Path(os.path.expanduser(str(path))).is_dir():
+        path = input_folder(path, f"--{option}")
+        kind = data_format(path)
+        if kind == "svmlight":
+            raise LtrError(f"--{option} {path}: is a folder, but neither a store written by ltr convert (no store.json) nor a folder of .parquet files")
+    else:
+        path = input_file(path, f"--{option}")
+        kind = data_format(path)
     if kind == "store":
         from ltr.data.store import open_store
 
@@ -119,15 +135,63 @@ def load_data_file(
     else:
         from ltr.data.svmlight import load_svmlight
 
-        if Path(path).is_dir():
-            raise LtrError(f"--{option} {path}: a folder that is neither a store (no store.json) nor holds .parquet files")
-        ds = load_svmlight(path, n_features=n_features)
+        if query_file is not None:
+            query_file = input_file(query_file, f"--query-file (for --{option})")
+        ds = load_svmlight(path, n_features=n_features, zero_based=zero_based, query_file=query_file)
+    if ds.n_features == 0:
+        raise DataFormatError(path, None, f"no features on any line (--{option} needs 'index:value' pairs after the qid)")
     if n_features is not None and ds.n_features != n_features:
         raise LtrError(f"--{option} {path} has {ds.n_features} features; {n_features} expected (as the training data or the model)")
     if feature_names is not None and ds.feature_names is not None and tuple(ds.feature_names) != tuple(feature_names):
         j = next(j for j, (a, b) in enumerate(zip(ds.feature_names, feature_names)) if a != b)
         raise LtrError(f"--{option} {path}: feature {j} is {ds.feature_names[j]!r}, where the training data or the model has {feature_names[j]!r}")
+    changed = int(ds.meta.get("negative_labels", 0))
+    if changed:
+        print(f"note: --{option} {path}: {changed} negative label(s) read as 0 (judged non-relevant)", file=sys.stderr)
     return ds
+
+
+def add_format_options(parser, data_options: Sequence[str] = ("data",)) -> None:
+    """Add ``--zero-based`` and ``--query-file`` to a command that reads the files ``data_options``.
+
+    With one data option ``--query-file FILE`` names its group-size file; with several it takes
+    ``OPTION=FILE`` and may be repeated (``--query-file train=train.grp --query-file valid=valid.grp``).
+    """
+    parser.add_argument("--zero-based", action="store_true",
+                        help="feature indices in the data files start at 0 (default: 1, as in LETOR files)")
+    files = ", ".join(f"--{o}" for o in data_options)
+    if len(data_options) == 1:
+        parser.add_argument("--query-file", default=None, metavar="FILE",
+                            help=f"group sizes of {files}, one per line, for a file without qid "
+                            "(default: FILE.query beside the data file when it exists)")
+    else:
+        parser.add_argument("--query-file", action="append", default=None, metavar="OPTION=FILE",
+                            help=f"group sizes of one of {files}, one per line, for a file without qid, e.g. "
+                            f"--query-file {data_options[0]}=FILE; repeat for each file "
+                            "(default: FILE.query beside each data file when it exists)")
+
+
+def format_options(args, option: str, data_options: Sequence[str] = ("data",)) -> dict[str, Any]:
+    """``zero_based`` and ``query_file`` keywords for reading ``--<option>`` from parsed ``args``.
+
+    >>> from types import SimpleNamespace
+    >>> args = SimpleNamespace(zero_based=True, query_file=["valid=v.grp"])
+    >>> format_options(args, "valid", ("train", "valid")), format_options(args, "train", ("train", "valid"))
+    ({'zero_based': True, 'query_file': 'v.grp'}, {'zero_based': True, 'query_file': None})
+    """
+    zero_based = bool(getattr(args, "zero_based", False))
+    given = getattr(args, "query_file", None)
+    if given is None or isinstance(given, str):
+        return {"zero_based": zero_based, "query_file": given if option == data_options[0] else None}
+    files: dict[str, str] = {}
+    for item in given:
+        key, sep, value = item.partition("=")
+        key = key.strip().lstrip("-")
+        if not sep or key not in data_options or not value:
+            choices = ", ".join(f"{o}=FILE" for o in data_options)
+            raise LtrError(f"--query-file {item!r}: expected one of {choices}")
+        files[key] = value
+    return {"zero_based": zero_based, "query_file": files.get(option)}
 
 
 def data_facts(path: str | os.PathLike, ds) -> dict[str, Any]:

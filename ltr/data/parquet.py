@@ -13,7 +13,8 @@ A table holds one row per item, and its columns play roles:
 
 Missing values (nulls), NaN and infinite values are refused with the column and the row (0-based, as
 pandas and Arrow count; in a folder also the file and its own row); missing columns are named with
-the columns that exist. A partitioned folder (``key=value/part.parquet``, read through
+the columns that exist. Labels follow :mod:`ltr.data.labels` as in every reader: 1024 and above are
+refused, a negative label is read as 0 (judged non-relevant; ``ds.meta["negative_labels"]`` counts them). A partitioned folder (``key=value/part.parquet``, read through
 ``pyarrow.dataset``) is read file by file in path order, its rows in file order.
 
 Tables written by :func:`to_parquet` carry their column roles in the schema metadata (key
@@ -38,6 +39,7 @@ import numpy as np
 
 from ltr.data.blocks import Block, QueryRuns
 from ltr.data.dataset import RankingDataset
+from ltr.data.labels import LABEL_LIMIT, label_problem
 from ltr.errors import DataFormatError, LtrError
 from ltr.io_utils import atomic_path
 
@@ -181,7 +183,7 @@ class _Source:
             features[:, j] = self._numbers(batch, name, positions, np.float32)
         return Block(
             features=features,
-            labels=self._numbers(batch, r.label, positions, np.float64),
+            labels=self._labels(batch, r.label, positions),
             query_keys=self._ids(batch, r.query, positions),
             positions=positions,
             doc_ids=None if r.doc_id is None else self._strings(batch, r.doc_id, positions),
@@ -215,6 +217,19 @@ class _Source:
                 r = int(bad[0])
                 raise self.error_at(int(positions[r]), f"column {name!r} holds {values[r]}, beyond the float32 range of features")
         return out
+
+    def _labels(self, batch, name: str, positions) -> np.ndarray:
+        """The label column under the rules of :mod:`ltr.data.labels`: below 1024, negative read as 0."""
+        labels = self._numbers(batch, name, positions, np.float64)
+        bad = np.flatnonzero(labels >= LABEL_LIMIT)
+        if bad.size:
+            r = int(bad[0])
+            raise self.error_at(int(positions[r]), f"column {name!r}: {label_problem(float(labels[r]))}")
+        negative = labels < 0
+        if negative.any():
+            self.n_negative_labels = getattr(self, "n_negative_labels", 0) + int(negative.sum())
+            labels[negative] = 0.0
+        return labels
 
     def _ids(self, batch, name: str, positions) -> np.ndarray:
         import pyarrow as pa
@@ -348,7 +363,7 @@ def load_parquet(
     source = ParquetSource(path, query_column=query_column, label_column=label_column, feature_columns=feature_columns,
                            doc_id_column=doc_id_column, weight_column=weight_column, user_column=user_column)  # fmt: skip
     ds = _assemble(source, sort_by_query)
-    ds.meta = {"source": str(path), "format": "parquet"}
+    ds.meta = {"source": str(path), "format": "parquet", "negative_labels": getattr(source, "n_negative_labels", 0)}
     return ds
 
 
@@ -369,7 +384,7 @@ def dataset_from_frame(
     source = TableSource(_arrow_table(frame), query_column=query_column, label_column=label_column, feature_columns=feature_columns,
                          doc_id_column=doc_id_column, weight_column=weight_column, user_column=user_column)  # fmt: skip
     ds = _assemble(source, sort_by_query)
-    ds.meta = {"source": "data frame"}
+    ds.meta = {"source": "data frame", "negative_labels": getattr(source, "n_negative_labels", 0)}
     return ds
 
 

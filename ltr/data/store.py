@@ -158,12 +158,15 @@ class StoreWriter:
     O(queries)). ``source`` supplies ``name``, ``n_features`` (None: the width of the widest block),
     ``feature_names``, ``describe`` and ``error_at`` (for the query checks' messages)."""
 
-    def __init__(self, path: str | os.PathLike, source, *, overwrite: bool = False):
-        self.path = Path(path)
-        if self.path.exists() and not overwrite and (not self.path.is_dir() or any(self.path.iterdir())):
-            raise LtrError(f"{self.path} already exists; choose another --out or pass --force to replace it")
-        if self.path.exists() and not self.path.is_dir():
-            raise LtrError(f"{self.path} exists and is not a folder")
+    def __init__(self, path: str | os.PathLike, source, *, overwrite: bool = False, inputs=()):
+        from ltr.checks import output_folder
+
+        self.path = output_folder(path, "--out", inputs=inputs)  # not a file, not the cwd, not holding an input
+        if self.path.exists() and any(self.path.iterdir()):
+            if not overwrite:
+                raise LtrError(f"--out {self.path} already exists; choose another --out or pass --force to replace it")
+            if not is_store(self.path):  # --force replaces a store, never a folder holding other things
+                raise LtrError(f"--out {self.path} is a folder that is not a store; --force replaces only a store written by ltr convert")
         self.source = source
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.tmp = self.path.parent / f".{self.path.name}.partial-{os.getpid()}"
@@ -241,6 +244,7 @@ class StoreWriter:
             "n_queries": int(len(offsets) - 1),
             "n_features": int(self.width),
             "feature_names": None if names is None else list(names),
+            "negative_labels": int(getattr(self.source, "n_negative_labels", 0)),  # read as 0 on the way in
             "arrays": arrays,
             "source": str(self.source.name),
         }
@@ -290,15 +294,14 @@ def convert_to_store(
     from ltr.data.parquet import ParquetSource, is_parquet
     from ltr.data.svmlight import SvmlightSource
 
-    if Path(src).resolve() == Path(out).resolve():
-        raise LtrError(f"--out {out} is the source itself")
     if columns.pop("sort_by_query", False):
         raise LtrError("a store is written in one streaming pass and cannot regroup rows: sort the source by query first")
     if is_parquet(src):
         source = ParquetSource(src, block_rows=block_rows, **columns)
     else:
         source = SvmlightSource(src, query_file=query_file, n_features=n_features, zero_based=zero_based, progress=progress)
-    with StoreWriter(out, source, overwrite=overwrite) as writer:
+    inputs = [("SRC", src)] + ([("--query-file", query_file)] if query_file is not None else [])
+    with StoreWriter(out, source, overwrite=overwrite, inputs=inputs) as writer:
         for block in source.blocks():
             writer.append(block)
         return writer.close()

@@ -35,8 +35,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ltr.checks import input_file
 from ltr.data.cache import _cache_key, _cache_location, _read_cache, _write_cache
 from ltr.data.dataset import RankingDataset
+from ltr.data.labels import LABEL_LIMIT, label_problem
 from ltr.errors import DataFormatError, LtrError
 from ltr.io_utils import atomic_path
 
@@ -44,6 +46,12 @@ __all__ = ["load_svmlight", "save_svmlight", "read_query_file", "format_float32"
 
 _BLOCK_LINES = 2048  # lines per scikit-learn call; keeps its per-line qid append cheap
 _BLOCK_BYTES = 8 << 20
+_BOM = b"\xef\xbb\xbf"
+# The dense feature matrix may hold at most this many bytes per byte of the file (plus a floor):
+# a LETOR file is larger as text than as float32, and even a file with one feature in 30 present
+# stays far below; a matrix beyond it comes from an absurd feature index, never from real data.
+_DENSE_PER_FILE_BYTE = 64
+_DENSE_FLOOR = 64 << 20
 
 
 # --------------------------------------------------------------------------------------------------
@@ -59,6 +67,7 @@ def load_svmlight(
     cache: bool = True,
     cache_dir: str | os.PathLike | None = None,
     progress: bool | None = None,
+    negative_labels: str = "zero",
 ) -> RankingDataset:
     """Read an SVMlight/LETOR ranking file: ``<label> qid:<id> <index>:<value> ... [# comment]``.
 
@@ -71,42 +80,51 @@ def load_svmlight(
     n_features : number of feature columns; default: the largest index in the file.
     zero_based : feature indices start at 0 (default: 1, the LETOR convention; an index 0 is an error).
     cache : keep a binary copy (``<file>.ltrcache.npz``, or in ``cache_dir`` / :func:`default_cache_dir`
-        when the file's folder is not writable) and use it while the source's size, mtime and sampled
-        content are unchanged.
+        when the file's folder is not writable) and use it while the source's whole content (a hash
+        of it) is unchanged; its arrays are checked when read (:mod:`ltr.data.cache`).
     progress : show a tqdm bar (default: only for files over 64 MiB, and only on a terminal).
+    negative_labels : ``"zero"`` (default): a negative label means judged non-relevant and is read
+        as 0 (:mod:`ltr.data.labels`; the number changed is ``ds.meta["negative_labels"]``);
+        ``"keep"``: labels as written.
 
     Raises
     ------
     DataFormatError
         naming the file and line: a token that is not ``index:value``, a label that is not a number, a
-        line without ``qid`` (when there is no query file), NaN or infinite values, feature indices not
-        increasing, rows of one query that are not contiguous.
+        line without ``qid`` (when there is no query file), NaN or infinite values, a label of 1024 or
+        more, feature indices not increasing or so large that the dense matrix would dwarf the file,
+        rows of one query that are not contiguous.
+    LtrError
+        the path is missing, a folder, a FIFO or unreadable.
     """
-    path = Path(path).expanduser()
-    if not path.is_file():
-        raise LtrError(f"{path}: no such file")
+    path = input_file(path)
     if query_file is None:
         sidecar = Path(str(path) + ".query")
-        query_file = sidecar if sidecar.is_file() else None
+        query_file = input_file(sidecar, "query file") if sidecar.exists() else None
     else:
-        query_file = Path(query_file)
-        if not query_file.is_file():
-            raise LtrError(f"{query_file}: no such query file")
-    if n_features is not None and (int(n_features) != n_features or n_features < 0):
+        query_file = input_file(query_file, "query file")
+    if n_features is not None and (isinstance(n_features, bool) or int(n_features) != n_features or n_features < 0):
         raise ValueError(f"n_features must be a non-negative integer; got {n_features}")
+    if negative_labels not in ("zero", "keep"):
+        raise ValueError(f"negative_labels must be 'zero' or 'keep'; got {negative_labels!r}")
 
     key = None
     cache_file = None
     if cache:
-        key = _cache_key(path, query_file, n_features, zero_based)
+        key = _cache_key(path, query_file, n_features, zero_based, negative_labels)
         cache_file = _cache_location(path, cache_dir)
-        cached = _read_cache(cache_file, key)
+        cached = _read_cache(cache_file, key, n_features)
         if cached is not None:
             return cached
 
     ds = _parse_file(path, query_file, n_features, zero_based, progress)
+    if negative_labels == "zero":
+        negative = ds.labels < 0
+        ds.meta["negative_labels"] = int(negative.sum())
+        if negative.any():
+            ds.labels[negative] = 0.0
     if cache and cache_file is not None:
-        _write_cache(cache_file, key, ds)
+        _write_cache(cache_file, key, ds, source_size=path.stat().st_size)
     return ds
 
 
@@ -137,7 +155,7 @@ _USER_RE = re.compile(rb"#[^\n]*?\buser[ \t]*=[ \t]*([^\s]+)")
 class _Block:
     """What is kept of one parsed block of lines (the features go straight into the dense array)."""
 
-    __slots__ = ("rows", "y", "qid", "lines", "docids", "users")
+    __slots__ = ("rows", "y", "qid", "lines", "docids", "users", "width")
 
 
 _WINDOW = 64 << 20  # bytes of the text looked at between two page releases
@@ -171,7 +189,8 @@ def _block_spans(buffer, size: int):
     """``(first_line, lo, hi, local_starts)`` of consecutive blocks of whole lines: at most
     ``_BLOCK_LINES`` lines and about ``_BLOCK_BYTES`` bytes each (a longer line is a block of its own).
     ``first_line`` is 0-based; ``local_starts`` are the lines' byte offsets within the block."""
-    first_line, lo = 0, 0
+    first_line = 0
+    lo = 3 if buffer[:3] == _BOM else 0  # a UTF-8 byte order mark is not part of the first label
     while lo < size:
         span = _BLOCK_BYTES
         while True:
@@ -206,7 +225,7 @@ def _parsed_blocks(path: Path, data, size: int, zero_based: bool, bar=None):
         n_lines = len(local_starts)
         try:
             X, y, qid = load_svmlight_file(io.BytesIO(chunk), dtype=np.float32, zero_based=zero_based, query_id=True)
-        except ValueError as exc:
+        except (ValueError, OverflowError) as exc:
             line, what = _locate_problem(chunk, first, zero_based)
             if line is None:
                 raise DataFormatError(path, None, f"scikit-learn could not parse lines {first + 1}-{first + n_lines}: {exc}") from None
@@ -226,6 +245,8 @@ def _parsed_blocks(path: Path, data, size: int, zero_based: bool, bar=None):
             if chunk.find(b"user") >= 0:
                 block.users = _comment_values(_USER_RE, chunk, rows, local_starts)
         _check_finite(path, block, X, zero_based)
+        # the block's width from the indices it holds (scikit-learn says 1 for a block without any)
+        block.width = int(X.indices.max()) + 1 if X.indices.size else 0
         if bar is not None:
             bar.update(hi - lo)
         yield block, X
@@ -261,18 +282,20 @@ def _parse_buffer(path: Path, data, size: int, query_file, n_features, zero_base
     n_lines = _count_lines(data, size)
     # The dense array is filled block by block; its width grows if a later block has a larger index.
     width = int(n_features) if n_features is not None else 0
+    _check_dense_size(path, size, n_lines, width, None)
     features = np.zeros((n_lines, width), dtype=np.float32)
     blocks: list[_Block] = []
     row = 0
     bar = _progress_bar(size, progress, big=size > (64 << 20), desc=f"reading {path.name}", unit="B", unit_scale=True)
     try:
         for block, X in _parsed_blocks(path, data, size, zero_based, bar):
-            if X.shape[1] > width:
+            if block.width > width:
                 if n_features is not None:
                     _raise_too_wide(path, block, X, n_features, zero_based)
-                grown = np.zeros((n_lines, X.shape[1]), dtype=np.float32)
+                _check_dense_size(path, size, n_lines, block.width, (block, X, zero_based))
+                grown = np.zeros((n_lines, block.width), dtype=np.float32)
                 grown[:row, :width] = features[:row]
-                features, width = grown, X.shape[1]
+                features, width = grown, block.width
             if block.rows:
                 _scatter(features, row, X)  # the CSR block straight into the dense array
             row += block.rows
@@ -409,10 +432,11 @@ def _line_problem(tokens: list[bytes], zero_based: bool) -> str | None:
         if len(parts) != 2 or parts[0] != b"qid":
             return f"bad qid token {_show(rest[0])}: expected 'qid:<integer>'"
         try:
-            np.int64(parts[1])
             int(parts[1])
-        except (ValueError, OverflowError):
+        except ValueError:
             return f"qid {_show(parts[1])} is not an integer"
+        if not -(2**63) <= int(parts[1]) < 2**63:
+            return f"qid {_show(parts[1])} does not fit in 64 bits"
         rest = rest[1:]
     previous = -1
     for position, token in enumerate(rest, start=1):
@@ -426,8 +450,10 @@ def _line_problem(tokens: list[bytes], zero_based: bool) -> str | None:
         except ValueError:
             return f"feature index {_show(index_text)} in token {_show(token)} is not an integer"
         if index < 0 or (index == 0 and not zero_based):
-            extra = " (indices are 1-based; pass zero_based=True for a 0-based file)" if index == 0 else ""
+            extra = " (indices are 1-based; for a 0-based file pass --zero-based, or zero_based=True in Python)" if index == 0 else ""
             return f"invalid feature index {index} in token {_show(token)}{extra}"
+        if index >= 2**31 - 1:
+            return f"feature index {index} is too large (a feature index must be below 2147483647)"
         if index <= previous:
             return f"feature indices must increase along a line: {index} comes after {previous}"
         try:
@@ -438,11 +464,30 @@ def _line_problem(tokens: list[bytes], zero_based: bool) -> str | None:
     return None
 
 
+def _check_dense_size(path: Path, size: int, n_lines: int, width: int, where) -> None:
+    """Refuse, before allocating it, a dense matrix far larger than the file could ever describe."""
+    need = n_lines * width * 4
+    limit = _DENSE_FLOOR + _DENSE_PER_FILE_BYTE * size
+    if need <= limit:
+        return
+    gib = need / 2**30
+    if where is None:
+        raise DataFormatError(path, None, f"n_features={width} would make a dense matrix of {n_lines} x {width} "
+                              f"float32 ({gib:.1f} GiB) for a file of {size} bytes; that is not this file's width")
+    block, X, zero_based = where
+    k = int(np.argmax(X.indices))
+    r = int(np.searchsorted(X.indptr, k, side="right") - 1)
+    index = int(X.indices[k]) + (0 if zero_based else 1)
+    raise DataFormatError(path, int(block.lines[r]),
+                          f"feature index {index} would make a dense matrix of {n_lines} x {width} float32 "
+                          f"({gib:.1f} GiB) from a file of {size} bytes; such an index is a mistake in the file")
+
+
 def _check_finite(path: Path, block: _Block, X, zero_based: bool) -> None:
     y = block.y
-    if not np.all(np.isfinite(y)):
-        r = int(np.flatnonzero(~np.isfinite(y))[0])
-        raise DataFormatError(path, int(block.lines[r]), f"label is {y[r]} (labels must be finite numbers)")
+    if not np.all(np.isfinite(y) & (y < LABEL_LIMIT)):
+        r = int(np.flatnonzero(~(np.isfinite(y) & (y < LABEL_LIMIT)))[0])
+        raise DataFormatError(path, int(block.lines[r]), label_problem(float(y[r])))
     data = X.data
     if data.size and not np.all(np.isfinite(data)):
         k = int(np.flatnonzero(~np.isfinite(data))[0])
@@ -467,7 +512,7 @@ def _collect_qids(path: Path, blocks, n_rows: int, lines: np.ndarray, have_query
             raise DataFormatError(
                 path, int(lines[0]) if n_rows else 1,
                 "missing qid: the line has no 'qid:<id>' after the label and there is no .query file "
-                "(pass query_file= or add qid to every line)",
+                "(give group sizes with --query-file FILE, or query_file= in Python, or add qid to every line)",
             )
         return None
     if all(q == r for q, r in counts):
@@ -566,20 +611,20 @@ class SvmlightSource:
 
     user_ids_from_text = True  # user ids come from comments: integers when they all read as integers
 
-    def __init__(self, path, *, query_file=None, n_features: int | None = None, zero_based: bool = False, progress: bool | None = None):
-        self.path = Path(path).expanduser()
+    def __init__(self, path, *, query_file=None, n_features: int | None = None, zero_based: bool = False, progress: bool | None = None,
+                 negative_labels: str = "zero"):  # fmt: skip
+        self.path = input_file(path)
         self.name = str(self.path)
-        if not self.path.is_file():
-            raise LtrError(f"{self.path}: no such file")
         if query_file is None:
             sidecar = Path(str(self.path) + ".query")
-            query_file = sidecar if sidecar.is_file() else None
-        elif not Path(query_file).is_file():
-            raise LtrError(f"{query_file}: no such query file")
-        self.query_file = None if query_file is None else Path(query_file)
+            query_file = input_file(sidecar, "query file") if sidecar.exists() else None
+        else:
+            query_file = input_file(query_file, "query file")
+        self.query_file = query_file
         self.n_features = None if n_features is None else int(n_features)
         self.feature_names = None
         self.zero_based, self.progress = zero_based, progress
+        self.negative_labels, self.n_negative_labels = negative_labels, 0
 
     def describe(self, line: int) -> str:
         return f"line {line}"
@@ -603,23 +648,34 @@ class SvmlightSource:
             has_docids = comments and _contains(data, size, b"docid")
             has_users = comments and _contains(data, size, b"user")
             bar = _progress_bar(size, self.progress, big=size > (64 << 20), desc=f"reading {self.path.name}", unit="B", unit_scale=True)
-            row, with_qid, first_line = 0, None, None
+            row, with_qid, first_line, widest = 0, None, None, 0
+            n_lines = _count_lines(data, size)
+            if self.n_features is not None:
+                _check_dense_size(self.path, size, n_lines, self.n_features, None)
             try:
                 for block, X in _parsed_blocks(self.path, data, size, self.zero_based, bar):
                     if not block.rows:
                         continue
-                    width = X.shape[1]
+                    width = block.width
                     if self.n_features is not None:
                         if width > self.n_features:
                             _raise_too_wide(self.path, block, X, self.n_features, self.zero_based)
                         width = self.n_features
+                    elif width > widest:  # the store widens to it: refuse an absurd index first
+                        _check_dense_size(self.path, size, n_lines, width, (block, X, self.zero_based))
+                        widest = width
                     features = np.zeros((block.rows, width), dtype=np.float32)
                     _scatter(features, 0, X)
                     first_line = first_line or int(block.lines[0])
                     with_qid = self._check_qids(block, with_qid, first_line)
                     keys, query_ids = self._query_keys(block, row, group_offsets, with_qid)
+                    labels = block.y
+                    if self.negative_labels == "zero":  # judged non-relevant: read as 0, as load_svmlight does
+                        negative = labels < 0
+                        self.n_negative_labels += int(negative.sum())
+                        labels = np.where(negative, 0.0, labels)
                     yield Block(
-                        features=features, labels=block.y, query_keys=keys, positions=block.lines, query_ids=query_ids,
+                        features=features, labels=labels, query_keys=keys, positions=block.lines, query_ids=query_ids,
                         doc_ids=_optional_column(block.docids, block.rows) if has_docids else None,
                         user_ids=_optional_column(block.users, block.rows) if has_users else None,
                     )  # fmt: skip

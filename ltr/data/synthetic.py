@@ -38,6 +38,7 @@ higher (tests/test_synthetic.py measures chance < linear < non-linear < teacher)
 from __future__ import annotations
 
 import math
+import numbers
 from types import MappingProxyType
 
 import numpy as np
@@ -78,7 +79,9 @@ def _lognormal_mu(mean: float, sigma: float, max_length: int) -> float:
 
 
 def _check(name, value, lo=None, hi=None, integer=False):
-    if integer and (isinstance(value, bool) or int(value) != value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number; got {value!r}")
+    if integer and int(value) != value:
         raise ValueError(f"{name} must be an integer; got {value!r}")
     if lo is not None and value < lo:
         raise ValueError(f"{name} must be >= {lo}; got {value!r}")

@@ -2,13 +2,14 @@
 
 Formats (whitespace separated, as trec_eval reads them):
 
-* qrels: ``qid iter docno rel`` (4 fields; ``rel`` an integer or a number; negative = judged
-  non-relevant, worth 0 as in trec_eval)
+* qrels: ``qid iter docno rel`` (4 fields; ``rel`` an integer or a number below 1024; negative =
+  judged non-relevant, worth 0 as in trec_eval: see :mod:`ltr.data.labels`)
 * run:   ``qid Q0 docno rank score [tag]`` (5 or 6 fields; trec_eval ignores the rank column and
   anything after the tag, and so do we)
 * diversity qrels: ``qid subtopic docno rel`` (TREC Web track diversity task; for α-nDCG)
 
-Lines starting with ``#`` and blank lines are skipped. A malformed line raises
+Lines starting with ``#`` and blank lines are skipped; a UTF-8 byte order mark at the start of the
+file is not part of the first query id. A malformed line raises
 :class:`ltr.errors.DataFormatError` naming the file, the line and what was wrong; so does a
 document listed twice for one query.
 
@@ -27,6 +28,7 @@ from typing import Iterable, Mapping
 import numpy as np
 
 from ltr.data.columns import parse_number
+from ltr.data.labels import label_problem
 from ltr.errors import DataFormatError, LtrError
 from ltr.io_utils import atomic_write_text, open_text, write_text_or_stdout
 
@@ -52,6 +54,8 @@ def read_qrels(path: str | os.PathLike) -> dict[str, dict[str, float]]:
             raise DataFormatError(path, line, f"expected 4 fields 'qid iter docno rel', found {len(fields)}")
         qid, _, doc, rel = fields
         label = parse_number(rel, path, line, "relevance")
+        if label_problem(label):
+            raise DataFormatError(path, line, f"relevance {rel!r}: {label_problem(label)}")
         docs = qrels.setdefault(qid, {})
         if doc in docs:
             raise DataFormatError(path, line, f"document {doc!r} is judged twice for query {qid!r}")
@@ -168,9 +172,17 @@ def align(
 def evaluate_aligned(aligned: AlignedRun, metric_names, preset=None, **conventions):
     """:func:`metrics.evaluate` of an aligned run: doc ids (for trec_eval's ties), the qrels (|R| and
     the ideal DCG over every judged document) and the query ids come along. A bad metric name or
-    convention is a :class:`LtrError`."""
+    convention is a :class:`LtrError`.
+
+    Negative qrels labels mean judged non-relevant (:mod:`ltr.data.labels`): unless the preset has a
+    rule of its own for them (trec_eval, ranx) or ``zero_gain_below`` is given, they get gain 0, and
+    the stamped names say ``zero_gain_below=0``.
+    """
     import metrics
 
+    has_negative = aligned.qrels_labels.size and float(aligned.qrels_labels.min()) < 0
+    if has_negative and preset not in ("trec_eval", "ranx") and conventions.get("zero_gain_below") is None:
+        conventions = {**conventions, "zero_gain_below": 0.0}
     try:
         return metrics.evaluate(
             aligned.scores, aligned.labels, aligned.query_offsets, metric_names, preset=preset,

@@ -17,9 +17,10 @@ default) in every process, and the data are generated / split from their own fix
 for every method and seed, so that the test queries are the same everywhere and the paired tests
 over queries are well defined). ``workers`` only changes where a cell runs, never its result.
 
-Methods (``losses.get_loss`` names, ``name@K`` adds a cutoff ``k=K``, plus LightGBM):
-``ranknet``, ``lambdarank``, ``lambdarank@10``, ``ndcg_loss2``, ``ndcg_loss2pp``, ``listnet``,
-``mse``, ``bce``, ``lightgbm``. Data sets: ``synthetic`` (``ltr.data.synthetic``), ``svmlight``
+Methods (:mod:`ltr.study.methods`): every ``losses.get_loss`` name (``name@K`` adds a cutoff
+``k=K``), on the ``[model]`` scorer or on a named one (``attention/softmax``), ``lightgbm``, and
+``[variants.NAME]`` tables with their own settings, seed ensemble and tuning grid (``[ablation]
+tuning_budget`` candidates per cell, chosen on the validation split). Data sets: ``synthetic`` (``ltr.data.synthetic``), ``svmlight``
 (train / valid / test files; a missing valid file is split off the training file by query) and
 ``folds`` (``S1..Sn`` parts with the LETOR rotation: fold f trains on S_f, S_f+1, S_f+2, validates on
 S_f+3 and tests on S_f+4, indices modulo n; the per-query values of the folds are concatenated, so
@@ -47,6 +48,7 @@ import numpy as np
 
 from ltr.errors import LtrError
 from ltr.io_utils import atomic_write_json
+from ltr.study.methods import check_variant, known_losses, resolve_method, split_method
 
 __all__ = [
     "DatasetSpec",
@@ -73,11 +75,10 @@ __all__ = [
 ]
 
 DEFAULT_METRICS = ("ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "map", "mrr")
-KNOWN_LOSSES = ("ranknet", "lambdarank", "ndcg_loss2", "ndcg_loss2pp", "listnet", "mse", "bce")
+KNOWN_LOSSES = known_losses()
 KNOWN_METHODS = KNOWN_LOSSES + ("lightgbm",)
 ALL_METHODS = ("ranknet", "lambdarank", "lambdarank@10", "ndcg_loss2pp", "listnet", "mse", "lightgbm")
 CELL_FORMAT = "ltr-ablation-cell-1"
-_METHOD_RE = re.compile(r"^([a-z_0-9]+?)(?:@(\d+))?$")
 # Trainer settings that the ablation controls itself (per cell), so a config may not set them.
 _TRAIN_RESERVED = ("seed", "progress", "log_dir", "checkpoint_dir", "resume", "metrics")
 
@@ -118,6 +119,10 @@ class AblationConfig:
     gbdt: dict = field(default_factory=dict)  # train_lightgbm keyword arguments
     loss_options: dict = field(default_factory=dict)  # method name -> extra loss kwargs
     threads_per_cell: int = 1
+    models: dict = field(default_factory=dict)  # scorer type -> its options, for MODEL/LOSS methods
+    variants: dict = field(default_factory=dict)  # method name -> its [variants.NAME] table
+    tuning_budget: int = 1  # candidates tried per cell (on the validation split) for a method with a tune grid
+    quality_reference: str | None = None  # method whose validation value the time-to-quality table targets
     source: str = "built-in"
 
     def __post_init__(self) -> None:
@@ -133,8 +138,18 @@ class AblationConfig:
             raise LtrError(f"{self.source}: no methods")
         if len(set(self.methods)) != len(self.methods):
             raise LtrError(f"{self.source}: methods repeat: {self.methods}")
+        for name, variant in self.variants.items():
+            check_variant(name, variant, where=self.source)
         for m in self.methods:
-            parse_method(m, where=self.source)
+            if m not in self.variants:
+                parse_method(m, where=self.source)
+        bad_models = sorted(set(self.models) - {"mlp", "linear", "attention"})
+        if bad_models:
+            raise LtrError(f"{self.source}: [models] names unknown scorers {bad_models}; use mlp, linear, attention")
+        if int(self.tuning_budget) < 1:
+            raise LtrError(f"{self.source}: tuning_budget must be >= 1, got {self.tuning_budget}")
+        if self.quality_reference is not None and self.quality_reference not in self.methods:
+            raise LtrError(f"{self.source}: quality_reference {self.quality_reference!r} is not among the methods")
         if self.reference not in self.methods:
             raise LtrError(f"{self.source}: reference method {self.reference!r} is not among the methods {self.methods}")
         if isinstance(self.seeds, int):
@@ -160,19 +175,14 @@ class AblationConfig:
 
 
 def parse_method(name: str, *, where: str = "config") -> tuple[str, int | None]:
-    """``"lambdarank@10"`` -> ``("lambdarank", 10)``; an unknown method is an :class:`LtrError`.
+    """``"lambdarank@10"`` -> ``("lambdarank", 10)``; ``"attention/softmax"`` -> ``("attention/softmax", None)``;
+    an unknown method is an :class:`LtrError` (names as in :func:`ltr.study.methods.split_method`).
 
-    >>> parse_method("lambdarank@10"), parse_method("ranknet")
-    (('lambdarank', 10), ('ranknet', None))
+    >>> parse_method("lambdarank@10"), parse_method("ranknet"), parse_method("attention/listmle@5")
+    (('lambdarank', 10), ('ranknet', None), ('attention/listmle', 5))
     """
-    m = _METHOD_RE.match(str(name))
-    if not m or m.group(1) not in KNOWN_METHODS:
-        raise LtrError(f"{where}: unknown method {name!r}; choose from {', '.join(KNOWN_METHODS)} "
-                       "(a loss may take a cutoff, as in lambdarank@10)")
-    base, k = m.group(1), m.group(2)
-    if k is not None and (base == "lightgbm" or int(k) < 1):
-        raise LtrError(f"{where}: method {name!r}: a cutoff @K (K >= 1) applies to losses only")
-    return base, (int(k) if k is not None else None)
+    model, base, k = split_method(name, where=where)
+    return (base if model is None else f"{model}/{base}"), k
 
 
 # LightGBM with its defaults is deterministic: the seed would change nothing and its interval over
@@ -184,7 +194,8 @@ def default_config() -> AblationConfig:
     """The full study on the synthetic default: every method, 5 seeds."""
     return AblationConfig(
         datasets=[DatasetSpec("synthetic", "synthetic", {"n_queries": 1000, "seed": 0})],
-        train={"epochs": 40, "batch_size": 32, "lr": 1e-3, "patience": 6, "monitor": "ndcg@10"},
+        # the epoch cap is a safety net: cells stop by early stopping (the report lists any that hit it)
+        train={"epochs": 300, "batch_size": 32, "lr": 1e-3, "patience": 6, "monitor": "ndcg@10"},
         lightgbm=dict(_LGB_SEEDED),
         gbdt={"num_boost_round": 500, "early_stopping_rounds": 30},
         source="built-in default",
@@ -192,12 +203,16 @@ def default_config() -> AblationConfig:
 
 
 def quick_config() -> AblationConfig:
-    """The quick study (``ltr ablate --quick``): small synthetic data, few epochs, 4 methods x 5 seeds."""
+    """The quick study (``ltr ablate --quick``, ``make demo``): small synthetic data, 4 methods x 5 seeds.
+
+    Each neural cell trains until early stopping (patience 5; 14 to 46 epochs here); the cap of 200
+    epochs is only a safety net. About a minute and a half on 2 cores.
+    """
     return AblationConfig(
         datasets=[DatasetSpec("synthetic", "synthetic", {"n_queries": 500, "mean_list_length": 40, "seed": 0})],
         methods=["ranknet", "lambdarank", "lambdarank@10", "lightgbm"],
         seeds=[0, 1, 2, 3, 4],
-        train={"epochs": 15, "batch_size": 32, "lr": 2e-3, "patience": 4, "monitor": "ndcg@10"},
+        train={"epochs": 200, "batch_size": 32, "lr": 2e-3, "patience": 5, "monitor": "ndcg@10"},
         model={"type": "mlp", "hidden": [32], "normalize": "standard"},
         lightgbm={"num_leaves": 15, "learning_rate": 0.1, **_LGB_SEEDED},
         gbdt={"num_boost_round": 100, "early_stopping_rounds": 15},
@@ -206,13 +221,79 @@ def quick_config() -> AblationConfig:
     )
 
 
-_CONFIG_TABLES = ("ablation", "train", "model", "lightgbm", "gbdt", "loss_options", "datasets")
-_ABLATION_KEYS = ("methods", "seeds", "metrics", "reference", "primary", "confidence", "n_resamples", "threads_per_cell")
+_CONFIG_TABLES = ("ablation", "train", "model", "models", "lightgbm", "gbdt", "loss_options", "variants", "datasets")
+_ABLATION_KEYS = ("methods", "seeds", "metrics", "reference", "primary", "confidence", "n_resamples", "threads_per_cell",
+                  "tuning_budget", "quality_reference")
+
+
+def _ablation_rules():
+    from ltr.checks import COUNT, SEED, Rule, list_of, number, text
+
+    rules = {"methods": list_of(text(), min_len=1), "seeds": Rule("any"), "metrics": list_of(text(), min_len=1),
+             "reference": text(), "primary": text(), "confidence": number(above=0, below=1),
+             "n_resamples": COUNT, "threads_per_cell": COUNT, "tuning_budget": COUNT, "quality_reference": text()}
+    return rules, COUNT, list_of(SEED, min_len=1)
+
+
+_ABLATION_RULES, _SEEDS_COUNT, _SEEDS_LIST = _ablation_rules()
 _DATASET_KEYS = {
     "synthetic": None,  # passed to the generator (checked there), plus split / split_seed
-    "svmlight": ("train", "valid", "test", "query_file", "valid_fraction", "split_seed"),
-    "folds": ("path", "folds", "n_parts", "pattern"),
+    "svmlight": ("train", "valid", "test", "query_file", "valid_fraction", "split_seed", "zero_based"),
+    "folds": ("path", "folds", "n_parts", "pattern", "zero_based"),
 }
+
+
+def _check_tables(data: dict, path: Path) -> None:
+    """Every table of an ablation TOML against the rules of its values (ltr.checks), before any work."""
+    from ltr import checks
+    from ltr.train.config import GBDT_RULES, LOSS_RULES, MODEL_RULES, TRAIN_RULES, check_lightgbm_params
+
+    for name in ("ablation", "train", "model", "models", "lightgbm", "gbdt", "loss_options", "variants"):
+        if name in data and not isinstance(data[name], dict):
+            raise LtrError(f"{path}: [{name}] must be a table")
+    for kind, opts in data.get("models", {}).items():
+        if not isinstance(opts, dict):
+            raise LtrError(f"{path} [models.{kind}] must be a table")
+        checks.check_table(opts, MODEL_RULES, where=f"{path} [models.{kind}]")
+    for name, variant in data.get("variants", {}).items():
+        for table, rules in (("model", MODEL_RULES), ("train", TRAIN_RULES), ("loss", LOSS_RULES)):
+            values = variant.get(table, {}) if isinstance(variant, dict) else {}
+            if isinstance(values, dict):
+                checks.check_table({k: v for k, v in values.items() if k in rules or table == "model"}, rules,
+                                   where=f"{path} [variants.{name}] {table}")
+    ab = data.get("ablation", {})
+    checks.check_table(ab, _ABLATION_RULES, where=f"{path} [ablation]")
+    seeds = ab.get("seeds")
+    if seeds is not None and _SEEDS_COUNT.problem(seeds) and _SEEDS_LIST.problem(seeds):
+        raise LtrError(f"{path} [ablation] seeds must be a count >= 1 or a list of seeds (integers >= 0), got {seeds!r}")
+    checks.check_table({k: v for k, v in data.get("train", {}).items() if k in TRAIN_RULES}, TRAIN_RULES,
+                       where=f"{path} [train]")
+    checks.check_table(data.get("model", {}), MODEL_RULES, where=f"{path} [model]")
+    gbdt_rules = {k: v for k, v in GBDT_RULES.items() if k not in ("seed", "metrics", "preset")}
+    checks.check_table(data.get("gbdt", {}), gbdt_rules, where=f"{path} [gbdt]")
+    check_lightgbm_params(data.get("lightgbm", {}), where=f"{path} [lightgbm]")
+    for method, opts in data.get("loss_options", {}).items():
+        if not isinstance(opts, dict):
+            raise LtrError(f"{path} [loss_options.{method}] must be a table")
+        for key, value in opts.items():
+            if key in LOSS_RULES:
+                LOSS_RULES[key].check(value, f"{path} [loss_options.{method}] {key}")
+    if "datasets" in data and not isinstance(data["datasets"], list):
+        raise LtrError(f"{path}: datasets must be [[datasets]] tables, got {type(data['datasets']).__name__}")
+
+
+def _check_dataset_paths(kind: str, opts: dict, where: str) -> None:
+    from ltr import checks
+
+    for key in ("train", "valid", "test", "path", "query_file"):
+        if key in opts and not isinstance(opts[key], str):
+            raise LtrError(f"{where}: {key} must be a path (text), got {opts[key]!r}")
+    if kind == "svmlight":
+        for key in ("train", "valid", "test", "query_file"):
+            if opts.get(key):
+                checks.input_file(opts[key], f"{where}: {key}")
+    elif kind == "folds":
+        checks.input_folder(opts["path"], f"{where}: path")
 
 
 def load_config(path: str | os.PathLike) -> AblationConfig:
@@ -220,7 +301,9 @@ def load_config(path: str | os.PathLike) -> AblationConfig:
 
     Top level: ``[ablation]`` (methods, seeds, metrics, reference, primary, confidence,
     n_resamples, threads_per_cell), ``[train]`` (TrainConfig fields), ``[model]``, ``[lightgbm]``,
-    ``[gbdt]``, ``[loss_options."<method>"]`` and one ``[[datasets]]`` table per data set
+    ``[gbdt]``, ``[loss_options."<method>"]``, ``[models.<mlp|linear|attention>]`` (options of a
+    named scorer), ``[variants.<name>]`` (see :mod:`ltr.study.methods`; also ``tuning_budget`` and
+    ``quality_reference`` in ``[ablation]``) and one ``[[datasets]]`` table per data set
     (``name``, ``kind`` and the kind's options). Relative data paths are taken from the current
     working directory. Unknown keys are errors naming the file and the key.
     """
@@ -229,8 +312,8 @@ def load_config(path: str | os.PathLike) -> AblationConfig:
     path = Path(path)
     data = read_toml(path)
     check_keys(data, _CONFIG_TABLES, where=str(path))
+    _check_tables(data, path)
     ab = dict(data.get("ablation", {}))
-    check_keys(ab, _ABLATION_KEYS, where=f"{path} [ablation]")
     raw_datasets = data.get("datasets")
     if not isinstance(raw_datasets, list) or not raw_datasets:
         raise LtrError(f"{path}: at least one [[datasets]] table is needed (name, kind, ...)")
@@ -249,6 +332,7 @@ def load_config(path: str | os.PathLike) -> AblationConfig:
             raise LtrError(f"{where}: an svmlight data set needs train and test (valid is optional)")
         if kind == "folds" and "path" not in opts:
             raise LtrError(f"{where}: a folds data set needs path (a folder with S1.txt .. S5.txt)")
+        _check_dataset_paths(kind, opts, where)
         datasets.append(DatasetSpec(str(raw["name"]), kind, opts))
     base = default_config()
     kwargs: dict[str, Any] = {"datasets": datasets, "source": str(path)}
@@ -262,6 +346,8 @@ def load_config(path: str | os.PathLike) -> AblationConfig:
     kwargs["lightgbm"] = dict(data.get("lightgbm", base.lightgbm))
     kwargs["gbdt"] = dict(data.get("gbdt", base.gbdt))
     kwargs["loss_options"] = {k: dict(v) for k, v in data.get("loss_options", {}).items()}
+    kwargs["models"] = {k: dict(v) for k, v in data.get("models", {}).items()}
+    kwargs["variants"] = {k: dict(v) for k, v in data.get("variants", {}).items()}
     return AblationConfig(**kwargs)
 
 
@@ -309,7 +395,7 @@ def _canonical(obj: Any) -> str:
 def cell_fingerprint(cell: Cell, config: AblationConfig) -> str:
     """Hash of everything that determines a cell's result (not the reporting settings)."""
     ds = next(d for d in config.datasets if d.name == cell.dataset)
-    base, _ = parse_method(cell.method)
+    spec = resolve_method(cell.method, config)
     parts = {
         "format": CELL_FORMAT,
         "dataset": ds.as_dict(),
@@ -319,7 +405,12 @@ def cell_fingerprint(cell: Cell, config: AblationConfig) -> str:
         "metrics": list(config.metrics),
         "threads": config.threads_per_cell,
     }
-    if base == "lightgbm":
+    if cell.method in config.variants or "/" in cell.method:
+        # what the method resolves to (plain methods keep the older layout: their stored cells stay valid)
+        parts["spec"] = spec.as_dict()
+        if spec.tune:
+            parts["tuning_budget"] = int(config.tuning_budget)
+    elif spec.kind == "lightgbm":
         parts.update(lightgbm=config.lightgbm, gbdt=config.gbdt)
     else:
         parts.update(train=config.train, model=config.model, loss=config.loss_options.get(cell.method, {}))
@@ -403,10 +494,11 @@ def load_splits(spec: DatasetSpec, fold: int | None):
             raise LtrError(f"data set {spec.name!r}: bad synthetic option: {exc}") from None
         splits = ltr_data.split_by_query(full, split, seed=split_seed)
     elif spec.kind == "svmlight":
-        train = _load_svmlight(opts["train"], query_file=opts.get("query_file"))
-        test = _load_svmlight(opts["test"], n_features=train.n_features)
+        zb = bool(opts.get("zero_based", False))
+        train = _load_svmlight(opts["train"], query_file=opts.get("query_file"), zero_based=zb)
+        test = _load_svmlight(opts["test"], n_features=train.n_features, zero_based=zb)
         if opts.get("valid"):
-            valid = _load_svmlight(opts["valid"], n_features=train.n_features)
+            valid = _load_svmlight(opts["valid"], n_features=train.n_features, zero_based=zb)
         else:
             frac = float(opts.get("valid_fraction", 0.2))
             train, valid, _ = ltr_data.split_by_query(train, (1.0 - frac, frac, 0.0), seed=int(opts.get("split_seed", 0)))
@@ -417,7 +509,8 @@ def load_splits(spec: DatasetSpec, fold: int | None):
         n_parts = int(opts.get("n_parts", 5))
         pattern = str(opts.get("pattern", "S{}.txt"))
         tr, va, te = fold_parts(int(fold), n_parts)
-        parts = {i: _load_svmlight(folder / pattern.format(i)) for i in sorted({*tr, va, te})}
+        zb = bool(opts.get("zero_based", False))
+        parts = {i: _load_svmlight(folder / pattern.format(i), zero_based=zb) for i in sorted({*tr, va, te})}
         nf = max(p.n_features for p in parts.values())
         parts = {i: _pad_features(p, nf) for i, p in parts.items()}
         splits = (ltr_data.concat_datasets([parts[i] for i in tr]), parts[va], parts[te])
@@ -461,6 +554,7 @@ def run_cell(cell: Cell, config: AblationConfig) -> dict:
     """Train and evaluate one cell; return its record (per-query test values keyed by stamped names)."""
     import torch
 
+    from ltr.study.cell_training import train_method
     from ltr.train.trainer import evaluate_scores
 
     t0 = time.perf_counter()
@@ -468,42 +562,10 @@ def run_cell(cell: Cell, config: AblationConfig) -> dict:
     torch.set_num_threads(int(config.threads_per_cell))
     spec = next(d for d in config.datasets if d.name == cell.dataset)
     train, valid, test = load_splits(spec, cell.fold)
-    base, k = parse_method(cell.method)
-    info: dict[str, Any]
-    if base == "lightgbm":
-        from ltr.train.gbdt import predict_booster, train_lightgbm
-
-        params = {"num_threads": int(config.threads_per_cell), **config.lightgbm}
-        gbdt = dict(config.gbdt)
-        booster, ginfo = train_lightgbm(train, valid, params, seed=cell.seed, progress=False, **gbdt)
-        scores = predict_booster(booster, test.features)
-        info = {"best_iteration": int(ginfo["best_iteration"])}
-    else:
-        import losses
-        from ltr.train.models import FeatureTransform, build_model
-        from ltr.train.trainer import TrainConfig, Trainer
-
-        model_cfg = dict(config.model)
-        normalize = model_cfg.pop("normalize", None)
-        model_cfg.setdefault("type", "mlp")
-        # the same initial weights for every method of a seed: seed torch before building the model
-        torch.manual_seed(cell.seed)
-        model = build_model({**model_cfg, "n_features": train.n_features})
-        if normalize and normalize != "none":
-            model.set_normalizer(FeatureTransform.fit(train.features, normalize))
-        loss_kwargs = dict(config.loss_options.get(cell.method, {}))
-        if k is not None:
-            loss_kwargs["k"] = k
-        try:
-            loss = losses.get_loss(base, **loss_kwargs)
-        except (TypeError, ValueError) as exc:
-            raise LtrError(f"method {cell.method}: {exc}") from None
-        tcfg = TrainConfig(**{**config.train, "seed": cell.seed, "progress": False,
-                              "metrics": tuple(config.metrics)})
-        fit = Trainer(model, loss, tcfg).fit(train, valid)
-        scores = _predict(fit.model, test)
-        info = {"best_epoch": int(fit.best_epoch), "epochs_run": int(fit.epochs_run),
-                "valid_best": float(fit.best_value)}
+    method = resolve_method(cell.method, config)
+    monitor = str(config.train.get("monitor", "ndcg@10"))
+    scores, info = train_method(method, train, valid, test, seed=cell.seed, metrics=config.metrics, monitor=monitor,
+                                budget=config.tuning_budget, threads=int(config.threads_per_cell))
     ev = evaluate_scores(scores, test, config.metrics)
     names = {short: ev.names[short] for short in config.metrics}
     return {
@@ -520,12 +582,6 @@ def run_cell(cell: Cell, config: AblationConfig) -> dict:
         "code": code_version(),
         "wall_time_s": time.perf_counter() - t0,
     }
-
-
-def _predict(model, ds) -> np.ndarray:
-    from ltr.train.trainer import predict_scores
-
-    return predict_scores(model, ds.features)
 
 
 def _cell_worker(cell_fn: Callable, cell: Cell, config: AblationConfig) -> dict:
@@ -548,6 +604,10 @@ class AblationRun:
     ran: list[str] = field(default_factory=list)
 
 
+_MAIN_GUARD_HINT = ("run_ablation was called while a worker process was starting: worker processes import "
+                    "the calling script again, so put the call under `if __name__ == \"__main__\":` (or use workers=1)")
+
+
 def _default_workers() -> int:
     try:
         return max(1, len(os.sched_getaffinity(0)))
@@ -564,8 +624,17 @@ def run_ablation(config: AblationConfig, out: str | os.PathLike, *, workers: int
     process. ``cell_fn(cell, config) -> record`` trains one cell (tests pass a cheap stand-in; with
     workers > 1 it must be a module-level function). ``on_cell(cell, record)`` is called in this
     process after each cell is stored (the tests use it to simulate a kill).
+
+    Worker processes are *spawned*: each one imports the calling script again, so in a script the
+    call must sit under ``if __name__ == "__main__":``. Without it a worker would start the whole
+    ablation again; that is refused with an :class:`LtrError` saying so.
     """
+    import multiprocessing as mp
+
     from tqdm.auto import tqdm
+
+    if getattr(mp.current_process(), "_inheriting", False):
+        raise LtrError(_MAIN_GUARD_HINT)
 
     t0 = time.perf_counter()
     out = Path(out)
@@ -608,6 +677,8 @@ def run_ablation(config: AblationConfig, out: str | os.PathLike, *, workers: int
             import multiprocessing as mp
             from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
+            from concurrent.futures.process import BrokenProcessPool
+
             ctx = mp.get_context("spawn")  # fork after torch / OpenMP start-up can deadlock
             with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
                 pending = {pool.submit(_cell_worker, cell_fn, c, config): c for c in todo}
@@ -616,7 +687,12 @@ def run_ablation(config: AblationConfig, out: str | os.PathLike, *, workers: int
                         finished, _ = wait(pending, return_when=FIRST_COMPLETED)
                         for fut in finished:
                             c = pending.pop(fut)
-                            store(c, fut.result())
+                            try:
+                                rec = fut.result()
+                            except BrokenProcessPool:
+                                raise LtrError(f"a worker process of the ablation died ({_MAIN_GUARD_HINT}; "
+                                               "or it ran out of memory: try fewer --workers)") from None
+                            store(c, rec)
                             ran.append(c.key)
                             bar.set_postfix_str(c.key)
                             bar.update(1)

@@ -14,6 +14,15 @@ Statistics (all from :mod:`metrics.stats`):
   sampling: would the difference hold on other queries like these.
 - Holm-Bonferroni correction across the methods compared with the reference, separately for each
   data set, metric and test (the family is "which methods differ from the reference on this metric").
+- with a single seed there is no spread over seeds: the table then shows the bootstrap interval
+  over test queries of the mean (``query_interval``, always in ``results.json``) and says so.
+
+Beside the statistics: each method's mean wall time per cell (training, tuning and ensemble members
+included, on ``threads_per_cell`` threads), the list of cells whose best epoch (or boosting round)
+was their last, i.e. that stopped at the cap while still improving, and, when ``quality_reference``
+is set, the time each method's chosen model needed to reach that method's validation value on the
+same split and seed (from the validation curves the cells record, against the reference's own
+training time).
 
 Outputs (all written atomically): ``results.json`` (strict JSON: NaN becomes null), ``results.md``,
 ``means.png`` (means with their intervals) and ``tensorboard/<dataset>/<method>/<seed[-fold]>``
@@ -31,7 +40,8 @@ import numpy as np
 from ltr.errors import LtrError
 from ltr.io_utils import atomic_path, atomic_write_json, atomic_write_text
 from ltr.study.ablation import AblationConfig, _json_safe
-from ltr.study.report_table import format_interval, markdown_table
+from ltr.study.methods import resolve_method
+from ltr.study.report_table import counted, format_interval, markdown_table
 from metrics.stats import (
     bootstrap_ci,
     holm,
@@ -146,13 +156,69 @@ def summarize(records: list[dict], config: AblationConfig, *, cells: dict | None
                     row[f"{key}_holm"] = float(p)
             comparisons.extend(block)
         primary_any = seed_avg[config.reference][config.primary]
-        summary["datasets"].append({
+        mine = [r for r in records if r["dataset"] == spec.name]
+        for row in methods_out:
+            times = [float(r.get("wall_time_s", np.nan)) for r in mine if r["method"] == row["method"]]
+            row["wall_time_s"] = float(np.mean(times)) if times else float("nan")
+        entry = {
             "name": spec.name, "kind": spec.kind, "folds": [f for f in spec.folds() if f is not None],
             "n_test_queries": len(qids[spec.name]),
             "n_scored_queries": int(np.count_nonzero(~np.isnan(primary_any))),
             "methods": methods_out, "comparisons": comparisons,
-        })
+            "at_cap": cells_at_cap(mine),
+        }
+        if config.quality_reference:
+            entry["time_to_quality"] = time_to_quality(mine, config.quality_reference, config.methods)
+        summary["datasets"].append(entry)
     return summary
+
+
+def cells_at_cap(records: list[dict]) -> list[dict]:
+    """The cells whose best epoch (LightGBM: best round) was the last one run: stopped while improving.
+
+    Older records without ``hit_cap`` are judged by ``best_epoch == epochs_run``.
+    """
+    out = []
+    for r in records:
+        info = r.get("train_info") or {}
+        hit = info.get("hit_cap")
+        if hit is None and "epochs_run" in info:
+            hit = int(info.get("best_epoch", -1)) == int(info["epochs_run"])
+        if hit:
+            last = info.get("epochs_run", info.get("num_boost_round"))
+            out.append({"method": r["method"], "seed": int(r["seed"]), "fold": r.get("fold"),
+                        "best": info.get("best_epoch", info.get("best_iteration")), "last": last})
+    return sorted(out, key=lambda c: (c["method"], c["seed"], -1 if c["fold"] is None else c["fold"]))
+
+
+def time_to_quality(records: list[dict], reference: str, methods: list[str]) -> list[dict]:
+    """Per method: on how many (seed, fold) splits its chosen model's validation curve reached the
+    reference's best validation value, the median seconds it took there, and the median training
+    seconds of the method's and the reference's chosen models."""
+    key = lambda r: (int(r["seed"]), r.get("fold"))  # noqa: E731
+    ref = {key(r): r for r in records if r["method"] == reference}
+    out = []
+    for method in methods:
+        reached, own = [], []
+        n = 0
+        for r in (r for r in records if r["method"] == method and key(r) in ref):
+            info, target = r.get("train_info") or {}, (ref[key(r)].get("train_info") or {}).get("valid_best")
+            timing = info.get("timing") or {}
+            curve, seconds = info.get("curve") or [], timing.get("curve_seconds") or []
+            if target is None or not curve or len(seconds) != len(curve):
+                continue
+            n += 1
+            own.append(float(timing.get("train_seconds", np.nan)))
+            hit = next((t for v, t in zip(curve, seconds) if v >= float(target)), None)
+            if hit is not None:
+                reached.append(float(hit))
+        ref_secs = [float(((r.get("train_info") or {}).get("timing") or {}).get("train_seconds", np.nan))
+                    for r in ref.values()]
+        out.append({"method": method, "n_splits": n, "n_reached": len(reached),
+                    "median_seconds_to_reach": float(np.median(reached)) if reached else None,
+                    "median_train_seconds": float(np.median(own)) if own else None,
+                    "reference_median_train_seconds": float(np.median(ref_secs)) if ref_secs else None})
+    return out
 
 
 def _fmt_p(p: float | None) -> str:
@@ -185,8 +251,11 @@ def render_markdown(summary: dict) -> str:
         folds = f", folds {ds['folds']}" if ds["folds"] else ""
         n_seeds = ds["methods"][0]["metrics"][shorts[0]]["n_seeds"]
         lines += ["", f"## {ds['name']} ({ds['kind']}{folds}; {ds['n_test_queries']} test queries, "
-                      f"{ds['n_scored_queries']} with a relevant item; {n_seeds} seeds)", ""]
-        lines.append(f"Mean over seeds [{conf:.0%} t-interval]:")
+                      f"{ds['n_scored_queries']} with a relevant item; {counted(n_seeds, 'seed')})", ""]
+        one_seed = n_seeds == 1
+        lines.append(f"Mean over test queries [{conf:.0%} bootstrap interval over queries: one seed, no spread "
+                     "over seeds to measure]; s/cell: mean wall time of a cell (tuning included):" if one_seed else
+                     f"Mean over seeds [{conf:.0%} t-interval]; s/cell: mean wall time of a cell (tuning included):")
         lines.append("")
         best = {s: max(m["metrics"][s]["mean"] for m in ds["methods"]) for s in shorts}
         rows = []
@@ -194,10 +263,13 @@ def render_markdown(summary: dict) -> str:
             row = [m["method"]]
             for s in shorts:
                 v = m["metrics"][s]
-                txt = format_interval(v["mean"], v["low"], v["high"], missing="n/a")
+                low, high = (v["query_interval"]["low"], v["query_interval"]["high"]) if one_seed else (v["low"], v["high"])
+                txt = format_interval(v["mean"], low, high, missing="n/a")
                 row.append(f"**{txt}**" if v["mean"] == best[s] else txt)
+            wall = m.get("wall_time_s")
+            row.append("n/a" if wall is None or not np.isfinite(wall) else f"{wall:.1f}")
             rows.append(row)
-        lines.append(markdown_table(["method", *shorts], rows))
+        lines.append(markdown_table(["method", *shorts, "s/cell"], rows))
         lines.append("")
         lines.append(f"Difference from {ref} over queries (mean of method - {ref}; Holm-adjusted p: paired t / "
                      "paired bootstrap; * where both are below 0.05):")
@@ -214,8 +286,34 @@ def render_markdown(summary: dict) -> str:
                 row.append(f"{c['mean_difference']:+.4f}{star} ({_fmt_p(c['t_p_holm'])} / {_fmt_p(c['bootstrap_p_holm'])})")
             rows.append(row)
         lines.append(markdown_table(["method", *shorts], rows))
+        lines += ["", *_render_at_cap(ds.get("at_cap", []))]
+        if ds.get("time_to_quality"):
+            lines += ["", *_render_time_to_quality(ds["time_to_quality"], summary["config"].get("quality_reference"))]
     lines.append("")
     return "\n".join(lines)
+
+
+def _render_at_cap(at_cap: list[dict]) -> list[str]:
+    if not at_cap:
+        return ["Cells whose best epoch was their last (stopped at the cap while still improving): none."]
+    lines = [f"**Cells whose best epoch was their last** (stopped at the cap while still improving; "
+             f"{len(at_cap)}):", ""]
+    for c in at_cap:
+        fold = "" if c["fold"] is None else f" fold {c['fold']}"
+        lines.append(f"- {c['method']} seed {c['seed']}{fold}: best {c['best']} of {c['last']}")
+    return lines
+
+
+def _render_time_to_quality(rows: list[dict], reference: str | None) -> list[str]:
+    lines = [f"Time to quality: splits (seed, fold) where the chosen model's validation curve reached "
+             f"{reference}'s best validation value, the median seconds it took, and the median training "
+             f"seconds of the method's and of {reference}'s chosen models (tuning not included):", ""]
+    fmt = lambda v: "n/a" if v is None else f"{v:.1f}"  # noqa: E731
+    table = [[r["method"], f"{r['n_reached']}/{r['n_splits']}", fmt(r["median_seconds_to_reach"]),
+              fmt(r["median_train_seconds"]), fmt(r["reference_median_train_seconds"])] for r in rows
+             if r["method"] != reference]
+    lines.append(markdown_table(["method", "reached", "s to reach", "s to train", f"s {reference}"], table))
+    return lines
 
 
 def plot_summary(summary: dict, path: str | os.PathLike) -> Path:
@@ -267,13 +365,17 @@ def write_tensorboard(records: list[dict], config: AblationConfig, folder: str |
             logger = TensorBoardLogger(tmp / r["dataset"] / r["method"] / stem)
             hp: dict[str, Any] = {"dataset": r["dataset"], "method": r["method"], "seed": int(r["seed"]),
                                   "fold": -1 if r.get("fold") is None else int(r["fold"])}
-            if r["method"] == "lightgbm":
-                hp.update({f"lightgbm.{k}": v for k, v in config.lightgbm.items()})
-                hp.update({f"gbdt.{k}": v for k, v in config.gbdt.items()})
+            spec = resolve_method(r["method"], config)
+            if spec.kind == "lightgbm":
+                hp.update({f"lightgbm.{k}": v for k, v in spec.lightgbm.items()})
+                hp.update({f"gbdt.{k}": v for k, v in spec.gbdt.items()})
             else:
-                hp.update({f"train.{k}": v for k, v in config.train.items()})
-                hp.update({f"model.{k}": v for k, v in config.model.items()})
-            hp.update({k: v for k, v in (r.get("train_info") or {}).items()})
+                hp.update({f"train.{k}": v for k, v in spec.train.items()})
+                hp.update({f"model.{k}": v for k, v in spec.model.items()})
+                hp.update({f"loss.{k}": v for k, v in spec.loss_options.items()})
+            info = r.get("train_info") or {}
+            hp.update({k: v for k, v in info.items() if isinstance(v, (int, float, str, bool))})
+            hp.update({f"chosen.{k}": v for k, v in (info.get("chosen") or {}).items()})
             means = {k: (np.nan if v is None else float(v)) for k, v in r["mean"].items()}
             logger.hparams(hp, {"test": means}, 0)
             logger.close()

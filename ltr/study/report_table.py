@@ -10,6 +10,8 @@ same markdown: ``| a | b |`` rows under a separator whose cells are ``---`` (lef
 | platt | 0.7500 |
 >>> format_interval(0.5, 0.25, 0.75)
 '0.5000 [0.2500, 0.7500]'
+>>> counted(1, "seed"), counted(5, "seed")
+('1 seed', '5 seeds')
 """
 
 from __future__ import annotations
@@ -17,9 +19,14 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable, Sequence
 
-__all__ = ["markdown_table", "markdown_row", "format_interval"]
+__all__ = ["markdown_table", "markdown_row", "format_interval", "counted"]
 
 _SEPARATOR = {"l": "---", "r": "---:"}
+
+
+def counted(n: int, noun: str) -> str:
+    """``"1 seed"``, ``"3 seeds"``: a count with its noun in the right number."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def markdown_row(cells: Iterable[Any]) -> str:

@@ -76,10 +76,17 @@ def save_checkpoint(path: str | os.PathLike, state: dict[str, Any]) -> Path:
 
 def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict[str, Any]:
     """Load a checkpoint with ``torch.load(weights_only=True)``; a bad file is an :class:`LtrError`."""
+    from ltr.checks import input_file
+
     path = Path(path)
+    if not path.exists():
+        raise LtrError(f"{path}: checkpoint not found")
+    path = input_file(path, "checkpoint")
     try:
-        return torch.load(path, map_location=map_location, weights_only=True)
-    except FileNotFoundError:
-        raise LtrError(f"{path}: checkpoint not found") from None
+        state = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as exc:  # unpickling errors come in many types; the message is what matters
-        raise LtrError(f"{path}: cannot load checkpoint safely: {exc}") from None
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise LtrError(f"{path}: cannot load checkpoint safely ({first[:200]}); delete it to start afresh") from None
+    if not isinstance(state, dict):
+        raise LtrError(f"{path}: not an ltr checkpoint (it holds a {type(state).__name__}); delete it to start afresh")
+    return state

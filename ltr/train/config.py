@@ -27,6 +27,7 @@ unknown key is an error that names it (a typo must not silently fall back to a d
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,11 +35,65 @@ from typing import Any, Iterable
 
 import tomllib
 
+from ltr import checks
+from ltr.checks import COUNT, SEED, boolean, integer, list_of, number, table, text
 from ltr.errors import LtrError
 
-__all__ = ["DEFAULT_METRICS", "TrainConfig", "load_toml", "check_keys"]
+__all__ = ["DEFAULT_METRICS", "TrainConfig", "load_toml", "check_keys", "read_toml",
+           "TRAIN_RULES", "MODEL_RULES", "LOSS_RULES", "GBDT_RULES", "check_lightgbm_params"]
 
 DEFAULT_METRICS = ("ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "map", "mrr")
+
+# The rules of every value of the tables, shared by the TOML readers, the command-line options
+# (``type=TRAIN_RULES["lr"]``) and the Python API (:meth:`TrainConfig.__post_init__`).
+_METRIC_NAMES = list_of(text(), min_len=1)
+TRAIN_RULES: dict[str, checks.Rule] = {
+    "epochs": COUNT, "batch_size": COUNT, "lr": number(above=0), "weight_decay": number(min=0),
+    "patience": integer(min=1, optional=True), "min_delta": number(min=0), "monitor": text(),
+    "metrics": _METRIC_NAMES, "preset": text(optional=True), "conventions": table(), "seed": SEED,
+    "device": text(), "progress": boolean(), "log_dir": text(optional=True), "checkpoint_dir": text(optional=True),
+    "resume": boolean(), "grad_clip": number(above=0, optional=True), "bucket_size": integer(min=1, optional=True),
+    "eval_rows": COUNT, "histograms": boolean(),
+}
+ACTIVATION_NAMES = ("relu", "leaky_relu", "gelu", "elu", "silu", "tanh", "sigmoid")  # = ltr.train.models.ACTIVATIONS
+NORMALIZE_CHOICES = ("none", "standard", "log1p", "log1p_standard")
+MAX_WIDTH = 1 << 16  # a hidden layer wider than this is a typo, and would take gigabytes
+MODEL_TYPE_NAMES = ("mlp", "linear", "attention")
+MODEL_RULES: dict[str, checks.Rule] = {
+    "type": text(choices=MODEL_TYPE_NAMES), "hidden": list_of(integer(min=1, max=MAX_WIDTH), min_len=1),
+    "activation": text(choices=ACTIVATION_NAMES), "dropout": number(min=0, below=1), "batch_norm": boolean(),
+    "normalize": text(choices=NORMALIZE_CHOICES),
+    # the context-aware scorer, input noise (every scorer) and seed ensembles
+    "width": integer(min=1, max=MAX_WIDTH), "heads": integer(min=1, max=1024), "layers": integer(min=1, max=256),
+    "input_noise": number(min=0), "ensemble": integer(min=1, max=1000),
+}
+# [loss]: name, and the keyword arguments of the losses (others go to losses.get_loss, which names
+# any it does not take).
+LOSS_RULES: dict[str, checks.Rule] = {
+    "name": text(), "sigma": number(above=0), "k": integer(min=1, optional=True), "mu": number(min=0),
+    "gain": text(choices=("exp2", "linear")), "metric": text(choices=("ndcg", "mrr", "ap")),
+    "threshold": number(), "target": text(choices=("softmax", "linear")), "discount": text(choices=("log2",)),
+    "reduction": text(choices=("mean", "sum", "pair_mean", "weight_mean")),
+    "temperature": number(above=0), "margin": number(min=0), "k_method": text(choices=("truncate", "jagerman")),
+    "pair_weight": text(choices=("label_diff",)), "ties": text(choices=("score", "input")),
+    "sinkhorn_iters": integer(min=1), "tol": number(min=0),
+}
+GBDT_RULES: dict[str, checks.Rule] = {
+    "gain": text(choices=("exp2", "linear")), "num_boost_round": COUNT,
+    "early_stopping_rounds": integer(min=0, optional=True), "eval_at": list_of(integer(min=1), min_len=1),
+    "monitor_k": COUNT, "seed": SEED, "metrics": _METRIC_NAMES, "preset": text(optional=True),
+}
+
+
+def check_lightgbm_params(params: dict[str, Any], *, where: str) -> dict[str, Any]:
+    """[lightgbm]: passed to LightGBM as they are, but only numbers, booleans, text or lists of them
+    (LightGBM judges the values themselves and its refusals become one-line errors)."""
+    for key, value in params.items():
+        items = value if isinstance(value, list) else [value]
+        if not all(isinstance(v, (bool, int, float, str)) for v in items) or (
+                any(isinstance(v, float) and not math.isfinite(v) for v in items)):
+            raise LtrError(f"{where} {key} must be a number, true/false, text or a list of them, got {value!r}")
+    return params
 
 
 @dataclass
@@ -90,25 +145,21 @@ class TrainConfig:
     histograms: bool = True
 
     def __post_init__(self) -> None:
+        if self.log_dir is not None and isinstance(self.log_dir, os.PathLike):
+            self.log_dir = str(self.log_dir)
+        if self.checkpoint_dir is not None and isinstance(self.checkpoint_dir, os.PathLike):
+            self.checkpoint_dir = str(self.checkpoint_dir)
+        for f in dataclasses.fields(self):
+            setattr(self, f.name, TRAIN_RULES[f.name].check(getattr(self, f.name), f.name))
         self.metrics = tuple(self.metrics)
         if self.monitor not in self.metrics:
             self.metrics = (self.monitor,) + self.metrics
-        for name in ("epochs", "batch_size", "eval_rows"):
-            if int(getattr(self, name)) < 1:
-                raise LtrError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.lr <= 0:
-            raise LtrError(f"lr must be > 0, got {self.lr}")
-        if self.patience is not None and self.patience < 1:
-            raise LtrError(f"patience must be >= 1 or None, got {self.patience}")
-        if self.log_dir is not None:
-            self.log_dir = str(self.log_dir)
-        if self.checkpoint_dir is not None:
-            self.checkpoint_dir = str(self.checkpoint_dir)
 
     @classmethod
     def from_dict(cls, values: dict[str, Any], *, source: str = "config") -> "TrainConfig":
         """Build from a mapping; an unknown key is an :class:`LtrError` naming it."""
         check_keys(values, [f.name for f in dataclasses.fields(cls)], where=source)
+        checks.check_table(values, TRAIN_RULES, where=source)
         try:
             return cls(**values)
         except TypeError as exc:
@@ -137,12 +188,14 @@ def check_keys(values: dict[str, Any], allowed: Iterable[str], *, where: str) ->
 
 def read_toml(path: str | os.PathLike) -> dict[str, Any]:
     """The whole TOML file as a dict; a missing file or bad TOML is an LtrError naming the file (and line)."""
-    path = Path(path)
+    path = checks.input_file(path, "config file")
+    raw = path.read_bytes()
+    if raw.startswith(b"\xef\xbb\xbf"):  # a byte order mark left by some editors
+        raw = raw[3:]
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        raise LtrError(f"{path}: config file not found") from None
+        return tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise LtrError(f"{path}: invalid TOML: not UTF-8 text (byte {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
         raise LtrError(f"{path}: invalid TOML: {exc}") from None
 
@@ -163,3 +216,54 @@ def load_toml(path: str | os.PathLike, tables: Iterable[str]) -> dict[str, dict[
             raise LtrError(f"{path}: [{name}] must be a table, got {type(section).__name__}")
         out[name] = dict(section)
     return out
+
+
+def _toml_value(value: Any, where: str) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+        return repr(value)
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v, where) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_toml_key(k)} = {_toml_value(v, where)}" for k, v in value.items()) + "}"
+    raise LtrError(f"{where}: cannot write {type(value).__name__} value {value!r} as TOML")
+
+
+def _toml_key(key: str) -> str:
+    return key if key and all(c.isalnum() or c in "_-" for c in key) else _toml_value(str(key), "key")
+
+
+def toml_text(tables: dict[str, dict[str, Any]], header: str = "") -> str:
+    """TOML text of ``{table: {key: value}}`` (values: bool, int, float, str, lists, inline tables);
+    ``None`` values are left out (TOML has no null, and the readers' defaults stand for them).
+    The text is read back with ``tomllib`` and must give the same tables.
+
+    >>> print(toml_text({"train": {"lr": 0.01, "metrics": ["ndcg@10"], "grad_clip": None}}, "# best"))
+    # best
+    <BLANKLINE>
+    [train]
+    lr = 0.01
+    metrics = ["ndcg@10"]
+    <BLANKLINE>
+    """
+    lines = [header, ""] if header else []
+    kept = {name: {k: v for k, v in values.items() if v is not None} for name, values in tables.items()}
+    for name, values in kept.items():
+        lines.append(f"[{_toml_key(name)}]")
+        lines += [f"{_toml_key(k)} = {_toml_value(v, f'[{name}] {k}')}" for k, v in values.items()]
+        lines.append("")
+    written = "\n".join(lines)
+
+    def plain(v):
+        return [plain(x) for x in v] if isinstance(v, (list, tuple)) else {k: plain(x) for k, x in v.items()} if isinstance(v, dict) else v
+
+    if tomllib.loads(written) != plain(kept):  # pragma: no cover - a bug in the writer, never the user's
+        raise LtrError(f"TOML writer: the text does not read back as the tables {kept}")
+    return written

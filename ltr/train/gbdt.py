@@ -33,7 +33,6 @@ comparable after a mapping; the project judges the booster's scores with ``metri
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any, Sequence
@@ -112,6 +111,8 @@ def train_lightgbm(
     monitor_k: int = 10,
     seed: int = 0,
     progress: bool = False,
+    record_train: bool = False,
+    callbacks: Sequence[Any] = (),
 ):
     """Train LightGBM lambdarank; returns ``(booster, info)``.
 
@@ -125,9 +126,17 @@ def train_lightgbm(
     eval_at: the cut-offs LightGBM reports (``monitor_k`` is added when missing).
     monitor_k: early stopping watches validation ``ndcg@monitor_k`` only (LightGBM's own callback
         can only watch the first metric, and LightGBM sorts ``eval_at``, so that would be ndcg@1).
-    info: ``best_iteration``, ``best_score``, ``evals_result`` (LightGBM's per-round validation
-        metrics), ``label_gain``, ``label_values`` (None or the mapping table), ``params``.
+    record_train: also record LightGBM's metrics on the training set each round (the training
+        curve, ``evals_result["train"]``; costs one evaluation of the training set per round).
+    callbacks: extra LightGBM callbacks (e.g. a tuner's pruning callback).
+    info: ``best_iteration``, ``best_score``, ``evals_result`` (LightGBM's per-round metrics, with
+        LightGBM's conventions: a query without relevant items scores 1), ``label_gain``,
+        ``label_values`` (None or the mapping table), ``params``, ``importance``
+        (:func:`ltr.train.importance.booster_importance` at the best iteration, features named from
+        the data set's ``feature_names`` when it has them).
     """
+    from ltr.train.importance import booster_importance, feature_names_of
+
     import lightgbm as lgb
 
     params = dict(params or {})
@@ -150,25 +159,33 @@ def train_lightgbm(
             raise LtrError(f"position must have one entry per training row ({n_train}), got shape {position.shape}")
         if not np.issubdtype(position.dtype, np.integer) or (position.size and position.min() < 0):
             raise LtrError("position must hold non-negative integers (the shown rank of each training row)")
+    names = feature_names_of(train_ds)
     train_set = lgb.Dataset(
         np.asarray(train_ds.features),
         label=codes[:n_train],
         group=_group_sizes(train_ds),
         weight=None,
         position=position,
+        feature_name=names,
         params={"verbosity": -1},
         free_raw_data=True,
     )
+    extra_callbacks = list(callbacks)
     valid_sets, valid_names, callbacks = [], [], []
     evals_result: dict[str, Any] = {}
+    if record_train:
+        valid_sets.append(train_set)
+        valid_names.append("train")
     if valid_ds is not None:
         valid_sets.append(
             lgb.Dataset(np.asarray(valid_ds.features), label=codes[n_train:], group=_group_sizes(valid_ds), reference=train_set)
         )
         valid_names.append("valid")
-        callbacks.append(lgb.record_evaluation(evals_result))
         if early_stopping_rounds:
             callbacks.append(_early_stopping(f"ndcg@{int(monitor_k)}", int(early_stopping_rounds)))
+    if valid_sets:
+        callbacks.append(lgb.record_evaluation(evals_result))
+    callbacks.extend(extra_callbacks)
     if progress:
         callbacks.append(_tqdm_callback(num_boost_round))
     try:
@@ -189,6 +206,7 @@ def train_lightgbm(
         "params": {k: v for k, v in merged.items() if k != "label_gain"},
         "num_boost_round": int(num_boost_round),
         "early_stopping_rounds": early_stopping_rounds,
+        "importance": booster_importance(booster, names, best_iteration),
     }
     return booster, info
 
@@ -250,17 +268,39 @@ def save_booster(booster, folder: str | os.PathLike, *, n_features: int, best_it
 
 
 def load_booster(folder: str | os.PathLike):
-    """Load a booster written by :func:`save_booster` (a text model: nothing is executed)."""
+    """Load a booster written by :func:`save_booster` (a text model: nothing is executed).
+
+    The model file that ``model.json`` names must lie inside ``folder`` (a name such as
+    ``../../etc/passwd`` or an absolute path is refused), and a file LightGBM cannot read is an
+    :class:`LtrError` naming it.
+    """
     import lightgbm as lgb
 
+    from ltr.checks import input_file, read_json_object
+
     folder = Path(folder)
-    try:
-        meta = json.loads((folder / "model.json").read_text())
-    except (FileNotFoundError, json.JSONDecodeError) as exc:
-        raise LtrError(f"{folder}: no readable model.json ({exc})") from None
+    where = folder / "model.json"
+    if not where.exists():
+        raise LtrError(f"{folder}: no readable model.json (not a model folder written by ltr)")
+    meta = read_json_object(where)
     if meta.get("type") != "lightgbm":
         raise LtrError(f"{folder}: model.json describes a {meta.get('type')!r} model, not lightgbm")
-    path = folder / meta.get("file", "model.txt")
+    name = meta.get("file", "model.txt")
+    if not isinstance(name, str) or not name:
+        raise LtrError(f"{where}: file must be a file name, got {name!r}")
+    path = (folder / name).resolve()
+    if Path(name).is_absolute() or path.parent != folder.resolve():
+        raise LtrError(f"{where}: file {name!r} must name a file inside the model folder")
+    n = meta.get("n_features")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise LtrError(f"{where}: n_features must be a positive integer, got {n!r}")
     if not path.exists():
         raise LtrError(f"{path}: LightGBM model file missing")
-    return lgb.Booster(model_file=str(path)), meta
+    path = input_file(path)
+    try:
+        booster = lgb.Booster(model_file=str(path))
+    except lgb.basic.LightGBMError as exc:
+        raise LtrError(f"{path}: not a LightGBM model LightGBM can read ({' '.join(str(exc).split())})") from None
+    if booster.num_feature() != n:
+        raise LtrError(f"{where}: n_features is {n} but {path.name} was trained on {booster.num_feature()} features")
+    return booster, meta

@@ -1,9 +1,15 @@
 """Scoring models: a linear scorer and an MLP, both mapping features [..., F] to scores [...].
 
-A scorer is pointwise: the score of an item depends on its own feature vector only, so the same
-model ranks a padded batch ``[B, L, F]`` (training) and a flat block of rows ``[N, F]``
+A scorer here is pointwise: the score of an item depends on its own feature vector only, so the
+same model ranks a padded batch ``[B, L, F]`` (training) and a flat block of rows ``[N, F]``
 (prediction). Batch normalisation is the one layer that looks across items while training; it is
-computed over the *valid* rows only (``mask``), so padding never shifts the statistics.
+computed over the *valid* rows only (``mask``), so padding never shifts the statistics. The
+context-aware scorer (:mod:`ltr.train.attention`) looks at the whole list instead (``listwise =
+True``): it is scored query by query (:func:`ltr.train.trainer.predict_scores` with the query
+offsets). Ensembles of scorers live in :mod:`ltr.train.ensemble`.
+
+``input_noise`` (every scorer): the standard deviation of Gaussian noise added to the (normalised)
+input features in training mode only, one of DASALC's ingredients (Qin et al., ICLR 2021).
 
 An optional :class:`FeatureTransform` (log1p and/or standardisation, fitted on the training split)
 runs first inside the model, so a saved model carries its own input normalisation.
@@ -23,7 +29,6 @@ torch.Size([5])
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any, Sequence
@@ -43,6 +48,7 @@ __all__ = [
     "MLPScorer",
     "build_model",
     "model_config",
+    "MODEL_TYPES",
     "save_model",
     "load_model",
 ]
@@ -59,6 +65,8 @@ ACTIVATIONS = {
 
 MODEL_FILE = "model.pt"
 MODEL_JSON = "model.json"
+#: The ``type`` names :func:`build_model` knows (``ensemble`` holds members of the others).
+MODEL_TYPES = ("mlp", "linear", "attention", "ensemble")
 
 
 class FeatureTransform(nn.Module):
@@ -123,6 +131,10 @@ class MaskedBatchNorm1d(nn.BatchNorm1d):
         if mask is None:
             return super().forward(flat).reshape(shape)
         keep = mask.reshape(-1)
+        if not self.training and self.running_mean is not None:
+            # Running statistics normalise each row on its own, so every row can go through and the
+            # padded ones be zeroed after: no data-dependent shapes, which exporters cannot trace.
+            return torch.where(keep[:, None], super().forward(flat), torch.zeros_like(flat)).reshape(shape)
         out = torch.zeros_like(flat)
         out[keep] = super().forward(flat[keep])
         return out.reshape(shape)
@@ -132,12 +144,16 @@ class _Scorer(nn.Module):
     """Common parts: the optional input transform and the JSON description."""
 
     kind = "base"
+    listwise = False  # True: an item's score depends on the other items of its query
 
-    def __init__(self, n_features: int):
+    def __init__(self, n_features: int, input_noise: float = 0.0):
         super().__init__()
         if int(n_features) < 1:
             raise LtrError(f"n_features must be >= 1, got {n_features}")
+        if not float(input_noise) >= 0.0:
+            raise LtrError(f"input_noise must be >= 0 (a standard deviation), got {input_noise}")
         self.n_features = int(n_features)
+        self.input_noise = float(input_noise)
         self.normalizer: FeatureTransform | None = None
         self.feature_names: tuple[str, ...] | None = None  # the training data's, written into model.json
 
@@ -151,7 +167,10 @@ class _Scorer(nn.Module):
     def _prepare(self, x: torch.Tensor) -> torch.Tensor:
         if x.shape[-1] != self.n_features:
             raise LtrError(f"model expects {self.n_features} features, got input with {x.shape[-1]}")
-        return self.normalizer(x) if self.normalizer is not None else x
+        x = self.normalizer(x) if self.normalizer is not None else x
+        if self.training and self.input_noise > 0:
+            x = x + self.input_noise * torch.randn_like(x)
+        return x
 
     def set_feature_names(self, names) -> "_Scorer":
         """Record the names of the input features (the training data's ``feature_names``, or None)."""
@@ -164,6 +183,8 @@ class _Scorer(nn.Module):
 
     def config(self) -> dict[str, Any]:
         cfg = self._arch()
+        if self.input_noise > 0:  # absent = 0, so older model.json files read the same
+            cfg["input_noise"] = self.input_noise
         cfg["normalizer"] = None if self.normalizer is None else self.normalizer.kind
         if self.feature_names is not None:
             cfg["feature_names"] = list(self.feature_names)
@@ -178,8 +199,8 @@ class LinearScorer(_Scorer):
 
     kind = "linear"
 
-    def __init__(self, n_features: int):
-        super().__init__(n_features)
+    def __init__(self, n_features: int, input_noise: float = 0.0):
+        super().__init__(n_features, input_noise)
         self.linear = nn.Linear(self.n_features, 1)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -205,8 +226,9 @@ class MLPScorer(_Scorer):
         activation: str = "relu",
         dropout: float = 0.0,
         batch_norm: bool = False,
+        input_noise: float = 0.0,
     ):
-        super().__init__(n_features)
+        super().__init__(n_features, input_noise)
         if activation not in ACTIVATIONS:
             raise LtrError(f"unknown activation {activation!r}; choose one of {', '.join(ACTIVATIONS)}")
         if not 0.0 <= float(dropout) < 1.0:
@@ -250,7 +272,7 @@ class MLPScorer(_Scorer):
 def model_config(model: nn.Module) -> dict[str, Any]:
     """JSON-able description of a scorer (architecture + normaliser kind)."""
     if not isinstance(model, _Scorer):
-        raise LtrError(f"cannot describe a {type(model).__name__}; use LinearScorer or MLPScorer")
+        raise LtrError(f"cannot describe a {type(model).__name__}; use a scorer of ltr.train ({', '.join(MODEL_TYPES)})")
     return model.config()
 
 
@@ -259,6 +281,8 @@ def build_model(config: dict[str, Any]) -> _Scorer:
 
     >>> build_model({"type": "mlp", "n_features": 3, "hidden": [4]}).hidden
     (4,)
+    >>> build_model({"type": "attention", "n_features": 3, "width": 8, "heads": 2}).listwise
+    True
     """
     cfg = dict(config)
     kind = cfg.pop("type", None)
@@ -269,8 +293,23 @@ def build_model(config: dict[str, Any]) -> _Scorer:
             model: _Scorer = LinearScorer(**cfg)
         elif kind == "mlp":
             model = MLPScorer(**cfg)
+        elif kind == "attention":
+            from ltr.train.attention import ContextAwareScorer
+
+            model = ContextAwareScorer(**cfg)
+        elif kind == "ensemble":
+            from ltr.train.ensemble import EnsembleScorer
+
+            members = cfg.pop("members", None)
+            width = cfg.pop("n_features", None)
+            if not isinstance(members, list) or not members or cfg or not all(isinstance(m, dict) for m in members):
+                raise LtrError(f"an ensemble needs a non-empty list of members and nothing else, got {config}")
+            model = EnsembleScorer([build_model(m) for m in members])
+            if width is not None and width != model.n_features:
+                raise LtrError(f"the ensemble says n_features {width}, its members take {model.n_features}")
+            return model if names is None else model.set_feature_names(names)
         else:
-            raise LtrError(f"unknown model type {kind!r}; choose mlp or linear")
+            raise LtrError(f"unknown model type {kind!r}; choose one of {', '.join(MODEL_TYPES)}")
     except TypeError as exc:
         raise LtrError(f"bad model configuration {config}: {exc}") from None
     if norm is not None:
@@ -290,22 +329,46 @@ def save_model(model: nn.Module, folder: str | os.PathLike) -> Path:
 
 
 def load_model(folder: str | os.PathLike, map_location: str = "cpu") -> _Scorer:
-    """Load a model saved by :func:`save_model` (no pickle: ``torch.load(weights_only=True)``)."""
+    """Load a model saved by :func:`save_model` (no pickle: ``torch.load(weights_only=True)``).
+
+    A hostile or damaged folder is an :class:`LtrError` naming the file: ``model.json`` must describe
+    a model whose weights could fit in ``model.pt`` (the architecture is first built on torch's
+    ``meta`` device, which allocates nothing, so an absurd width cannot exhaust memory), and
+    ``model.pt`` must hold exactly its tensors.
+    """
+    from ltr.checks import input_file, read_json_object
+
     folder = Path(folder)
+    if not (folder / MODEL_JSON).exists():
+        raise LtrError(f"{folder}: no {MODEL_JSON} (not a model folder written by ltr)")
+    where = folder / MODEL_JSON
+    config = read_json_object(where)
+    n = config.get("n_features")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise LtrError(f"{where}: n_features must be a positive integer, got {n!r}")
+    if not (folder / MODEL_FILE).exists():
+        raise LtrError(f"{folder}: no {MODEL_FILE}")
+    weights = input_file(folder / MODEL_FILE)
     try:
-        config = json.loads((folder / MODEL_JSON).read_text())
-    except FileNotFoundError:
-        raise LtrError(f"{folder}: no {MODEL_JSON} (not a model folder written by ltr)") from None
-    except json.JSONDecodeError as exc:
-        raise LtrError(f"{folder / MODEL_JSON}: invalid JSON: {exc}") from None
+        with torch.device("meta"):
+            probe = build_model(config)
+    except LtrError as exc:
+        raise LtrError(f"{where}: {exc}") from None
+    n_values = sum(t.numel() for t in probe.state_dict().values())
+    if 4 * n_values > weights.stat().st_size:
+        raise LtrError(f"{where} describes {n_values} weights, more than {weights} ({weights.stat().st_size} bytes) "
+                       "can hold: the two files do not belong together")
+    try:
+        state = torch.load(weights, map_location=map_location, weights_only=True)
+    except Exception as exc:  # a damaged file fails in many ways (zip, unpickler, EOF); the path is what matters
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise LtrError(f"{weights}: not a readable weights file ({first[:160]})") from None
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise LtrError(f"{weights}: does not hold a state dict of tensors")
     model = build_model(config)
-    try:
-        state = torch.load(folder / MODEL_FILE, map_location=map_location, weights_only=True)
-    except FileNotFoundError:
-        raise LtrError(f"{folder}: no {MODEL_FILE}") from None
     try:
         model.load_state_dict(state)
     except RuntimeError as exc:
-        raise LtrError(f"{folder / MODEL_FILE}: weights do not match {MODEL_JSON}: {exc}") from None
+        raise LtrError(f"{weights}: weights do not match {MODEL_JSON}: {' '.join(str(exc).split())}") from None
     model.eval()
     return model

@@ -3,6 +3,7 @@
 What is written, one step per epoch (epochs count from 1):
 
 - ``train/loss``: mean training loss of the epoch;
+- ``valid/loss``: the same loss on the validation set (eval mode), to see over-fitting beside the metrics;
 - ``valid/<stamped metric name>`` for every validation metric, e.g.
   ``valid/ndcg@10[gain=exp2,discount=log2,ideal=min(R,K),empty=skip,ties=stable]``;
 - ``valid/scores``: a histogram of the validation scores;
@@ -29,7 +30,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-__all__ = ["metric_tag", "TensorBoardLogger", "hparam_value"]
+__all__ = ["metric_tag", "TensorBoardLogger", "hparam_value", "HISTOGRAM_LIMIT"]
+
+HISTOGRAM_LIMIT = 1e19
 
 
 def metric_tag(split: str, stamped_name: str) -> str:
@@ -72,10 +75,15 @@ class TensorBoardLogger:
             self.writer.add_scalar(tag, float(value), step)
 
     def histogram(self, tag: str, values: np.ndarray, step: int) -> None:
+        """A histogram of the finite values; those beyond +-1e19 are drawn at that edge.
+
+        TensorBoard's default buckets end near 1e20: a model whose scores grew past that (a huge
+        learning rate) would otherwise make ``add_histogram`` fail with "The histogram is empty".
+        """
         values = np.asarray(values, dtype=np.float64)
         values = values[np.isfinite(values)]
         if values.size:
-            self.writer.add_histogram(tag, values, step)
+            self.writer.add_histogram(tag, np.clip(values, -HISTOGRAM_LIMIT, HISTOGRAM_LIMIT), step)
 
     def hparams(self, hparams: Mapping[str, Any], final: Mapping[str, Mapping[str, float]], step: int) -> None:
         """Write the HParams summaries into this run's own event file (not a timestamped sub-folder).

@@ -24,7 +24,10 @@ raw scores (AUC is unchanged by any increasing map). Their stamped names say so:
 
 Checkpoint (``checkpoint_dir/last.pt``, atomic, ``torch.load(weights_only=True)``): model and optimiser
 state, number of finished epochs, best value / epoch / weights, the early-stopping counter, the history,
-the RNG states (torch, numpy, python) and the next sampler epoch. A loss that is NaN or infinite raises
+the RNG states (torch, numpy, python), the next sampler epoch, and fingerprints of what the run was
+given (hashes of the training and validation data, the loss and its settings, the model's description
+and shapes, the configuration): a resume whose inputs differ in any of them is refused with a message
+naming what changed, so a best epoch judged on other data is never reported. A loss that is NaN or infinite raises
 :class:`NonFiniteLossError` naming the epoch and the batch; no checkpoint is written for that epoch,
 so ``last.pt`` still holds the last good one.
 
@@ -36,6 +39,7 @@ folder each time) first receives the restored epochs' scalars again, so every cu
 
 from __future__ import annotations
 
+import hashlib
 import math
 import random
 import time
@@ -114,6 +118,7 @@ class FitResult:
     wall_time_s: float = 0.0
     tensorboard_tags: dict[str, str] = field(default_factory=dict)
     higher_is_better: bool = True  # direction of the monitored metric
+    stop_reason: str | None = None  # why a callback stopped training (Trainer.request_stop), if one did
 
 
 def resolve_device(device: str) -> torch.device:
@@ -224,7 +229,9 @@ class Trainer:
     ``weights`` is passed only when the training set carries per-item weights.
     ``hparams``: extra hyper-parameters for the TensorBoard HParams view (model and loss settings).
     ``callbacks``: functions ``f(trainer, epoch, record)`` called after each finished (and
-    checkpointed) epoch; raising from one stops training (used by tests to simulate a kill).
+    checkpointed) epoch. A callback ends training cleanly with :meth:`request_stop` (the best weights
+    are restored, the test set scored and TensorBoard's HParams written, as after early stopping;
+    a tuner's pruning uses it); raising from one stops training at once (tests simulate a kill so).
     """
 
     def __init__(
@@ -247,12 +254,19 @@ class Trainer:
         cfg = self.config
         self.stopping = EarlyStopping(cfg.monitor, higher_is_better(cfg.monitor), cfg.min_delta, cfg.patience)
         self.history: list[dict[str, Any]] = []
+        self._fingerprints_now: dict[str, Any] | None = None
+        self.stop_reason: str | None = None
+
+    def request_stop(self, reason: str) -> None:
+        """Ask the running :meth:`fit` to stop after the current epoch (from a callback)."""
+        self.stop_reason = str(reason)
 
     # ------------------------------------------------------------------ prediction
     @torch.no_grad()
     def predict(self, ds) -> np.ndarray:
         """Scores [N] for every row of ``ds`` (eval mode, no gradients, ``eval_rows`` rows at a time)."""
-        return predict_scores(self.model, ds.features, device=self.device, rows=self.config.eval_rows)
+        return predict_scores(self.model, ds.features, query_offsets=ds.query_offsets, device=self.device,
+                              rows=self.config.eval_rows)
 
     def evaluate(self, ds) -> Any:
         """``metrics.evaluate`` of the current model on ``ds`` with the configured metrics."""
@@ -271,9 +285,20 @@ class Trainer:
     def _config_fingerprint(self) -> dict[str, Any]:
         return {k: v for k, v in self.config.to_dict().items() if k not in _RESUME_FREE_KEYS}
 
+    def _fingerprints(self, train_ds, valid_ds) -> dict[str, Any]:
+        """What a checkpoint must have been written with to be resumed: the data, the loss, the model
+        and the configuration (hashes of the data, descriptions of the rest)."""
+        return {
+            "train_data": data_fingerprint(train_ds),
+            "valid_data": data_fingerprint(valid_ds),
+            "loss": loss_fingerprint(self.loss),
+            "model": model_fingerprint(self.model),
+            "config": self._config_fingerprint(),
+        }
+
     def _state(self, epochs_done: int) -> dict[str, Any]:
         return {
-            "format": "ltr-checkpoint-1",
+            "format": CHECKPOINT_FORMAT,
             "epochs_done": epochs_done,
             "next_sampler_epoch": epochs_done,
             "seed": int(self.config.seed),
@@ -282,29 +307,34 @@ class Trainer:
             **self.stopping.state_dict(),
             "history": self.history,
             "rng": rng_state(),
-            "config": self._config_fingerprint(),
+            "fingerprints": self._fingerprints_now,
         }
 
     def _restore(self, ckpt: dict[str, Any]) -> int:
-        if ckpt.get("format") != "ltr-checkpoint-1":
-            raise LtrError(f"{self.checkpoint_path}: not an ltr checkpoint")
-        mine = self._config_fingerprint()
-        theirs = ckpt["config"]
-        diff = sorted(k for k in set(mine) | set(theirs) if _norm(mine.get(k)) != _norm(theirs.get(k)))
-        if diff:
-            raise LtrError(
-                f"{self.checkpoint_path}: cannot resume, the configuration differs in {', '.join(diff)} "
-                f"(checkpoint: {[theirs.get(k) for k in diff]}, now: {[mine.get(k) for k in diff]})"
-            )
+        path = self.checkpoint_path
+        if ckpt.get("format") == "ltr-checkpoint-1":
+            raise LtrError(f"{path}: written by an older ltr, without the fingerprints of its data, loss and model "
+                           "that a resume is checked against; delete it (or use another checkpoint folder) to start afresh")
+        if ckpt.get("format") != CHECKPOINT_FORMAT:
+            raise LtrError(f"{path}: not an ltr checkpoint")
+        changed = _changed_fingerprints(ckpt.get("fingerprints"), self._fingerprints_now)
+        if changed:
+            raise LtrError(f"{path}: cannot resume: {'; '.join(changed)}, since the run that wrote it (its best "
+                           "epoch was judged on that run's settings); use another checkpoint folder, or delete it "
+                           "to start afresh")
         try:
-            self.model.load_state_dict(ckpt["model"])
-        except RuntimeError as exc:
-            raise LtrError(f"{self.checkpoint_path}: checkpoint does not fit this model: {exc}") from None
-        self.optimizer.load_state_dict(ckpt["optimizer"])
-        self.stopping.load_state_dict(ckpt)
-        self.history = ckpt["history"]
-        set_rng_state(ckpt["rng"])
-        return int(ckpt["epochs_done"])
+            try:
+                self.model.load_state_dict(ckpt["model"])
+            except RuntimeError as exc:
+                raise LtrError(f"{path}: checkpoint does not fit this model: {' '.join(str(exc).split())}") from None
+            self.optimizer.load_state_dict(ckpt["optimizer"])
+            self.stopping.load_state_dict(ckpt)
+            self.history = list(ckpt["history"])
+            set_rng_state(ckpt["rng"])
+            return int(ckpt["epochs_done"])
+        except (KeyError, TypeError, ValueError, RuntimeError, AttributeError, IndexError) as exc:
+            raise LtrError(f"{path}: damaged checkpoint ({type(exc).__name__}: {' '.join(str(exc).split())[:160]}); "
+                           "delete it to start afresh") from None
 
     # ------------------------------------------------------------------ training
     def fit(self, train_ds, valid_ds, test_ds=None) -> FitResult:
@@ -320,7 +350,8 @@ class Trainer:
         self._check_data(train_ds, valid_ds, test_ds)
         self.stopping = EarlyStopping(cfg.monitor, higher_is_better(cfg.monitor), cfg.min_delta, cfg.patience)
         self.history = []
-        start = self._resume_or_seed()
+        self.stop_reason = None
+        start = self._resume_or_seed(train_ds, valid_ds)
         self._open_logger(start)
         try:
             stopped_early = self._run_epochs(train_ds, valid_ds, start)
@@ -344,9 +375,10 @@ class Trainer:
                 raise LtrError(f"the {name} set has no queries")
         check_metric_names(self.config.metrics, self.config.preset, self.config.conventions)
 
-    def _resume_or_seed(self) -> int:
+    def _resume_or_seed(self, train_ds, valid_ds) -> int:
         """Restore the checkpoint when resuming (returns the epochs it had finished), else seed."""
         path = self.checkpoint_path
+        self._fingerprints_now = self._fingerprints(train_ds, valid_ds) if path is not None else None
         if self.config.resume and path is not None and path.exists():
             return self._restore(load_checkpoint(path))
         seed_everything(self.config.seed)
@@ -386,7 +418,7 @@ class Trainer:
                 bar.set_postfix(loss=f"{record['train_loss']:.4f}", **{cfg.monitor: f"{record['valid'][self.stopping.monitor]:.4f}"})
                 for callback in self.callbacks:
                     callback(self, record["epoch"], record)
-                if self.stopping.should_stop:
+                if self.stopping.should_stop or self.stop_reason is not None:
                     return True
             return False
         finally:
@@ -403,6 +435,7 @@ class Trainer:
         record = {
             "epoch": epoch,
             "train_loss": train_loss,
+            "valid_loss": self.validation_loss(valid_ds),
             "valid": valid,
             "improved": bool(improved),
             "seconds": time.perf_counter() - t_epoch,
@@ -464,6 +497,27 @@ class Trainer:
         self.stopping.monitor = ev.names[cfg.monitor]
         return {k: float(v) for k, v in ev.mean.items()}, valid_scores
 
+    @torch.no_grad()
+    def validation_loss(self, valid_ds) -> float | None:
+        """The training loss on the validation set (eval mode, batches in length order): the mean batch
+        loss, as ``train_loss``; None when the loss refuses the validation data (e.g. BCE on graded
+        labels while training on clicks), which the validation metrics do not need."""
+        from ltr.data.batching import iterate_batches
+
+        was_training = self.model.training
+        self.model.eval()
+        use_weights = getattr(valid_ds, "weights", None) is not None
+        total, count = 0.0, 0
+        try:
+            for b, batch in enumerate(iterate_batches(valid_ds, self.config.batch_size, device=self.device), 1):
+                total += float(self._batch_loss(batch, use_weights, b, 0))
+                count += 1
+        except LtrError:
+            return None
+        finally:
+            self.model.train(was_training)
+        return total / max(count, 1)
+
     def _end_epoch(self, record: dict[str, Any], valid_scores: np.ndarray) -> None:
         """Log the finished epoch to TensorBoard and write the checkpoint."""
         if self.logger is not None:
@@ -490,6 +544,7 @@ class Trainer:
             stopped_early=stopped_early,
             wall_time_s=time.perf_counter() - t0,
             higher_is_better=self.stopping.higher_is_better,
+            stop_reason=self.stop_reason,
         )
         if self.logger is not None:
             final = {"valid": result.valid_metrics}
@@ -504,6 +559,8 @@ class Trainer:
 
     def _log_epoch(self, record: dict[str, Any], valid_scores: np.ndarray | None) -> None:
         self.logger.scalar("train/loss", record["train_loss"], record["epoch"])
+        if record.get("valid_loss") is not None:  # absent from checkpoints written before it was logged
+            self.logger.scalar("valid/loss", record["valid_loss"], record["epoch"])
         self.logger.metrics("valid", record["valid"], record["epoch"])
         if valid_scores is not None:
             self.logger.histogram("valid/scores", valid_scores, record["epoch"])
@@ -513,6 +570,61 @@ class Trainer:
         d = self.config.to_dict()
         keep = ("epochs", "batch_size", "lr", "weight_decay", "patience", "monitor", "seed", "grad_clip", "preset")
         return {k: d[k] for k in keep}
+
+CHECKPOINT_FORMAT = "ltr-checkpoint-2"
+
+
+def data_fingerprint(ds) -> str:
+    """SHA-1 of what training sees of a data set: features, labels, query offsets and weights."""
+    from ltr.data.store import row_blocks
+
+    h = hashlib.sha1()
+    for arr in (ds.features, ds.labels, ds.query_offsets, getattr(ds, "weights", None)):
+        if arr is None:
+            h.update(b"-")
+            continue
+        h.update(f"{arr.dtype.str}{arr.shape}".encode())
+        for _, block in row_blocks(arr, 65536):  # the same bytes in order: a store is hashed without loading it
+            h.update(block)
+    return h.hexdigest()
+
+
+def loss_fingerprint(loss) -> str:
+    """The loss's class and settings, e.g. ``losses.lambdarank.LambdaRank(sigma=1.0, k=None, ...)``."""
+    extra = loss.extra_repr() if isinstance(loss, nn.Module) else ""
+    return f"{type(loss).__module__}.{type(loss).__qualname__}({extra})"
+
+
+def model_fingerprint(model) -> dict[str, Any]:
+    """The model's class, description (``config()`` when it has one) and parameter shapes."""
+    describe = getattr(model, "config", None)
+    return {
+        "class": f"{type(model).__module__}.{type(model).__qualname__}",
+        "config": describe() if callable(describe) else None,
+        "shapes": {k: list(v.shape) for k, v in model.state_dict().items()},
+    }
+
+
+def _changed_fingerprints(theirs: Any, mine: dict[str, Any]) -> list[str]:
+    """What differs between a checkpoint's fingerprints and this run's, in words."""
+    if not isinstance(theirs, dict):
+        return ["the checkpoint holds no fingerprints to check"]
+    out = []
+    for key, what in (("train_data", "the training data"), ("valid_data", "the validation data")):
+        if theirs.get(key) != mine[key]:
+            out.append(f"{what} changed")
+    if theirs.get("loss") != mine["loss"]:
+        out.append(f"the loss changed (checkpoint: {theirs.get('loss')}, now: {mine['loss']})")
+    if _norm(theirs.get("model")) != _norm(mine["model"]):
+        t, m = theirs.get("model") or {}, mine["model"]
+        out.append(f"the model changed (checkpoint: {t.get('config') or t.get('class')}, now: {m['config'] or m['class']})")
+    cfg_t, cfg_m = theirs.get("config") or {}, mine["config"]
+    diff = sorted(k for k in set(cfg_t) | set(cfg_m) if _norm(cfg_t.get(k)) != _norm(cfg_m.get(k)))
+    if diff:
+        out.append(f"the configuration differs in {', '.join(diff)} (checkpoint: {[cfg_t.get(k) for k in diff]}, "
+                   f"now: {[cfg_m.get(k) for k in diff]})")
+    return out
+
 
 def _norm(v: Any) -> Any:
     # lists and tuples compare equal after a checkpoint round trip
@@ -524,11 +636,15 @@ def _norm(v: Any) -> Any:
 
 
 @torch.no_grad()
-def predict_scores(model: nn.Module, features: np.ndarray, *, device: torch.device | str = "cpu", rows: int = 65536) -> np.ndarray:
+def predict_scores(model: nn.Module, features: np.ndarray, *, query_offsets=None, device: torch.device | str = "cpu",
+                   rows: int = 65536) -> np.ndarray:
     """Score flat rows [N, F] in blocks of ``rows`` (eval mode; the model's train/eval mode is restored).
 
+    A listwise model (``model.listwise``, e.g. the context-aware scorer) scores whole queries:
+    ``query_offsets`` ([Q + 1], as ``RankingDataset.query_offsets``) is then required, and
+    consecutive queries are padded into batches of at most ``rows`` cells (at least one query).
     Only one block is in memory at a time: memory-mapped features (a store) are read block by block
-    and their pages released as the pass goes (:func:`ltr.data.store.row_blocks`).
+    and their pages released as the pass goes (:mod:`ltr.data.store`).
     """
     from ltr.data.store import row_blocks
 
@@ -536,6 +652,10 @@ def predict_scores(model: nn.Module, features: np.ndarray, *, device: torch.devi
     model.eval()
     try:
         features = features if hasattr(features, "shape") else np.asarray(features)
+        if getattr(model, "listwise", False):
+            if query_offsets is None:
+                raise LtrError(f"{type(model).__name__} scores whole queries: pass query_offsets to predict_scores")
+            return _predict_lists(model, features, np.asarray(query_offsets, dtype=np.int64), device, rows)
         out = np.empty(features.shape[0], dtype=np.float64)
         for start, x in row_blocks(features, rows):
             block = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).to(device)
@@ -543,3 +663,31 @@ def predict_scores(model: nn.Module, features: np.ndarray, *, device: torch.devi
         return out
     finally:
         model.train(was_training)
+
+
+def _predict_lists(model: nn.Module, x: np.ndarray, offsets: np.ndarray, device, rows: int) -> np.ndarray:
+    """Scores of a listwise model, query by query, padded batches of consecutive queries."""
+    from ltr.data.store import is_mapped, release_pages
+
+    mapped = is_mapped(x)
+    if len(offsets) < 1 or offsets[0] != 0 or offsets[-1] != len(x) or np.any(np.diff(offsets) < 0):
+        raise LtrError(f"query_offsets must rise from 0 to the number of rows ({len(x)})")
+    out = np.empty(len(x), dtype=np.float64)
+    lengths = np.diff(offsets)
+    q, n_queries = 0, len(lengths)
+    while q < n_queries:
+        end, longest = q + 1, int(lengths[q])
+        while end < n_queries and (end + 1 - q) * max(longest, int(lengths[end])) <= rows:
+            longest = max(longest, int(lengths[end]))
+            end += 1
+        batch = np.zeros((end - q, max(longest, 1), x.shape[1]), dtype=np.float32)
+        mask = np.zeros(batch.shape[:2], dtype=bool)
+        for b, j in enumerate(range(q, end)):
+            batch[b, : lengths[j]] = x[offsets[j] : offsets[j + 1]]
+            mask[b, : lengths[j]] = True
+        scores = model(torch.from_numpy(batch).to(device), torch.from_numpy(mask).to(device)).double().cpu().numpy()
+        out[offsets[q] : offsets[end]] = scores[mask]
+        if mapped:
+            release_pages(x)
+        q = end
+    return out

@@ -1,0 +1,90 @@
+"""``ltr importance``: permutation importance of every feature for any trained model.
+
+Each feature's column of ``--data`` is shuffled across rows (``--repeats`` times), the model scores
+the data again, and the drop of ``--metric`` (NDCG@10 by default, the toolkit's conventions) is
+averaged over queries, with a bootstrap interval over queries (:mod:`ltr.train.importance`). Works
+for folders of ``ltr train`` and ``ltr gbdt`` alike; LightGBM run folders also hold LightGBM's own
+gain and split importances (``importance.json``).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from ltr.commands import add_json_option, text_stream
+from ltr.data.files import add_format_options
+from ltr.errors import LtrError
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "importance",
+        help="permutation importance of each feature: drop of NDCG@10 with a bootstrap interval over queries",
+        description="Shuffle one feature at a time across the rows of --data, score with the model of --model "
+        "(from ltr train or ltr gbdt) and report the drop of --metric, mean over queries with a bootstrap "
+        "interval over queries. Prints the features by importance; --out also writes "
+        "permutation_importance.json and permutation_importance.png.",
+    )
+    p.add_argument("--model", required=True, metavar="DIR", help="run folder holding model.json (from ltr train or ltr gbdt)")
+    p.add_argument("--data", required=True, metavar="FILE", help="labelled data to measure on (e.g. the validation file)")
+    p.add_argument("--metric", default="ndcg@10", help="ranking metric whose drop is measured")
+    p.add_argument("--preset", default=None, help="metric conventions preset: trec_eval, sklearn, lightgbm, ranx (default: the toolkit's own)")
+    p.add_argument("--repeats", type=int, default=5, help="shuffles per feature (their mean drop is used)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the shuffles and of the bootstrap")
+    p.add_argument("--confidence", type=float, default=0.95, help="level of the bootstrap interval")
+    p.add_argument("--top", type=int, default=20, help="features printed and drawn (0: all)")
+    p.add_argument("--out", default=None, metavar="DIR", help="also write permutation_importance.json and .png into this folder")
+    p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto (neural models only)")
+    add_json_option(p, "the importances of every feature")
+    add_format_options(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ltr.data.files import format_options, load_data_file
+    from ltr.io_utils import write_json_report
+    from ltr.study.report_table import format_interval, markdown_table
+    from ltr.train.importance import permutation_importance, write_importance
+    from ltr.train.model_folder import load_scorer
+    from ltr.train.trainer import check_metric_names
+
+    from ltr.checks import output_file, output_folder
+
+    inputs = [("--model", args.model), ("--data", args.data)]
+    if args.out:
+        output_folder(args.out, "--out", inputs=inputs)
+    if args.json and args.json != "-":
+        output_file(args.json, "--json", inputs=inputs)
+    if args.repeats < 1:
+        raise LtrError(f"--repeats must be >= 1, got {args.repeats}")
+    if not 0.0 < args.confidence < 1.0:
+        raise LtrError(f"--confidence must be in (0, 1), got {args.confidence}")
+    if args.metric.split("@")[0] in ("logloss", "brier", "auc"):
+        raise LtrError(f"--metric {args.metric}: permutation importance here uses ranking metrics (e.g. ndcg@10, map, mrr)")
+    check_metric_names([args.metric], args.preset)
+    score, n_features = load_scorer(args.model, args.device)
+    ds = load_data_file(args.data, "data", n_features, **format_options(args, "data"))
+    if ds.n_features != n_features:
+        raise LtrError(f"--data {args.data} has {ds.n_features} features, the model expects {n_features}")
+    offsets = ds.query_offsets  # a listwise model (the context-aware scorer) scores whole queries
+    imp = permutation_importance(lambda x: score(x, offsets), ds, metric=args.metric, n_repeats=args.repeats, seed=args.seed,
+                                 confidence=args.confidence, preset=args.preset)
+    imp["model"], imp["data"] = str(args.model), str(args.data)
+    say = functools.partial(print, file=text_stream(args))  # JSON on standard output: the text to stderr
+    order = sorted(range(len(imp["feature"])), key=lambda i: -imp["importance"][i])
+    top = order if args.top <= 0 else order[: args.top]
+    say(f"permutation importance on {args.data}: drop of {imp['metric']} (base {imp['base']:.4f}, "
+          f"{imp['n_queries']} queries, {imp['n_repeats']} shuffles per feature; "
+          f"[{imp['confidence']:.0%} bootstrap interval over queries])")
+    say()
+    rows = [[rank, imp["feature"][i], format_interval(imp["importance"][i], imp["low"][i], imp["high"][i])]
+            for rank, i in enumerate(top, 1)]
+    say(markdown_table(["rank", "feature", "drop"], rows, align="llr"))
+    if args.out:
+        from pathlib import Path
+
+        json_path, png_path = write_importance(Path(args.out), imp, stem="permutation_importance", top=len(top))
+        say(f"\nwrote {json_path} and {png_path}")
+    if args.json:
+        write_json_report(args.json, imp)
+    return 0

@@ -1,0 +1,154 @@
+"""The methods of an ablation, by name, resolved into everything a cell needs to train them.
+
+Names (``[ablation] methods``):
+
+- ``LOSS[@K]``: any ``losses.get_loss`` name (``@K`` sets its cutoff ``k``) on the ``[model]`` scorer;
+- ``MODEL/LOSS[@K]``: the same loss on another scorer, ``MODEL`` one of ``mlp``, ``linear``,
+  ``attention`` (the context-aware scorer); its options come from ``[models.MODEL]`` (and the input
+  normalisation from ``[model]``);
+- ``lightgbm``: LightGBM lambdarank with ``[lightgbm]`` and ``[gbdt]``;
+- the name of a ``[variants.NAME]`` table, which sets ``method`` (one of the names above) and may
+  override ``model``, ``train``, ``loss``, ``lightgbm`` and ``gbdt`` settings, average a seed
+  ensemble (``ensemble = N``) and give a search space (``tune = {"train.lr" = [...], ...}``).
+
+Tuning (``[ablation] tuning_budget = N``): a method's candidates are the combinations of its
+``tune`` lists, shuffled with a fixed seed (0, the same for every cell) and cut to the first N; each
+is trained on the training split and the one with the best validation value of the primary metric
+is kept (ties: the earlier candidate). Every method gets the same N (fewer only if its grid is
+smaller); a method without ``tune`` trains its one configuration.
+
+>>> split_method("attention/softmax@10"), split_method("lightgbm")
+(('attention', 'softmax', 10), (None, 'lightgbm', None))
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import itertools
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ltr.errors import LtrError
+
+__all__ = ["MODEL_NAMES", "VARIANT_KEYS", "TUNE_SECTIONS", "MethodSpec", "split_method", "known_losses",
+           "check_variant", "resolve_method", "tuning_candidates", "with_overrides"]
+
+MODEL_NAMES = ("mlp", "linear", "attention")
+VARIANT_KEYS = ("method", "model", "train", "loss", "lightgbm", "gbdt", "ensemble", "tune")
+TUNE_SECTIONS = ("model", "train", "loss", "lightgbm", "gbdt")
+_NAME_RE = re.compile(r"^(?:([a-z_0-9]+)/)?([a-z_0-9]+?)(?:@(\d+))?$")
+
+
+def known_losses() -> tuple[str, ...]:
+    """Every loss name of the ``losses`` registry."""
+    from losses.registry import loss_names
+
+    return tuple(loss_names())
+
+
+def split_method(name: str, *, where: str = "config") -> tuple[str | None, str, int | None]:
+    """``"[MODEL/]LOSS[@K]"`` or ``"lightgbm"`` -> ``(model or None, loss or "lightgbm", K or None)``."""
+    m = _NAME_RE.match(str(name))
+    valid = known_losses() + ("lightgbm",)
+    if not m or m.group(2) not in valid or (m.group(1) is not None and m.group(1) not in MODEL_NAMES):
+        raise LtrError(f"{where}: unknown method {name!r}; use LOSS, LOSS@K, MODEL/LOSS[@K] (MODEL: "
+                       f"{', '.join(MODEL_NAMES)}), lightgbm or a [variants] name; losses: {', '.join(valid[:-1])}")
+    model, base, k = m.group(1), m.group(2), m.group(3)
+    if base == "lightgbm" and (model is not None or k is not None):
+        raise LtrError(f"{where}: method {name!r}: lightgbm takes no model and no cutoff @K")
+    if k is not None and int(k) < 1:
+        raise LtrError(f"{where}: method {name!r}: the cutoff @K must be >= 1")
+    return model, base, (int(k) if k is not None else None)
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """A method resolved against a configuration: what one cell trains (before tuning)."""
+
+    name: str
+    kind: str  # "neural" or "lightgbm"
+    loss: str | None = None
+    loss_options: dict = field(default_factory=dict)
+    model: dict = field(default_factory=dict)
+    train: dict = field(default_factory=dict)
+    lightgbm: dict = field(default_factory=dict)
+    gbdt: dict = field(default_factory=dict)
+    ensemble: int = 1
+    tune: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def check_variant(name: str, variant: Any, *, where: str) -> None:
+    """Refuse a malformed ``[variants.NAME]`` table with a message naming it."""
+    where = f"{where} [variants.{name}]"
+    if not isinstance(variant, dict) or "method" not in variant:
+        raise LtrError(f"{where}: a variant is a table with at least method = \"LOSS\", \"MODEL/LOSS@K\" or \"lightgbm\"")
+    unknown = sorted(set(variant) - set(VARIANT_KEYS))
+    if unknown:
+        raise LtrError(f"{where}: unknown key {unknown[0]!r} (allowed: {', '.join(VARIANT_KEYS)})")
+    split_method(str(variant["method"]), where=where)
+    for key in ("model", "train", "loss", "lightgbm", "gbdt", "tune"):
+        if not isinstance(variant.get(key, {}), dict):
+            raise LtrError(f"{where}: {key} must be a table")
+    ensemble = variant.get("ensemble", 1)
+    if not isinstance(ensemble, int) or ensemble < 1:
+        raise LtrError(f"{where}: ensemble must be a whole number >= 1, got {ensemble!r}")
+    for key, values in variant.get("tune", {}).items():
+        if "." not in key or key.split(".", 1)[0] not in TUNE_SECTIONS:
+            raise LtrError(f"{where}: tune key {key!r} must be SECTION.KEY with SECTION one of {', '.join(TUNE_SECTIONS)}")
+        if not isinstance(values, list) or not values:
+            raise LtrError(f"{where}: tune {key!r} must be a non-empty list of values")
+
+
+def resolve_method(name: str, config) -> MethodSpec:
+    """The :class:`MethodSpec` of method ``name`` under an :class:`~ltr.study.ablation.AblationConfig`."""
+    variant = dict(config.variants.get(name, {}))
+    model_name, base, k = split_method(variant.get("method", name), where=config.source)
+    common = {"ensemble": int(variant.get("ensemble", 1)), "tune": dict(variant.get("tune", {}))}
+    if base == "lightgbm":
+        return MethodSpec(name, "lightgbm", lightgbm={**config.lightgbm, **variant.get("lightgbm", {})},
+                          gbdt={**config.gbdt, **variant.get("gbdt", {})}, **common)
+    model = copy.deepcopy(dict(config.model))
+    if model_name is not None and model_name != model.get("type", "mlp"):
+        model = {"type": model_name, "normalize": model.get("normalize", "none"),
+                 **copy.deepcopy(config.models.get(model_name, {}))}
+    model.update(variant.get("model", {}))
+    loss = {**config.loss_options.get(name, {}), **variant.get("loss", {})}
+    if k is not None:
+        loss["k"] = k
+    return MethodSpec(name, "neural", loss=base, loss_options=loss, model=model,
+                      train={**config.train, **variant.get("train", {})}, **common)
+
+
+def tuning_candidates(spec: MethodSpec, budget: int) -> list[dict]:
+    """The first ``budget`` combinations of the tune grid in a fixed shuffled order (``[{}]`` without one).
+
+    >>> spec = MethodSpec("m", "neural", tune={"train.lr": [0.1, 0.01], "model.width": [8, 16, 32]})
+    >>> len(tuning_candidates(spec, 4)), len(tuning_candidates(spec, 100))
+    (4, 6)
+    """
+    if not spec.tune:
+        return [{}]
+    keys = sorted(spec.tune)
+    grid = [dict(zip(keys, values)) for values in itertools.product(*(spec.tune[k] for k in keys))]
+    random.Random(0).shuffle(grid)
+    return grid[: max(1, int(budget))]
+
+
+def with_overrides(spec: MethodSpec, overrides: dict) -> MethodSpec:
+    """A copy of ``spec`` with ``{"section.key": value}`` applied (the settings of one candidate).
+
+    >>> with_overrides(MethodSpec("m", "neural", train={"lr": 0.1}), {"train.lr": 0.01}).train
+    {'lr': 0.01}
+    """
+    parts = {s: copy.deepcopy(getattr(spec, s)) for s in TUNE_SECTIONS if s != "loss"}
+    parts["loss_options"] = copy.deepcopy(spec.loss_options)
+    for key, value in overrides.items():
+        section, sub = key.split(".", 1)
+        parts["loss_options" if section == "loss" else section][sub] = value
+    return dataclasses.replace(spec, **parts)

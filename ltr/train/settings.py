@@ -1,0 +1,64 @@
+"""From the ``[model]`` and ``[loss]`` tables of a run configuration to a scorer and a loss.
+
+One place for what ``ltr train``, ``ltr tune`` and the ablation read from those tables, so that a
+configuration that ``ltr tune`` writes is the one ``ltr train --config`` runs.
+
+``[model]``: ``type`` (mlp, linear, attention), the MLP's ``hidden``, ``activation``, ``dropout``,
+``batch_norm``, the context-aware scorer's ``width``, ``heads``, ``layers``, ``dropout``, every
+scorer's ``input_noise``, ``normalize`` (none, standard, log1p, log1p_standard: fitted on the
+training split, stored in the model) and ``ensemble`` (seeds averaged; read by ``ltr train``).
+A scorer takes the keys of its own type (:data:`ARCH_KEYS`); the others are ignored for it, so one
+table can hold the options of several types. ``[loss]``: ``name`` plus the loss's keyword arguments
+(``losses.get_loss``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ltr.errors import LtrError
+from ltr.train.config import MODEL_RULES, NORMALIZE_CHOICES
+
+__all__ = ["MODEL_KEYS", "NORMALIZE_CHOICES", "MODEL_DEFAULTS", "ARCH_KEYS", "model_defaults", "build_loss",
+           "build_scorer"]
+
+MODEL_KEYS = tuple(MODEL_RULES)
+MODEL_DEFAULTS = {"type": "mlp", "hidden": [128, 64], "activation": "relu", "dropout": 0.0, "batch_norm": False, "normalize": "none"}
+ARCH_KEYS = {
+    "mlp": ("hidden", "activation", "dropout", "batch_norm", "input_noise"),
+    "linear": ("input_noise",),
+    "attention": ("width", "heads", "layers", "dropout", "input_noise"),
+}
+
+
+def model_defaults(kind: str) -> dict[str, Any]:
+    """The defaults of a ``[model]`` table of ``type = kind`` (the other types take their class defaults)."""
+    return dict(MODEL_DEFAULTS) if kind == "mlp" else {"type": kind, "normalize": "none"}
+
+
+def build_loss(loss_cfg: dict[str, Any]):
+    """``losses.get_loss(name, **rest)``; an unknown name or option is an :class:`LtrError`."""
+    import losses
+
+    cfg = dict(loss_cfg)
+    name = cfg.pop("name")
+    try:
+        return losses.get_loss(name, **cfg)
+    except (KeyError, ValueError, TypeError) as exc:
+        raise LtrError(f"loss {name!r} with {cfg}: {exc}") from None
+
+
+def build_scorer(model_cfg: dict[str, Any], train_ds):
+    """The scorer of a ``[model]`` table for ``train_ds``'s features, its normaliser fitted on them."""
+    from ltr.train.models import FeatureTransform, build_model
+
+    if model_cfg.get("normalize", "none") not in NORMALIZE_CHOICES:
+        raise LtrError(f"normalize must be one of {', '.join(NORMALIZE_CHOICES)}, got {model_cfg['normalize']!r}")
+    kind = model_cfg.get("type", "mlp")
+    if kind not in ARCH_KEYS:
+        raise LtrError(f"model type must be one of {', '.join(ARCH_KEYS)}, got {kind!r}")
+    arch = {"type": kind, **{k: v for k, v in model_cfg.items() if k in ARCH_KEYS[kind]}}
+    model = build_model({**arch, "n_features": train_ds.n_features})
+    if model_cfg.get("normalize", "none") != "none":  # fitted in one streaming pass (a store stays on disk)
+        model.set_normalizer(FeatureTransform.fit(train_ds.features, model_cfg["normalize"]))
+    return model.set_feature_names(getattr(train_ds, "feature_names", None))  # written into model.json

@@ -1,0 +1,284 @@
+"""A scikit-learn-style ranker: the toolkit's scorers and trainer behind ``fit`` / ``predict`` / ``score``.
+
+::
+
+    from ltr import NeuralRanker
+    ranker = NeuralRanker(model="mlp", loss="lambdarank", epochs=20)
+    ranker.fit(X, y, qid=qid, eval_set=[(X_valid, y_valid, qid_valid)])
+    scores = ranker.predict(X_test)                  # one score per row
+    ranker.score(X_test, y_test, qid=qid_test)       # NDCG@10, the toolkit's conventions
+
+Query ids follow XGBoost's convention: ``qid`` holds one id per row and the rows of a query are
+contiguous (a query split over two runs of rows is an error, never regrouped: row order is the
+tie-break of the metrics). ``X`` is a numpy array or a pandas data frame; a data frame may carry the
+query ids as a column named ``qid`` instead of the ``qid=`` argument (as XGBoost's ranker allows), which
+is what lets scikit-learn's model selection pass them along without metadata routing::
+
+    from sklearn.model_selection import GroupKFold, cross_val_score
+    cross_val_score(NeuralRanker(epochs=10), frame_with_qid_column, y, groups=frame["qid"],
+                    cv=GroupKFold(5), scoring=ranking_scorer("ndcg@10"))
+
+With ``sklearn.set_config(enable_metadata_routing=True)`` numpy arrays work too: request ``qid`` with
+``NeuralRanker().set_fit_request(qid=True)`` and pass ``params={"qid": qid, "groups": qid}``;
+:func:`ranking_scorer` requests ``qid`` for scoring by itself.
+
+Training: the model (``"mlp"`` or ``"linear"``, with ``normalize`` fitted on the training rows and
+stored inside the model), the loss (any ``losses.get_loss`` name, options in ``loss_params``) and
+:class:`ltr.train.trainer.Trainer` with early stopping on ``monitor`` over ``eval_set``. Without an
+``eval_set`` the training rows themselves pick the best epoch (no held-out early stopping).
+Parameters are stored untouched by ``__init__`` and checked in ``fit``, as scikit-learn requires, so
+``get_params`` / ``set_params`` round-trip and ``sklearn.base.clone`` works.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_array, check_is_fitted
+
+__all__ = ["NeuralRanker", "RankingScorer", "ranking_scorer", "dataset_from_arrays"]
+
+QID_COLUMN = "qid"
+
+
+def _split_qid(X, qid, where: str):
+    """Take the query ids from ``qid=`` or from a data frame's ``qid`` column (not both)."""
+    columns = getattr(X, "columns", None)
+    if columns is not None and QID_COLUMN in list(columns):
+        if qid is not None:
+            raise ValueError(f"{where}: query ids given twice, as qid= and as the column {QID_COLUMN!r} of X; pass one")
+        return X.drop(columns=[QID_COLUMN]), np.asarray(X[QID_COLUMN])
+    return X, qid
+
+
+def query_offsets_from_qid(qid, n_rows: int, where: str = "qid") -> tuple[np.ndarray, np.ndarray]:
+    """``(query_offsets [Q+1], query_ids [Q])`` from per-row ids whose queries are contiguous runs.
+
+    >>> offsets, ids = query_offsets_from_qid([7, 7, 3, 3, 3, 9], 6)
+    >>> offsets.tolist(), ids.tolist()
+    ([0, 2, 5, 6], [7, 3, 9])
+    """
+    q = np.asarray(qid).reshape(-1)
+    if q.shape[0] != n_rows:
+        raise ValueError(f"{where} has {q.shape[0]} entries for {n_rows} rows of X")
+    if n_rows == 0:
+        raise ValueError(f"{where}: no rows")
+    starts = np.flatnonzero(np.concatenate([[True], q[1:] != q[:-1]]))
+    ids = q[starts]
+    if len(np.unique(ids)) != len(ids):
+        seen, dup = set(), None
+        for value in ids.tolist():
+            if value in seen:
+                dup = value
+                break
+            seen.add(value)
+        raise ValueError(f"{where}: the rows of query {dup!r} are not contiguous; sort the rows by query id "
+                         "(a stable sort keeps each query's row order, which breaks score ties)")
+    return np.append(starts, n_rows).astype(np.int64), ids
+
+
+def dataset_from_arrays(X, y, qid, *, sample_weight=None, where: str = "X"):
+    """A :class:`ltr.data.RankingDataset` from scikit-learn-style arrays (see the module docstring)."""
+    from ltr.data.dataset import RankingDataset
+
+    X, qid = _split_qid(X, qid, where)
+    if qid is None:
+        raise ValueError(f"{where}: query ids are needed: pass qid= (one id per row) or a data frame with a {QID_COLUMN!r} column")
+    features = check_array(X, dtype=np.float32, order="C")
+    labels = np.asarray(y, dtype=np.float64).reshape(-1)
+    if labels.shape[0] != features.shape[0]:
+        raise ValueError(f"{where}: y has {labels.shape[0]} entries for {features.shape[0]} rows")
+    if not np.all(np.isfinite(labels)):
+        raise ValueError(f"{where}: y holds NaN or infinite values")
+    offsets, ids = query_offsets_from_qid(qid, features.shape[0], f"{where}: qid")
+    weights = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64).reshape(-1)
+    return RankingDataset(features, labels, offsets, ids, weights=weights)
+
+
+class NeuralRanker(BaseEstimator):
+    """Neural learning-to-rank model with the scikit-learn interface (see the module docstring).
+
+    Parameters
+    ----------
+    model : "mlp" or "linear".
+    loss : a ``losses.get_loss`` name (lambdarank, ranknet, ndcg_loss2, ndcg_loss2pp, listnet, bce, mse).
+    hidden, activation, dropout, batch_norm : the MLP's layers (ignored by "linear").
+    normalize : "standard", "log1p", "log1p_standard" or "none"; fitted on the training rows, kept
+        inside the model.
+    loss_params : keyword arguments of the loss (e.g. ``{"k": 10}`` for LambdaRank@10).
+    epochs, batch_size, lr, weight_decay, patience, monitor, seed, device : the trainer's settings
+        (:class:`ltr.train.config.TrainConfig`); ``batch_size`` counts queries.
+    verbose : progress bars while training.
+
+    Attributes (after ``fit``): ``model_`` (the torch scorer, best epoch's weights), ``n_features_in_``,
+    ``feature_names_in_`` (data frames only), ``best_epoch_``, ``best_score_`` (the monitored validation
+    value), ``history_`` (per-epoch records), ``evals_result_`` (``{"valid": {stamped metric: [per epoch]}}``).
+    """
+
+    def __init__(
+        self,
+        model: str = "mlp",
+        loss: str = "lambdarank",
+        *,
+        hidden: Sequence[int] = (128, 64),
+        activation: str = "relu",
+        dropout: float = 0.0,
+        batch_norm: bool = False,
+        normalize: str = "standard",
+        loss_params: dict[str, Any] | None = None,
+        epochs: int = 30,
+        batch_size: int = 64,
+        lr: float = 1e-3,
+        weight_decay: float = 0.0,
+        patience: int | None = 5,
+        monitor: str = "ndcg@10",
+        seed: int = 0,
+        device: str = "cpu",
+        verbose: bool = False,
+    ):
+        self.model = model
+        self.loss = loss
+        self.hidden = hidden
+        self.activation = activation
+        self.dropout = dropout
+        self.batch_norm = batch_norm
+        self.normalize = normalize
+        self.loss_params = loss_params
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.patience = patience
+        self.monitor = monitor
+        self.seed = seed
+        self.device = device
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, X, y, qid=None, *, eval_set=None, sample_weight=None) -> "NeuralRanker":
+        """Train on ``(X, y, qid)``; ``eval_set=[(X_valid, y_valid, qid_valid)]`` early-stops on ``monitor``."""
+        import losses
+
+        from ltr.errors import LtrError
+        from ltr.train.config import TrainConfig
+        from ltr.train.trainer import Trainer, seed_everything
+
+        names = getattr(X, "columns", None)
+        train = dataset_from_arrays(X, y, qid, sample_weight=sample_weight, where="X")
+        if names is not None:
+            self.feature_names_in_ = np.asarray([str(c) for c in names if str(c) != QID_COLUMN], dtype=object)
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        self.n_features_in_ = train.n_features
+        valid = self._eval_dataset(eval_set) if eval_set is not None else train
+        if valid.n_features != train.n_features:
+            raise ValueError(f"eval_set has {valid.n_features} features, X has {train.n_features}")
+        try:
+            config = TrainConfig(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr, weight_decay=self.weight_decay,
+                                 patience=self.patience, monitor=self.monitor, metrics=(self.monitor,), seed=self.seed,
+                                 device=self.device, progress=bool(self.verbose), histograms=False)
+            loss = losses.get_loss(self.loss, **(self.loss_params or {}))
+            seed_everything(self.seed)
+            net = self._build_model(train)
+            result = Trainer(net, loss, config).fit(train, valid)
+        except (LtrError, KeyError, TypeError) as exc:
+            raise ValueError(f"NeuralRanker: {exc}") from None
+        self.model_ = result.model.cpu().eval()
+        self.best_epoch_ = result.best_epoch
+        self.best_score_ = result.best_value
+        self.history_ = result.history
+        self.evals_result_ = {"valid": {name: [h["valid"][name] for h in result.history] for name in result.history[0]["valid"]}}
+        return self
+
+    def _eval_dataset(self, eval_set):
+        if not isinstance(eval_set, (list, tuple)) or len(eval_set) != 1:
+            raise ValueError("eval_set must be a list with one (X, y, qid) or (X, y) tuple (a data frame may hold the qid column)")
+        item = tuple(eval_set[0])
+        if len(item) not in (2, 3):
+            raise ValueError(f"eval_set[0] must be (X, y, qid) or (X, y); got {len(item)} items")
+        X, y, qid = item if len(item) == 3 else (*item, None)
+        return dataset_from_arrays(X, y, qid, where="eval_set[0]")
+
+    def _build_model(self, train):
+        from ltr.train.models import FeatureTransform, build_model
+
+        if self.model == "linear":
+            arch = {"type": "linear"}
+        elif self.model == "mlp":
+            arch = {"type": "mlp", "hidden": list(self.hidden), "activation": self.activation, "dropout": self.dropout,
+                    "batch_norm": self.batch_norm}
+        else:
+            raise ValueError(f"model must be 'mlp' or 'linear', got {self.model!r}")
+        net = build_model({**arch, "n_features": train.n_features})
+        if self.normalize != "none":
+            net.set_normalizer(FeatureTransform.fit(train.features, self.normalize))
+        return net
+
+    # ------------------------------------------------------------------ prediction
+    def _features(self, X) -> np.ndarray:
+        check_is_fitted(self, "model_")
+        X, _ = _split_qid(X, None, "X")
+        names = getattr(X, "columns", None)
+        fitted = getattr(self, "feature_names_in_", None)
+        if names is not None and fitted is not None and [str(c) for c in names] != list(fitted):
+            raise ValueError(f"X has columns {[str(c) for c in names]}, the ranker was fitted on {list(fitted)}")
+        features = check_array(X, dtype=np.float32, order="C")
+        if features.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {features.shape[1]} features, the ranker was fitted on {self.n_features_in_}")
+        return features
+
+    def predict(self, X) -> np.ndarray:
+        """One score per row of ``X`` (a ``qid`` column of a data frame is ignored): higher ranks first."""
+        from ltr.train.trainer import predict_scores
+
+        return predict_scores(self.model_, self._features(X))
+
+    def score(self, X, y, qid=None) -> float:
+        """Mean NDCG@10 over the queries with a relevant item (the toolkit's conventions:
+        ``ndcg@10[gain=exp2,discount=log2,ideal=min(R,K),empty=skip,ties=stable]``)."""
+        return ranking_scorer("ndcg@10")(self, X, y, qid=qid)
+
+
+class RankingScorer:
+    """A scikit-learn scorer ``scorer(estimator, X, y, qid=None) -> float``: the mean of a ranking metric
+    over queries (``metrics.evaluate`` with the toolkit's conventions, or ``conventions``).
+
+    Query ids come from ``qid`` (metadata routing, which this scorer requests) or from a data frame's
+    ``qid`` column. Queries the metric skips (no relevant item) are left out of the mean; NaN when none
+    counts.
+    """
+
+    def __init__(self, metric: str = "ndcg@10", **conventions: Any):
+        self.metric = metric
+        self.conventions = conventions
+
+    def __call__(self, estimator, X, y, qid=None) -> float:
+        import metrics
+
+        X, qid = _split_qid(X, qid, "X")
+        if qid is None:
+            raise ValueError("the ranking scorer needs query ids: a data frame with a 'qid' column, or metadata "
+                             "routing with params={'qid': ...}")
+        y = np.asarray(y, dtype=np.float64).reshape(-1)
+        offsets, _ = query_offsets_from_qid(qid, y.shape[0])
+        ev = metrics.evaluate(np.asarray(estimator.predict(X), dtype=np.float64), y, offsets, [self.metric], **self.conventions)
+        return float(ev.mean[ev.names[self.metric]])
+
+    def get_metadata_routing(self):
+        """Ask scikit-learn's metadata routing for ``qid`` when scoring."""
+        from sklearn.utils.metadata_routing import MetadataRequest
+
+        request = MetadataRequest(owner=type(self).__name__)
+        request.score.add_request(param="qid", alias=True)
+        return request
+
+    def __repr__(self) -> str:
+        extra = "".join(f", {k}={v!r}" for k, v in self.conventions.items())
+        return f"ranking_scorer({self.metric!r}{extra})"
+
+
+def ranking_scorer(metric: str = "ndcg@10", **conventions: Any) -> RankingScorer:
+    """The scorer to pass as ``scoring=`` to ``cross_val_score``, ``GridSearchCV`` and the like."""
+    return RankingScorer(metric, **conventions)

@@ -1,0 +1,120 @@
+"""NeuralRanker: the scikit-learn interface over the trainer, checked against the trainer itself,
+metrics.evaluate, scikit-learn's clone / cross-validation, and pandas data frames."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import sklearn
+from sklearn.base import clone
+from sklearn.model_selection import GroupKFold, cross_val_score, cross_validate
+from test_training import make_ds
+
+import losses
+import metrics
+from ltr import NeuralRanker, ranking_scorer
+from ltr.train.config import TrainConfig
+from ltr.train.models import FeatureTransform, MLPScorer
+from ltr.train.trainer import Trainer, predict_scores, seed_everything
+
+SMALL = dict(hidden=(8,), epochs=3, batch_size=8, lr=0.01, seed=3)
+
+
+@pytest.fixture(scope="module")
+def data():
+    train, valid, test = make_ds(40, 41), make_ds(12, 42), make_ds(12, 43)
+    return train, valid, test
+
+
+def arrays(ds):
+    return ds.features, ds.labels, np.repeat(ds.query_ids, ds.query_lengths)
+
+
+def frame(ds):
+    x, _, qid = arrays(ds)
+    df = pd.DataFrame(x, columns=[f"feat_{j}" for j in range(x.shape[1])])
+    df.insert(2, "qid", qid)  # anywhere in the frame
+    return df
+
+
+def test_fit_predict_score_equal_the_trainer(data):
+    train, valid, test = data
+    ranker = NeuralRanker(**SMALL).fit(*arrays(train), eval_set=[arrays(valid)])
+    # the same run through the trainer directly: identical weights, identical scores
+    seed_everything(3)
+    model = MLPScorer(train.n_features, hidden=(8,))
+    model.set_normalizer(FeatureTransform.fit(train.features, "standard"))
+    cfg = TrainConfig(epochs=3, batch_size=8, lr=0.01, seed=3, metrics=("ndcg@10",), progress=False)
+    result = Trainer(model, losses.get_loss("lambdarank"), cfg).fit(train, valid)
+    expected = predict_scores(result.model, test.features)
+    np.testing.assert_array_equal(ranker.predict(test.features), expected)
+    assert ranker.best_epoch_ == result.best_epoch and ranker.n_features_in_ == 6
+    # score = mean NDCG@10 over queries with a relevant item, the toolkit's conventions
+    x, y, qid = arrays(test)
+    ev = metrics.evaluate(expected, test.labels, test.query_offsets, ["ndcg@10"])
+    assert ranker.score(x, y, qid=qid) == pytest.approx(ev.mean[ev.names["ndcg@10"]], abs=1e-15)
+    assert list(ranker.evals_result_["valid"]) == [ev.names["ndcg@10"]] and len(ranker.history_) == 3
+
+
+def test_params_round_trip_and_clone(data):
+    ranker = NeuralRanker(model="linear", loss="lambdarank", loss_params={"k": 5}, epochs=2, normalize="log1p_standard")
+    params = ranker.get_params()
+    assert params["loss_params"] == {"k": 5} and params["model"] == "linear" and params["epochs"] == 2
+    other = NeuralRanker().set_params(**params)
+    assert other.get_params() == params
+    ranker.fit(*arrays(data[0]))
+    copy = clone(ranker)
+    assert copy.get_params() == params and not hasattr(copy, "model_")
+    assert copy.get_params()["loss_params"] is not params["loss_params"]  # clone copies mutable params
+    with pytest.raises(ValueError, match="model must be 'mlp' or 'linear'"):
+        NeuralRanker(model="tree").fit(*arrays(data[0]))
+
+
+def test_data_frames_and_arrays_give_the_same_model(data):
+    train, valid, test = data
+    a = NeuralRanker(**SMALL).fit(*arrays(train), eval_set=[arrays(valid)])
+    b = NeuralRanker(**SMALL).fit(frame(train), train.labels, eval_set=[(frame(valid), valid.labels)])
+    np.testing.assert_array_equal(a.predict(test.features), b.predict(frame(test)))
+    assert list(b.feature_names_in_) == [f"feat_{j}" for j in range(6)]
+    assert b.score(frame(test), test.labels) == a.score(*arrays(test))
+    with pytest.raises(ValueError, match="columns"):
+        b.predict(frame(test).rename(columns={"feat_0": "other"}))
+    with pytest.raises(ValueError, match="query ids given twice"):
+        NeuralRanker(**SMALL).fit(frame(train), train.labels, qid=arrays(train)[2])
+
+
+def test_query_ids_must_be_given_and_contiguous(data):
+    x, y, qid = arrays(data[0])
+    with pytest.raises(ValueError, match="query ids are needed"):
+        NeuralRanker(**SMALL).fit(x, y)
+    shuffled = qid.copy()
+    shuffled[[0, -1]] = shuffled[[-1, 0]]  # the first row now belongs to the last query
+    with pytest.raises(ValueError, match="not contiguous"):
+        NeuralRanker(**SMALL).fit(x, y, qid=shuffled)
+    with pytest.raises(ValueError, match="X has 4 features, the ranker was fitted on 6"):
+        NeuralRanker(**SMALL).fit(x, y, qid=qid).predict(x[:, :4])
+
+
+def _manual_folds(df, y, groups, scorer):
+    """What cross_val_score should give, fold by fold, with the estimator fitted by hand."""
+    out = []
+    for tr, te in GroupKFold(n_splits=3).split(df, y, groups):
+        est = NeuralRanker(**SMALL).fit(df.iloc[tr], y[tr])
+        out.append(scorer(est, df.iloc[te], y[te]))
+    return out
+
+
+def test_group_k_fold_cross_validation_with_the_ranking_scorer(data):
+    ds = make_ds(30, 44)
+    df, y = frame(ds), ds.labels
+    scorer = ranking_scorer("ndcg@10")
+    scores = cross_val_score(NeuralRanker(**SMALL), df, y, groups=df["qid"], cv=GroupKFold(n_splits=3), scoring=scorer)
+    np.testing.assert_allclose(scores, _manual_folds(df, y, df["qid"].to_numpy(), scorer), rtol=0, atol=1e-12)
+    assert np.all((scores > 0) & (scores <= 1))
+    # numpy arrays with scikit-learn's metadata routing: qid reaches fit and the scorer
+    x, _, qid = arrays(ds)
+    with sklearn.config_context(enable_metadata_routing=True):
+        routed = cross_validate(NeuralRanker(**SMALL).set_fit_request(qid=True), x, y, cv=GroupKFold(n_splits=3),
+                                scoring=scorer, params={"qid": qid, "groups": qid})
+    np.testing.assert_allclose(routed["test_score"], scores, rtol=0, atol=1e-12)
