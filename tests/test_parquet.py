@@ -188,3 +188,10 @@ def test_not_a_parquet_file(tmp_path):
     bad.write_text("1 qid:1 1:0.5\n")
     with pytest.raises(LtrError, match="not a readable Parquet file"):
         load_parquet(bad)
+
+
+def test_labels_follow_the_readers_rules():
+    ds = RankingDataset.from_frame(frame(label=[2, -1, 1, -2, 0]))
+    assert ds.labels.tolist() == [2, 0, 1, 0, 0] and ds.meta["negative_labels"] == 2  # judged non-relevant
+    with pytest.raises(DataFormatError, match="row 2: column 'label': label 2000 is too large"):
+        RankingDataset.from_frame(frame(label=[2, 0, 2000, 1, 0]))
