@@ -98,6 +98,18 @@ def _paired(a, b) -> tuple[np.ndarray, np.ndarray]:
     return a[keep], b[keep]
 
 
+def _differences(a, b, method: str) -> tuple[np.ndarray, "PairedTestResult | None"]:
+    """``d = a - b`` over the pairs without NaN, and the result when it is settled without resampling:
+    no pair (all NaN) or every difference exactly zero (``p = 1``)."""
+    a, b = _paired(a, b)
+    d = a - b
+    if d.shape[0] == 0:
+        return d, PairedTestResult(float("nan"), float("nan"), float("nan"), 0, method)
+    if np.all(d == 0.0):
+        return d, PairedTestResult(0.0, 0.0, 1.0, int(d.shape[0]), method)
+    return d, None
+
+
 def bootstrap_means(values, n_resamples: int = 10_000, *, seed: int = 0, batch: int | None = 1000) -> np.ndarray:
     """Means of ``n_resamples`` resamples (with replacement) of ``values`` (NaN dropped).
 
@@ -243,14 +255,11 @@ def paired_bootstrap_test(a, b, *, n_resamples: int = 10_000, seed: int = 0,
     >>> r.p_value
     1.0
     """
-    a, b = _paired(a, b)
-    n = int(a.shape[0])
-    d = a - b
-    if n == 0:
-        return PairedTestResult(float("nan"), float("nan"), float("nan"), 0, "paired-bootstrap")
+    d, settled = _differences(a, b, "paired-bootstrap")
+    if settled is not None:
+        return settled
+    n = int(d.shape[0])
     observed = float(d.mean())
-    if np.all(d == 0.0):
-        return PairedTestResult(0.0, 0.0, 1.0, n, "paired-bootstrap")
     boot = bootstrap_means(d - observed, n_resamples, seed=seed, batch=batch)
     # A tiny tolerance so that resamples equal to the observed mean up to rounding count as extreme.
     extreme = np.count_nonzero(np.abs(boot) >= abs(observed) * (1.0 - 1e-12))
@@ -307,14 +316,11 @@ def paired_randomization_test(a, b, *, n_resamples: int = 10_000, seed: int = 0,
     >>> paired_randomization_test([1.0, 2.0, 3.0], [0.0, 1.0, 2.0]).p_value   # 2 of the 8 flips
     0.25
     """
-    a, b = _paired(a, b)
-    n = int(a.shape[0])
-    d = a - b
-    if n == 0:
-        return PairedTestResult(float("nan"), float("nan"), float("nan"), 0, "paired-randomization")
+    d, settled = _differences(a, b, "paired-randomization")
+    if settled is not None:
+        return settled
+    n = int(d.shape[0])
     observed = float(d.mean())
-    if np.all(d == 0.0):
-        return PairedTestResult(0.0, 0.0, 1.0, n, "paired-randomization")
     sd = float(d.std(ddof=1)) if n > 1 else 0.0
     stat = observed / (sd / np.sqrt(n)) if sd > 0 else float(np.sign(observed) * np.inf)
     cut = abs(observed) * (1.0 - 1e-12)  # flips equal to the observed mean up to rounding count as extreme
