@@ -27,6 +27,7 @@ from ltr.errors import LtrError
 from ltr.study.report_table import markdown_table
 
 
+# long: argparse declarations of the sub-commands, one statement per option; splitting them would scatter the CLI's help
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "clicks",

@@ -119,13 +119,10 @@ def _lightgbm_own_metrics(info: dict[str, Any], gain) -> dict[str, Any]:
 
 
 def run(args) -> int:
-    from ltr.data.files import data_facts, data_options, format_options, load_data_file
-    from ltr.io_utils import atomic_write_json
-    from ltr.train.gbdt import predict_booster, save_booster, train_lightgbm
+    from ltr.train.gbdt import save_booster, train_lightgbm
     from ltr.train.importance import write_importance
-    from ltr.train.run_folder import check_destination, print_run_metrics, run_folder, versions
-    from ltr.train.tensorboard_log import TensorBoardLogger
-    from ltr.train.trainer import check_metric_names, evaluate_scores
+    from ltr.train.run_folder import check_destination, print_run_metrics, run_folder
+    from ltr.train.trainer import check_metric_names
 
     t0 = time.time()
     params, opts = resolve_settings(args)
@@ -138,6 +135,30 @@ def run(args) -> int:
         from ltr.train.gbdt_dask_run import run_on_dask
 
         return run_on_dask(args, params, opts, out, inputs)
+    train_ds, valid_ds, test_ds = _load_splits(args)
+
+    with run_folder(out, overwrite=args.force, kind="gbdt", inputs=inputs) as tmp:
+        booster, info = train_lightgbm(
+            train_ds, valid_ds, params,
+            gain=opts["gain"], num_boost_round=opts["num_boost_round"], early_stopping_rounds=opts["early_stopping_rounds"],
+            eval_at=opts["eval_at"], monitor_k=opts["monitor_k"], seed=opts["seed"], progress=not args.quiet,
+            record_train=True,
+        )
+        metrics_out = _judge_booster(booster, {"valid": valid_ds, "test": test_ds}, opts, metric_kw)
+        save_booster(booster, tmp, n_features=train_ds.n_features, best_iteration=info["best_iteration"], feature_names=train_ds.feature_names)
+
+        own = _lightgbm_own_metrics(info, opts["gain"])
+        write_importance(tmp, info["importance"])
+        tags = _write_tensorboard(tmp / "tensorboard", own, info, opts, metrics_out)
+        _write_summary(tmp, args, opts, info, own, metrics_out, tags, (train_ds, valid_ds, test_ds), t0)
+    print_run_metrics(out, metrics_out, None)
+    return 0
+
+
+def _load_splits(args):
+    """The train, valid and test data sets (test None when not given), with one feature count."""
+    from ltr.data.files import data_options, format_options, load_data_file
+
     options = data_options(args)
     train_ds = load_data_file(args.train, "train", None, options, **format_options(args, "train", SPLITS))
     valid_ds = load_data_file(args.valid, "valid", train_ds.n_features, options, feature_names=train_ds.feature_names,
@@ -147,53 +168,63 @@ def run(args) -> int:
     for name, ds in (("valid", valid_ds), ("test", test_ds)):
         if ds is not None and ds.n_features != train_ds.n_features:
             raise LtrError(f"--{name} has {ds.n_features} features, --train has {train_ds.n_features}")
+    return train_ds, valid_ds, test_ds
 
-    with run_folder(out, overwrite=args.force, kind="gbdt", inputs=inputs) as tmp:
-        booster, info = train_lightgbm(
-            train_ds, valid_ds, params,
-            gain=opts["gain"], num_boost_round=opts["num_boost_round"], early_stopping_rounds=opts["early_stopping_rounds"],
-            eval_at=opts["eval_at"], monitor_k=opts["monitor_k"], seed=opts["seed"], progress=not args.quiet,
-            record_train=True,
-        )
-        metrics_out: dict[str, dict[str, float]] = {}
-        for split, ds in (("valid", valid_ds), ("test", test_ds)):
-            if ds is None:
-                continue
-            ev = evaluate_scores(predict_booster(booster, ds.features), ds, opts["metrics"], opts["preset"], metric_kw)
-            metrics_out[split] = {k: float(v) for k, v in ev.mean.items()}
-        save_booster(booster, tmp, n_features=train_ds.n_features, best_iteration=info["best_iteration"], feature_names=train_ds.feature_names)
 
-        own = _lightgbm_own_metrics(info, opts["gain"])
-        write_importance(tmp, info["importance"])
+def _judge_booster(booster, splits: dict[str, Any], opts: dict[str, Any], metric_kw: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Mean project metrics of the booster's scores (best iteration) on each given split."""
+    from ltr.train.gbdt import predict_booster
+    from ltr.train.trainer import evaluate_scores
 
-        logger = TensorBoardLogger(tmp / "tensorboard")
-        try:
-            # one step per boosting round: the training curve and the validation curve, stamped
-            for split, series in own["per_round"].items():
-                for name, values in series.items():
-                    for i, value in enumerate(values, 1):
-                        logger.metrics(split, {name: value}, i)
-            hp = {f"lightgbm.{k}": v for k, v in info["params"].items()} | {f"gbdt.{k}": v for k, v in opts.items()}
-            logger.hparams(hp, metrics_out, info["best_iteration"])
-        finally:
-            logger.close()
+    metrics_out: dict[str, dict[str, float]] = {}
+    for split, ds in splits.items():
+        if ds is None:
+            continue
+        ev = evaluate_scores(predict_booster(booster, ds.features), ds, opts["metrics"], opts["preset"], metric_kw)
+        metrics_out[split] = {k: float(v) for k, v in ev.mean.items()}
+    return metrics_out
 
-        summary = {
-            "kind": "gbdt",
-            "arguments": {k: v for k, v in vars(args).items() if k != "func"},
-            "seed": opts["seed"],
-            "metrics": metrics_out,
-            "best_iteration": info["best_iteration"],
-            "lightgbm_own_metrics": own,
-            "importance": {"json": "importance.json", "png": "importance.png"},
-            "label_gain": info["label_gain"],
-            "label_values": info["label_values"],
-            "config": {"lightgbm": info["params"], "gbdt": opts},
-            "data": {k: data_facts(p, d) for k, p, d in (("train", args.train, train_ds), ("valid", args.valid, valid_ds), ("test", args.test, test_ds)) if d is not None},
-            "versions": versions(),
-            "tensorboard": {"log_dir": "tensorboard", "tags": dict(logger.tags)},
-            "wall_time_s": time.time() - t0,
-        }
-        atomic_write_json(tmp / "summary.json", summary)
-    print_run_metrics(out, metrics_out, None)
-    return 0
+
+def _write_tensorboard(log_dir: Path, own: dict[str, Any], info: dict[str, Any], opts: dict[str, Any],
+                       metrics_out: dict[str, dict[str, float]]) -> dict[str, Any]:  # fmt: skip
+    """Log LightGBM's per-round curves and the final metrics as HParams; return the logger's tags."""
+    from ltr.train.tensorboard_log import TensorBoardLogger
+
+    logger = TensorBoardLogger(log_dir)
+    try:
+        # one step per boosting round: the training curve and the validation curve, stamped
+        for split, series in own["per_round"].items():
+            for name, values in series.items():
+                for i, value in enumerate(values, 1):
+                    logger.metrics(split, {name: value}, i)
+        hp = {f"lightgbm.{k}": v for k, v in info["params"].items()} | {f"gbdt.{k}": v for k, v in opts.items()}
+        logger.hparams(hp, metrics_out, info["best_iteration"])
+    finally:
+        logger.close()
+    return dict(logger.tags)
+
+
+def _write_summary(tmp: Path, args, opts, info, own, metrics_out, tags, datasets, t0: float) -> None:
+    """Write ``summary.json`` (metrics, LightGBM's own curves, label mapping, configuration, data, versions)."""
+    from ltr.data.files import data_facts
+    from ltr.io_utils import atomic_write_json
+    from ltr.train.run_folder import versions
+
+    train_ds, valid_ds, test_ds = datasets
+    summary = {
+        "kind": "gbdt",
+        "arguments": {k: v for k, v in vars(args).items() if k != "func"},
+        "seed": opts["seed"],
+        "metrics": metrics_out,
+        "best_iteration": info["best_iteration"],
+        "lightgbm_own_metrics": own,
+        "importance": {"json": "importance.json", "png": "importance.png"},
+        "label_gain": info["label_gain"],
+        "label_values": info["label_values"],
+        "config": {"lightgbm": info["params"], "gbdt": opts},
+        "data": {k: data_facts(p, d) for k, p, d in (("train", args.train, train_ds), ("valid", args.valid, valid_ds), ("test", args.test, test_ds)) if d is not None},
+        "versions": versions(),
+        "tensorboard": {"log_dir": "tensorboard", "tags": tags},
+        "wall_time_s": time.time() - t0,
+    }
+    atomic_write_json(tmp / "summary.json", summary)

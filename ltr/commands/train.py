@@ -165,13 +165,11 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
-    from ltr.data.files import data_facts, data_options, format_options, load_data_file
     from ltr.train.distributed import DistributedTrainer, context
-    from ltr.io_utils import atomic_write_json
     from ltr.train.config import TrainConfig
     from ltr.train.models import save_model
     from ltr.checks import output_folder
-    from ltr.train.run_folder import check_destination, print_run_metrics, run_folder, versions
+    from ltr.train.run_folder import check_destination, print_run_metrics, run_folder
     from ltr.train.settings import build_loss, build_scorer
     from ltr.train.trainer import Trainer, check_metric_names, resolve_device, seed_everything
 
@@ -187,12 +185,7 @@ def _run(args) -> int:
     settings = TrainConfig.from_dict(train_cfg, source="train settings")
     check_metric_names(settings.metrics, settings.preset, settings.conventions)  # a typo fails before any work
     resolve_device(settings.device)
-    options = data_options(args)
-    train_ds = load_data_file(args.train, "train", None, options, **format_options(args, "train", SPLITS))
-    valid_ds = load_data_file(args.valid, "valid", train_ds.n_features, options, feature_names=train_ds.feature_names,
-                              **format_options(args, "valid", SPLITS))  # fmt: skip
-    test_ds = load_data_file(args.test, "test", train_ds.n_features, options, feature_names=train_ds.feature_names,
-                             **format_options(args, "test", SPLITS))  # fmt: skip
+    train_ds, valid_ds, test_ds = _load_splits(args)
     if not ctx.is_main:  # the other ranks of a distributed job train; rank 0 alone writes the run folder
         seed_everything(settings.seed)
         DistributedTrainer(build_scorer(model_cfg, train_ds), loss, settings).fit(train_ds, valid_ds, test_ds)
@@ -212,29 +205,52 @@ def _run(args) -> int:
         metrics_out = {"valid": result.valid_metrics}
         if result.test_metrics is not None:
             metrics_out["test"] = result.test_metrics
-        summary = {
-            "kind": "train",
-            "arguments": {k: v for k, v in vars(args).items() if k != "func"},
-            "seed": cfg.seed,
-            "metrics": metrics_out,
-            "monitor": result.monitor,
-            "monitor_higher_is_better": result.higher_is_better,
-            "best_epoch": result.best_epoch,
-            "epochs_run": result.epochs_run,
-            "stopped_early": result.stopped_early,
-            "config": {"train": {**cfg.to_dict(), "log_dir": "tensorboard"}, "model": model_cfg, "loss": loss_cfg},
-            "data": {k: data_facts(p, d) for k, p, d in (("train", args.train, train_ds), ("valid", args.valid, valid_ds), ("test", args.test, test_ds)) if d is not None},
-            "versions": versions(),
-            "tensorboard": {"log_dir": "tensorboard", "tags": result.tensorboard_tags},
-            "history": result.history,
-            "distributed": {"world_size": ctx.world_size, "backend": ctx.backend},
-            "wall_time_s": time.time() - t0,
-        }
-        if members is not None:
-            summary["ensemble"] = members
-        atomic_write_json(tmp / "summary.json", summary)
+        _write_summary(tmp, args, cfg, model_cfg, loss_cfg, result, members, metrics_out, (train_ds, valid_ds, test_ds), ctx, t0)
     print_run_metrics(out, metrics_out, result.best_epoch)
     return 0
+
+
+def _load_splits(args):
+    """The train, valid and test data sets (test None when not given), read with the data options."""
+    from ltr.data.files import data_options, format_options, load_data_file
+
+    options = data_options(args)
+    train_ds = load_data_file(args.train, "train", None, options, **format_options(args, "train", SPLITS))
+    valid_ds = load_data_file(args.valid, "valid", train_ds.n_features, options, feature_names=train_ds.feature_names,
+                              **format_options(args, "valid", SPLITS))  # fmt: skip
+    test_ds = load_data_file(args.test, "test", train_ds.n_features, options, feature_names=train_ds.feature_names,
+                             **format_options(args, "test", SPLITS))  # fmt: skip
+    return train_ds, valid_ds, test_ds
+
+
+def _write_summary(tmp: Path, args, cfg, model_cfg, loss_cfg, result, members, metrics_out, datasets, ctx, t0: float) -> None:
+    """Write ``summary.json`` (metrics, best epoch, configuration, data, versions, history, ensemble members)."""
+    from ltr.data.files import data_facts
+    from ltr.io_utils import atomic_write_json
+    from ltr.train.run_folder import versions
+
+    train_ds, valid_ds, test_ds = datasets
+    summary = {
+        "kind": "train",
+        "arguments": {k: v for k, v in vars(args).items() if k != "func"},
+        "seed": cfg.seed,
+        "metrics": metrics_out,
+        "monitor": result.monitor,
+        "monitor_higher_is_better": result.higher_is_better,
+        "best_epoch": result.best_epoch,
+        "epochs_run": result.epochs_run,
+        "stopped_early": result.stopped_early,
+        "config": {"train": {**cfg.to_dict(), "log_dir": "tensorboard"}, "model": model_cfg, "loss": loss_cfg},
+        "data": {k: data_facts(p, d) for k, p, d in (("train", args.train, train_ds), ("valid", args.valid, valid_ds), ("test", args.test, test_ds)) if d is not None},
+        "versions": versions(),
+        "tensorboard": {"log_dir": "tensorboard", "tags": result.tensorboard_tags},
+        "history": result.history,
+        "distributed": {"world_size": ctx.world_size, "backend": ctx.backend},
+        "wall_time_s": time.time() - t0,
+    }
+    if members is not None:
+        summary["ensemble"] = members
+    atomic_write_json(tmp / "summary.json", summary)
 
 
 def _fit_ensemble(cfg, model_cfg, loss, train_ds, valid_ds, test_ds):

@@ -641,17 +641,7 @@ def run_ablation(config: AblationConfig, out: str | os.PathLike, *, workers: int
     out.mkdir(parents=True, exist_ok=True)
     cells = enumerate_cells(config)
     prints = {c: cell_fingerprint(c, config) for c in cells}
-    done: dict[Cell, dict] = {}
-    todo: list[Cell] = []
-    stale = 0
-    for c in cells:
-        path = cell_path(out, c)
-        rec = read_cell(path, prints[c])
-        if rec is None:
-            stale += int(path.exists())
-            todo.append(c)
-        else:
-            done[c] = rec
+    done, todo, stale = _stored_cells(out, cells, prints)
     n_reused = len(done)
     workers = _default_workers() if not workers else int(workers)
     workers = max(1, min(workers, len(todo))) if todo else 1
@@ -674,36 +664,60 @@ def run_ablation(config: AblationConfig, out: str | os.PathLike, *, workers: int
                 ran.append(c.key)
                 bar.update(1)
         else:
-            import multiprocessing as mp
-            from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-
-            from concurrent.futures.process import BrokenProcessPool
-
-            ctx = mp.get_context("spawn")  # fork after torch / OpenMP start-up can deadlock
-            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-                pending = {pool.submit(_cell_worker, cell_fn, c, config): c for c in todo}
-                try:
-                    while pending:
-                        finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                        for fut in finished:
-                            c = pending.pop(fut)
-                            try:
-                                rec = fut.result()
-                            except BrokenProcessPool:
-                                raise LtrError(f"a worker process of the ablation died ({_MAIN_GUARD_HINT}; "
-                                               "or it ran out of memory: try fewer --workers)") from None
-                            store(c, rec)
-                            ran.append(c.key)
-                            bar.set_postfix_str(c.key)
-                            bar.update(1)
-                except BaseException:
-                    for fut in pending:
-                        fut.cancel()
-                    raise
+            _run_cells_in_pool(todo, config, cell_fn, workers, store, ran, bar)
     finally:
         bar.close()
     records = [done[c] for c in cells]
     return AblationRun(records, len(cells), len(ran), n_reused, stale, time.perf_counter() - t0, ran)
+
+
+def _stored_cells(out: Path, cells: list[Cell], prints: dict[Cell, str]) -> tuple[dict[Cell, dict], list[Cell], int]:
+    """``(done, todo, stale)``: the current stored records, the cells to run (in grid order), and how
+    many of those have a stored record that is out of date."""
+    done: dict[Cell, dict] = {}
+    todo: list[Cell] = []
+    stale = 0
+    for c in cells:
+        path = cell_path(out, c)
+        rec = read_cell(path, prints[c])
+        if rec is None:
+            stale += int(path.exists())
+            todo.append(c)
+        else:
+            done[c] = rec
+    return done, todo, stale
+
+
+def _run_cells_in_pool(todo: list[Cell], config: AblationConfig, cell_fn: Callable, workers: int,
+                       store: Callable[[Cell, dict], None], ran: list[str], bar) -> None:  # fmt: skip
+    """Run ``todo`` on ``workers`` spawned processes, storing each record (and appending its key to
+    ``ran``) as soon as it arrives; on any error the cells not yet started are cancelled."""
+    import multiprocessing as mp
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    from concurrent.futures.process import BrokenProcessPool
+
+    ctx = mp.get_context("spawn")  # fork after torch / OpenMP start-up can deadlock
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        pending = {pool.submit(_cell_worker, cell_fn, c, config): c for c in todo}
+        try:
+            while pending:
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    c = pending.pop(fut)
+                    try:
+                        rec = fut.result()
+                    except BrokenProcessPool:
+                        raise LtrError(f"a worker process of the ablation died ({_MAIN_GUARD_HINT}; "
+                                       "or it ran out of memory: try fewer --workers)") from None
+                    store(c, rec)
+                    ran.append(c.key)
+                    bar.set_postfix_str(c.key)
+                    bar.update(1)
+        except BaseException:
+            for fut in pending:
+                fut.cancel()
+            raise
 
 
 def load_cells(out: str | os.PathLike, config: AblationConfig) -> list[dict]:

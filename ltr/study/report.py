@@ -106,71 +106,93 @@ def summarize(records: list[dict], config: AblationConfig, *, cells: dict | None
         "config": config.to_dict(),
     }
     for spec in config.datasets:
-        if spec.name not in data:
-            raise LtrError(f"no finished cells for data set {spec.name}")
-        by_method = data[spec.name]
-        missing = [m for m in config.methods if m not in by_method]
-        if missing:
-            raise LtrError(f"data set {spec.name}: no finished cells for methods {missing}")
-        seed_avg: dict[str, dict[str, np.ndarray]] = {}
-        methods_out = []
-        for method in config.methods:
-            by_seed = by_method[method]
-            seeds = sorted(by_seed)
-            row = {"method": method, "seeds": seeds, "metrics": {}}
-            seed_avg[method] = {}
-            for short in config.metrics:
-                stack = np.stack([by_seed[s][short] for s in seeds])  # [S, Q]
-                with np.errstate(invalid="ignore"):
-                    per_seed = np.array([np.nanmean(v) if np.any(~np.isnan(v)) else np.nan for v in stack])
-                avg = stack.mean(axis=0)  # a NaN query is NaN in every seed (it depends on labels only)
-                seed_avg[method][short] = avg
-                ci = t_interval(per_seed, confidence=conf)
-                qci = bootstrap_ci(avg, confidence=conf, n_resamples=min(config.n_resamples, 5000), seed=0)
-                row["metrics"][short] = {
-                    "name": names[short], "mean": ci.mean, "low": ci.low, "high": ci.high,
-                    "per_seed": per_seed.tolist(), "n_seeds": len(seeds),
-                    "query_interval": {"low": qci.low, "high": qci.high, "n_queries": qci.n},
-                }
-            methods_out.append(row)
-        comparisons = []
-        others = [m for m in config.methods if m != config.reference]
-        for short in config.metrics:
-            ref = seed_avg[config.reference][short]
-            block = []
-            for method in others:
-                a = seed_avg[method][short]
-                t = paired_t_test(a, ref)
-                b = paired_bootstrap_test(a, ref, n_resamples=config.n_resamples, seed=0)
-                ok = ~(np.isnan(a) | np.isnan(ref))
-                block.append({
-                    "method": method, "reference": config.reference, "metric": short, "name": names[short],
-                    "mean_difference": t.mean_difference, "t_statistic": t.statistic,
-                    "t_p": t.p_value, "bootstrap_p": b.p_value, "n_queries": t.n,
-                    "wins": int(np.count_nonzero(a[ok] > ref[ok])), "losses": int(np.count_nonzero(a[ok] < ref[ok])),
-                    "ties": int(np.count_nonzero(a[ok] == ref[ok])),
-                })
-            for key in ("t_p", "bootstrap_p"):
-                adj = holm([row[key] for row in block]) if block else []
-                for row, p in zip(block, adj):
-                    row[f"{key}_holm"] = float(p)
-            comparisons.extend(block)
-        primary_any = seed_avg[config.reference][config.primary]
-        mine = [r for r in records if r["dataset"] == spec.name]
-        for row in methods_out:
-            times = [float(r.get("wall_time_s", np.nan)) for r in mine if r["method"] == row["method"]]
-            row["wall_time_s"] = float(np.mean(times)) if times else float("nan")
-        entry = {
-            "name": spec.name, "kind": spec.kind, "folds": [f for f in spec.folds() if f is not None],
-            "n_test_queries": len(qids[spec.name]),
-            "n_scored_queries": int(np.count_nonzero(~np.isnan(primary_any))),
-            "methods": methods_out, "comparisons": comparisons,
-            "at_cap": cells_at_cap(mine),
-        }
-        if config.quality_reference:
-            entry["time_to_quality"] = time_to_quality(mine, config.quality_reference, config.methods)
-        summary["datasets"].append(entry)
+        summary["datasets"].append(_dataset_entry(spec, data, names, qids, records, config))
     return summary
+
+
+def _dataset_entry(spec, data: dict, names: dict[str, str], qids: dict[str, list[str]], records: list[dict],
+                   config: AblationConfig) -> dict:  # fmt: skip
+    """One data set's entry of ``results.json``: per-method intervals, comparisons with the reference,
+    cells stopped at their cap and (when asked) time to the reference's quality."""
+    if spec.name not in data:
+        raise LtrError(f"no finished cells for data set {spec.name}")
+    by_method = data[spec.name]
+    missing = [m for m in config.methods if m not in by_method]
+    if missing:
+        raise LtrError(f"data set {spec.name}: no finished cells for methods {missing}")
+    methods_out, seed_avg = _method_rows(by_method, names, config)
+    comparisons = _comparisons(seed_avg, names, config)
+    primary_any = seed_avg[config.reference][config.primary]
+    mine = [r for r in records if r["dataset"] == spec.name]
+    for row in methods_out:
+        times = [float(r.get("wall_time_s", np.nan)) for r in mine if r["method"] == row["method"]]
+        row["wall_time_s"] = float(np.mean(times)) if times else float("nan")
+    entry = {
+        "name": spec.name, "kind": spec.kind, "folds": [f for f in spec.folds() if f is not None],
+        "n_test_queries": len(qids[spec.name]),
+        "n_scored_queries": int(np.count_nonzero(~np.isnan(primary_any))),
+        "methods": methods_out, "comparisons": comparisons,
+        "at_cap": cells_at_cap(mine),
+    }
+    if config.quality_reference:
+        entry["time_to_quality"] = time_to_quality(mine, config.quality_reference, config.methods)
+    return entry
+
+
+def _method_rows(by_method: dict, names: dict[str, str], config: AblationConfig) -> tuple[list[dict], dict[str, dict[str, np.ndarray]]]:
+    """Per method and metric: the Student-t interval over seeds and the bootstrap interval over
+    queries; also returns each method's per-query values averaged over seeds (``seed_avg``)."""
+    conf = float(config.confidence)
+    seed_avg: dict[str, dict[str, np.ndarray]] = {}
+    methods_out = []
+    for method in config.methods:
+        by_seed = by_method[method]
+        seeds = sorted(by_seed)
+        row = {"method": method, "seeds": seeds, "metrics": {}}
+        seed_avg[method] = {}
+        for short in config.metrics:
+            stack = np.stack([by_seed[s][short] for s in seeds])  # [S, Q]
+            with np.errstate(invalid="ignore"):
+                per_seed = np.array([np.nanmean(v) if np.any(~np.isnan(v)) else np.nan for v in stack])
+            avg = stack.mean(axis=0)  # a NaN query is NaN in every seed (it depends on labels only)
+            seed_avg[method][short] = avg
+            ci = t_interval(per_seed, confidence=conf)
+            qci = bootstrap_ci(avg, confidence=conf, n_resamples=min(config.n_resamples, 5000), seed=0)
+            row["metrics"][short] = {
+                "name": names[short], "mean": ci.mean, "low": ci.low, "high": ci.high,
+                "per_seed": per_seed.tolist(), "n_seeds": len(seeds),
+                "query_interval": {"low": qci.low, "high": qci.high, "n_queries": qci.n},
+            }
+        methods_out.append(row)
+    return methods_out, seed_avg
+
+
+def _comparisons(seed_avg: dict[str, dict[str, np.ndarray]], names: dict[str, str], config: AblationConfig) -> list[dict]:
+    """Each method against the reference per metric: paired t-test and paired bootstrap over queries,
+    wins/losses/ties, and Holm-adjusted p-values across the methods of one metric."""
+    comparisons = []
+    others = [m for m in config.methods if m != config.reference]
+    for short in config.metrics:
+        ref = seed_avg[config.reference][short]
+        block = []
+        for method in others:
+            a = seed_avg[method][short]
+            t = paired_t_test(a, ref)
+            b = paired_bootstrap_test(a, ref, n_resamples=config.n_resamples, seed=0)
+            ok = ~(np.isnan(a) | np.isnan(ref))
+            block.append({
+                "method": method, "reference": config.reference, "metric": short, "name": names[short],
+                "mean_difference": t.mean_difference, "t_statistic": t.statistic,
+                "t_p": t.p_value, "bootstrap_p": b.p_value, "n_queries": t.n,
+                "wins": int(np.count_nonzero(a[ok] > ref[ok])), "losses": int(np.count_nonzero(a[ok] < ref[ok])),
+                "ties": int(np.count_nonzero(a[ok] == ref[ok])),
+            })
+        for key in ("t_p", "bootstrap_p"):
+            adj = holm([row[key] for row in block]) if block else []
+            for row, p in zip(block, adj):
+                row[f"{key}_holm"] = float(p)
+        comparisons.extend(block)
+    return comparisons
 
 
 def cells_at_cap(records: list[dict]) -> list[dict]:

@@ -135,30 +135,20 @@ def train_lightgbm(
         (:func:`ltr.train.importance.booster_importance` at the best iteration, features named from
         the data set's ``feature_names`` when it has them).
     """
-    from ltr.train.importance import booster_importance, feature_names_of
+    from ltr.train.importance import feature_names_of
 
     import lightgbm as lgb
 
     params = dict(params or {})
     if "label_gain" in params:
         raise LtrError("params must not set label_gain: it is built from gain= so that LightGBM and the metrics agree")
-    _check_labels(np.asarray(train_ds.labels, dtype=np.float64), "training set")
-    if valid_ds is not None:
-        _check_labels(np.asarray(valid_ds.labels, dtype=np.float64), "validation set")
-    all_labels = np.asarray(train_ds.labels, dtype=np.float64)
-    if valid_ds is not None:
-        all_labels = np.concatenate([all_labels, np.asarray(valid_ds.labels, dtype=np.float64)])
-    codes, label_gain, values = label_table(all_labels, gain, where="train/valid labels")
+    codes, label_gain, values = _train_valid_label_table(train_ds, valid_ds, gain)
     n_train = train_ds.n_items
     eval_at = sorted({int(k) for k in eval_at} | {int(monitor_k)})  # LightGBM sorts them anyway
 
     merged = {**DEFAULT_PARAMS, "seed": int(seed), "eval_at": eval_at, **params, "label_gain": label_gain}
     if position is not None:
-        position = np.asarray(position)
-        if position.shape != (n_train,):
-            raise LtrError(f"position must have one entry per training row ({n_train}), got shape {position.shape}")
-        if not np.issubdtype(position.dtype, np.integer) or (position.size and position.min() < 0):
-            raise LtrError("position must hold non-negative integers (the shown rank of each training row)")
+        position = _checked_position(position, n_train)
     names = feature_names_of(train_ds)
     train_set = lgb.Dataset(
         np.asarray(train_ds.features),
@@ -170,15 +160,61 @@ def train_lightgbm(
         params={"verbosity": -1},
         free_raw_data=True,
     )
-    extra_callbacks = list(callbacks)
-    valid_sets, valid_names, callbacks = [], [], []
     evals_result: dict[str, Any] = {}
+    valid_sets, valid_names, all_callbacks = _valid_sets_and_callbacks(
+        train_set, valid_ds, codes[n_train:], evals_result,
+        record_train=record_train, early_stopping_rounds=early_stopping_rounds, monitor_k=monitor_k,
+        extra_callbacks=callbacks, progress=progress, num_boost_round=num_boost_round,
+    )  # fmt: skip
+    try:
+        booster = lgb.train(merged, train_set, num_boost_round=int(num_boost_round), valid_sets=valid_sets, valid_names=valid_names, callbacks=all_callbacks)
+    except lgb.basic.LightGBMError as exc:
+        raise LtrError(f"LightGBM refused the data or parameters: {exc}") from None
+    finally:
+        for cb in all_callbacks:
+            if hasattr(cb, "bar"):
+                cb.bar.close()
+    return booster, _booster_info(booster, evals_result, merged, label_gain, values, names, num_boost_round, early_stopping_rounds)
+
+
+def _train_valid_label_table(train_ds, valid_ds, gain: Any) -> tuple[np.ndarray, list[float], list[float] | None]:
+    """Check the labels of each set, then :func:`label_table` over training rows followed by validation rows."""
+    _check_labels(np.asarray(train_ds.labels, dtype=np.float64), "training set")
+    if valid_ds is not None:
+        _check_labels(np.asarray(valid_ds.labels, dtype=np.float64), "validation set")
+    all_labels = np.asarray(train_ds.labels, dtype=np.float64)
+    if valid_ds is not None:
+        all_labels = np.concatenate([all_labels, np.asarray(valid_ds.labels, dtype=np.float64)])
+    return label_table(all_labels, gain, where="train/valid labels")
+
+
+def _checked_position(position, n_train: int) -> np.ndarray:
+    """``position`` as an array of one non-negative integer per training row, or an :class:`LtrError`."""
+    position = np.asarray(position)
+    if position.shape != (n_train,):
+        raise LtrError(f"position must have one entry per training row ({n_train}), got shape {position.shape}")
+    if not np.issubdtype(position.dtype, np.integer) or (position.size and position.min() < 0):
+        raise LtrError("position must hold non-negative integers (the shown rank of each training row)")
+    return position
+
+
+def _valid_sets_and_callbacks(
+    train_set, valid_ds, valid_codes: np.ndarray, evals_result: dict[str, Any], *,
+    record_train: bool, early_stopping_rounds: int | None, monitor_k: int,
+    extra_callbacks: Sequence[Any], progress: bool, num_boost_round: int,
+) -> tuple[list[Any], list[str], list[Any]]:  # fmt: skip
+    """The evaluation sets LightGBM scores each round (train when recorded, then valid) and the
+    callbacks in their order: early stopping, recording into ``evals_result``, the caller's, progress."""
+    import lightgbm as lgb
+
+    extra_callbacks = list(extra_callbacks)
+    valid_sets, valid_names, callbacks = [], [], []
     if record_train:
         valid_sets.append(train_set)
         valid_names.append("train")
     if valid_ds is not None:
         valid_sets.append(
-            lgb.Dataset(np.asarray(valid_ds.features), label=codes[n_train:], group=_group_sizes(valid_ds), reference=train_set)
+            lgb.Dataset(np.asarray(valid_ds.features), label=valid_codes, group=_group_sizes(valid_ds), reference=train_set)
         )
         valid_names.append("valid")
         if early_stopping_rounds:
@@ -188,16 +224,15 @@ def train_lightgbm(
     callbacks.extend(extra_callbacks)
     if progress:
         callbacks.append(_tqdm_callback(num_boost_round))
-    try:
-        booster = lgb.train(merged, train_set, num_boost_round=int(num_boost_round), valid_sets=valid_sets, valid_names=valid_names, callbacks=callbacks)
-    except lgb.basic.LightGBMError as exc:
-        raise LtrError(f"LightGBM refused the data or parameters: {exc}") from None
-    finally:
-        for cb in callbacks:
-            if hasattr(cb, "bar"):
-                cb.bar.close()
+    return valid_sets, valid_names, callbacks
+
+
+def _booster_info(booster, evals_result, merged, label_gain, values, names, num_boost_round, early_stopping_rounds) -> dict[str, Any]:
+    """The ``info`` dict :func:`train_lightgbm` returns, read from the trained booster."""
+    from ltr.train.importance import booster_importance
+
     best_iteration = int(booster.best_iteration) if booster.best_iteration > 0 else booster.current_iteration()
-    info = {
+    return {
         "best_iteration": best_iteration,
         "best_score": {k: dict(v) for k, v in booster.best_score.items()},
         "evals_result": {k: {m: list(map(float, s)) for m, s in v.items()} for k, v in evals_result.items()},
@@ -208,7 +243,6 @@ def train_lightgbm(
         "early_stopping_rounds": early_stopping_rounds,
         "importance": booster_importance(booster, names, best_iteration),
     }
-    return booster, info
 
 
 def _early_stopping(metric: str, rounds: int):
