@@ -150,6 +150,9 @@ def test_cells_at_cap_and_time_to_quality_from_records():
 def test_the_neural_vs_gbdt_study_config_resolves():
     from pathlib import Path
 
+    from conftest import shared_path
+
+    shared_path("letor4-mq2008")  # the study names the shared MQ2008 folds, which loading checks
     cfg = ablation.load_config(Path(__file__).resolve().parents[1] / "experiments" / "neural_vs_gbdt.toml")
     specs = {m: resolve_method(m, cfg) for m in cfg.methods}
     assert cfg.reference == "lgbm" == cfg.quality_reference and specs["lgbm"].kind == "lightgbm"
