@@ -306,7 +306,8 @@ def store_copy(edit: Callable[[Path], None]) -> Callable[[Path, dict], dict]:
 
 
 def read_only_store(tmp: Path, w: dict) -> dict:
-    """A copy of the store in a folder nobody may write."""
+    """A copy of the store in a folder nobody may write (root still may: the refusal must come from
+    the folder being an input, not from the operating system)."""
     d = store_copy(lambda f: None)(tmp, w)
     os.chmod(d["bad"], 0o555)
     return d
@@ -946,7 +947,7 @@ NEW_CASES: list[Case] = [
     Case("store-offsets-garbled", ST_T, ("store",), store_copy(lambda f: np.save(f / "query_offsets.npy", np.array([0, 50, 3, 999])))),
     Case("store-as-valid-narrower", ["train", "--train", "{train}", "--valid", "{bad}", "--quiet", "--epochs", "1", "--out", "{tmp}/o"],
          ("--valid", "3 features"), lambda t, w: ((_quiet_main(["convert", w["narrow"], "--out", str(t / "ns"), "--quiet"])), {"bad": str(t / "ns")})[1]),
-    Case("store-read-only-out-inside", ["predict", "--model", "{lin}", "--data", "{bad}", "--out", "{bad}/r.run"],
+    Case("predict-out-inside-a-store-copy", ["predict", "--model", "{lin}", "--data", "{bad}", "--out", "{bad}/r.run"],
          ("--out",), read_only_store),
     Case("store-out-inside-store", ["predict", "--model", "{lin}", "--data", "{store}", "--out", "{store}/r.run"], ("--out",)),
     Case("store-train-out-is-store", ["train", "--train", "{store}", "--valid", "{valid}", "--quiet", "--epochs", "1",
