@@ -356,7 +356,7 @@ def output_file(path: str | os.PathLike, what: str | None = None, *,
 
     Refused: an existing folder or non-regular file at ``path``, an ancestor that is a file, a
     read-only folder, a path that is one of ``inputs`` (``(option, path)`` pairs; ``None`` paths
-    are skipped) or an existing file inside an input folder: writing there would destroy the input;
+    are skipped) or lies inside an input folder: writing there would destroy or change the input;
     and an existing file of a folder ltr made (:data:`RUN_MARK`): an earlier run's output.
     """
     path = Path(os.path.expanduser(str(path)))
@@ -420,8 +420,11 @@ def _refuse_inputs(path: Path, who: str, inputs: Iterable[tuple[str, Any]]) -> N
             continue
         if same_file(path, p):
             raise LtrError(f"{who}: is the input {option}; writing there would destroy it, give another name")
-        if os.path.isdir(p) and path.exists() and _inside(path, Path(p).resolve()):
-            raise LtrError(f"{who}: is a file of the input {option} {p}; writing there would destroy it, give another name")
+        if os.path.isdir(p) and _inside(path, Path(p).resolve()):
+            if path.exists():
+                raise LtrError(f"{who}: is a file of the input {option} {p}; writing there would destroy it, give another name")
+            # a new file would change the input folder (a model or store folder, a Parquet data set)
+            raise LtrError(f"{who}: is inside the input folder {option} {p}; write it outside that folder")
 
 
 _ERRNO_WORDS = {

@@ -89,11 +89,32 @@ def build_world(root: Path) -> dict[str, str]:
     synth = root / "synth"
     assert _quiet_main(["synth", "--out", str(synth), "--queries", "12", "--mean-length", "4", "--features", "3",
                         "--quiet"]) == 0
+    _parquet(data / "train.parquet", n_queries=4, seed=5)
+    assert _quiet_main(["convert", str(data / "train.txt"), "--out", str(root / "store"), "--quiet"]) == 0
     paths = {name: str(data / f"{name}.txt") for name in
              ("train", "valid", "test", "narrow", "scores", "labels", "groups", "qrels", "run")}
     paths.update(data=str(data), toml=str(data / "ok.toml"), lin=str(models / "linear"), gb=str(models / "gbdt"),
-                 log=str(clicks / "clicks.npz"), clicks=str(clicks), synth=str(synth), root=str(root))
+                 log=str(clicks / "clicks.npz"), clicks=str(clicks), synth=str(synth), root=str(root),
+                 pq=str(data / "train.parquet"), store=str(root / "store"))
     return paths
+
+
+def _parquet(path: Path, n_queries: int = 4, seed: int = 5, **changes) -> None:
+    """A Parquet file: qid, label, docid, weight, f1..f3; ``changes`` replace or drop (None) columns."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(seed)
+    n = 4 * n_queries
+    cols = {"qid": np.repeat(np.arange(1, n_queries + 1), 4), "label": rng.integers(0, 3, n),
+            "docid": [f"d{i}" for i in range(n)], "weight": np.ones(n),
+            **{f"f{j}": rng.normal(size=n) for j in range(1, 4)}}
+    for k, v in changes.items():
+        if v is None:
+            cols.pop(k)
+        else:
+            cols[k] = v(cols.get(k)) if callable(v) else v
+    pq.write_table(pa.table(cols), path)
 
 
 def snapshot(root: str) -> dict[str, str]:
@@ -267,6 +288,42 @@ def _narrow_model(tmp: Path, w: dict) -> dict:
 
     save_model(LinearScorer(4), tmp / "m4")
     return {"bad": str(tmp / "m4")}
+
+
+def parquet(**changes) -> Callable[[Path, dict], dict]:
+    """A hostile Parquet file (see :func:`_parquet`) as ``{bad}``."""
+
+    def setup(tmp: Path, w: dict) -> dict:
+        _parquet(tmp / "bad.parquet", **changes)
+        return {"bad": str(tmp / "bad.parquet")}
+
+    return setup
+
+
+def store_copy(edit: Callable[[Path], None]) -> Callable[[Path, dict], dict]:
+    """A copy of the world's store (from ``ltr convert``), then ``edit(folder)``."""
+    return lambda tmp, w: model_copy("store", edit)(tmp, w)
+
+
+def read_only_store(tmp: Path, w: dict) -> dict:
+    """A copy of the store in a folder nobody may write (root still may: the refusal must come from
+    the folder being an input, not from the operating system)."""
+    d = store_copy(lambda f: None)(tmp, w)
+    os.chmod(d["bad"], 0o555)
+    return d
+
+
+def space(body: str, kind: str = '"neural"', metric: str = '"ndcg@10"', train: str = "{train}",
+          epochs: str = "1") -> Callable[[Path, dict], dict]:
+    """A tune space TOML over the world's data (``{bad}``), 1 epoch, ``body`` added."""
+
+    def setup(tmp: Path, w: dict) -> dict:
+        head = (f'[tune]\nkind = {kind}\nmetric = {metric}\n[data]\ntrain = "{train.format(**w, tmp=tmp)}"\n'
+                f'valid = "{w["valid"]}"\n[train]\nepochs = {epochs}\n')
+        (tmp / "space.toml").write_text(head + body)
+        return {"bad": str(tmp / "space.toml")}
+
+    return setup
 
 
 # --------------------------------------------------------------------------------------------------
@@ -810,6 +867,190 @@ CASES: list[Case] = [
 ]
 
 
+# --------------------------------------------------------------------------------------------------
+# Commands and options added after issue 13: convert, Parquet, stores, export, tune, importance,
+# --nproc, Dask, attention/ensembles, predict --format
+# --------------------------------------------------------------------------------------------------
+CV = ["convert", "{bad}", "--out", "{tmp}/st", "--quiet"]
+PQ_T = ["train", "--train", "{bad}", "--valid", "{valid}", "--quiet", "--epochs", "1", "--out", "{tmp}/o"]
+ST_T = ["train", "--train", "{bad}", "--valid", "{store}", "--quiet", "--epochs", "1", "--out", "{tmp}/o"]
+X = ["export", "--model", "{lin}", "--format", "torchscript", "--out", "{tmp}/m.pt"]
+TU = ["tune", "--config", "{bad}", "--trials", "1", "--out", "{tmp}/tu"]
+IM = ["importance", "--model", "{lin}", "--data", "{test}", "--repeats", "1"]
+NaN = float("nan")
+LR = "[space.train]\nlr = { float = [1e-3, 1e-2] }\n"
+
+NEW_CASES: list[Case] = [
+    # ------------------------------------------------------------------ ltr convert
+    *svm_cases("convert-src", CV)[:8],
+    Case("convert-out-is-src", ["convert", "{train}", "--out", "{train}", "--quiet"], ("--out",)),
+    Case("convert-out-data-folder-force", ["convert", "{train}", "--out", "{data}", "--force", "--quiet"], ("--out",)),
+    Case("convert-out-existing-store", ["convert", "{train}", "--out", "{store}", "--quiet"], ("--out", "--force")),
+    Case("convert-out-under-file", ["convert", "{train}", "--out", "{train}/st", "--quiet"], ("--out", "is a file")),
+    Case("convert-out-model-folder-force", ["convert", "{train}", "--out", "{lin}", "--force", "--quiet"], ("--out",)),
+    Case("convert-block-rows-0", CV + ["--block-rows", "0"], ("--block-rows",), a_file()),
+    Case("convert-block-rows-negative", CV + ["--block-rows", "-5"], ("--block-rows",), a_file()),
+    Case("convert-n-features-0", CV + ["--n-features", "0"], ("--n-features",), a_file()),
+    Case("convert-n-features-text", CV + ["--n-features", "five"], ("--n-features",), a_file()),
+    Case("convert-n-features-narrower", ["convert", "{train}", "--out", "{tmp}/st", "--quiet", "--n-features", "2"],
+         ("train.txt", "2")),
+    Case("convert-query-file-missing", ["convert", "{train}", "--out", "{tmp}/st", "--quiet", "--query-file", "{tmp}/none"],
+         ("--query-file", "not found")),
+    Case("convert-query-file-fifo", ["convert", "{train}", "--out", "{tmp}/st", "--quiet", "--query-file", "{bad}"],
+         ("--query-file", "not a regular file"), fifo()),
+    Case("convert-sort-by-query", ["convert", "{pq}", "--out", "{tmp}/st", "--quiet", "--sort-by-query"], ("--sort-by-query",)),
+    Case("convert-parquet-label-column-missing", CV + ["--label-column", "grade"], ("grade",), parquet()),
+    Case("convert-parquet-query-column-missing", CV + ["--query-column", "topic"], ("topic",), parquet()),
+    Case("convert-parquet-feature-columns-missing", CV + ["--feature-columns", "f1,f9"], ("f9",), parquet()),
+    Case("convert-parquet-feature-columns-empty", CV + ["--feature-columns", ""], ("--feature-columns",), parquet()),
+    Case("convert-parquet-feature-columns-repeat", CV + ["--feature-columns", "f1,f1"], ("f1",), parquet()),
+    Case("convert-parquet-feature-is-text", CV + ["--feature-columns", "f1,docid"], ("docid",), parquet()),
+    Case("convert-parquet-nan-label", CV, ("bad.parquet", "label"), parquet(label=lambda v: np.where(np.arange(len(v)) == 3, NaN, v))),
+    Case("convert-parquet-nan-feature", CV, ("bad.parquet", "f2"), parquet(f2=lambda v: np.where(np.arange(len(v)) == 5, NaN, v))),
+    Case("convert-parquet-label-2000", CV, ("bad.parquet", "2000"), parquet(label=lambda v: np.where(np.arange(len(v)) == 1, 2000, v))),
+    Case("convert-parquet-qid-not-contiguous", CV, ("bad.parquet", "contiguous"), parquet(qid=lambda v: np.tile(np.arange(1, 5), 4))),
+    Case("convert-parquet-no-label", CV, ("label",), parquet(label=None)),
+    Case("convert-parquet-weight-negative", CV + ["--weight-column", "weight"], ("weight",),
+         parquet(weight=lambda v: -v)),
+    Case("convert-parquet-weight-nan", CV + ["--weight-column", "weight"], ("weight",),
+         parquet(weight=lambda v: np.where(np.arange(len(v)) == 0, NaN, v))),
+    Case("convert-parquet-truncated", CV, ("bad.parquet",), lambda t, w: put("bad.parquet", Path(w["pq"]).read_bytes()[:300])(t, w)),
+    Case("convert-parquet-empty-folder", CV, ("bad",), lambda t, w: ((t / "bad").mkdir(), {"bad": str(t / "bad")})[1]),
+    # ------------------------------------------------------------------ Parquet inputs of train, gbdt, predict, clicks
+    Case("train-parquet-label-column-missing", PQ_T + ["--label-column", "grade"], ("grade",), parquet()),
+    Case("train-parquet-doc-id-column-missing", PQ_T + ["--doc-id-column", "url"], ("url",), parquet()),
+    Case("train-parquet-weight-column-missing", PQ_T + ["--weight-column", "w"], ("w",), parquet()),
+    Case("train-parquet-nan-feature", PQ_T, ("bad.parquet", "f1"), parquet(f1=lambda v: np.full(len(v), NaN))),
+    Case("train-parquet-inf-feature", PQ_T, ("bad.parquet", "f3"), parquet(f3=lambda v: np.where(np.arange(len(v)) == 2, np.inf, v))),
+    Case("train-parquet-fifo", PQ_T, ("--train", "not a regular file"), fifo("p.parquet")),
+    Case("train-parquet-folder-no-files", PQ_T, ("--train",), folder()),
+    Case("gbdt-parquet-feature-columns-missing", ["gbdt", "--train", "{bad}", "--valid", "{pq}", "--quiet",
+         "--num-boost-round", "2", "--out", "{tmp}/o", "--feature-columns", "f1,nope"], ("nope",), parquet()),
+    Case("gbdt-parquet-valid-lacks-feature", ["gbdt", "--train", "{pq}", "--valid", "{bad}", "--quiet", "--num-boost-round", "2",
+         "--out", "{tmp}/o"], ("f3",), parquet(f3=None)),
+    Case("predict-parquet-missing-feature", ["predict", "--model", "{bad}", "--data", "{tmp}/p.parquet", "--out", "{tmp}/r.run"],
+         ("f3",), lambda t, w: (_quiet_main(["train", "--train", w["pq"], "--valid", w["pq"], "--quiet", "--epochs", "1",
+                                             "--model", "linear", "--out", str(t / "m")]),
+                                _parquet(t / "p.parquet", f3=None), {"bad": str(t / "m")})[2]),
+    Case("simulate-parquet-nan-label", ["clicks", "simulate", "--data", "{bad}", "--out", "{tmp}/sim", "--quiet"],
+         ("bad.parquet", "label"), parquet(label=lambda v: np.full(len(v), NaN))),
+    # ------------------------------------------------------------------ stores as inputs
+    Case("store-truncated-features", ST_T, ("features.npy",), store_copy(truncate("features.npy", 100))),
+    Case("store-features-missing", ST_T, ("features",), store_copy(lambda f: (f / "features.npy").unlink())),
+    Case("store-json-not-json", ST_T, ("store.json",), store_copy(write("store.json", "{nope"))),
+    Case("store-json-list", ST_T, ("store.json",), store_copy(write("store.json", "[1, 2]"))),
+    Case("store-json-n-items-wrong", ST_T, ("store",), store_copy(edit_json("store.json", n_items=7))),
+    Case("store-json-n-items-text", ST_T, ("store.json", "n_items"), store_copy(edit_json("store.json", n_items="many"))),
+    Case("store-json-format-other", ST_T, ("store.json", "format"), store_copy(edit_json("store.json", format="v9"))),
+    Case("store-json-array-outside", ST_T, ("store.json",), store_copy(edit_json("store.json", arrays={"features": "../../x.npy"}))),
+    Case("store-labels-truncated", ST_T, ("labels",), store_copy(truncate("labels.npy", 90))),
+    Case("store-offsets-garbled", ST_T, ("store",), store_copy(lambda f: np.save(f / "query_offsets.npy", np.array([0, 50, 3, 999])))),
+    Case("store-as-valid-narrower", ["train", "--train", "{train}", "--valid", "{bad}", "--quiet", "--epochs", "1", "--out", "{tmp}/o"],
+         ("--valid", "3 features"), lambda t, w: ((_quiet_main(["convert", w["narrow"], "--out", str(t / "ns"), "--quiet"])), {"bad": str(t / "ns")})[1]),
+    Case("predict-out-inside-a-store-copy", ["predict", "--model", "{lin}", "--data", "{bad}", "--out", "{bad}/r.run"],
+         ("--out",), read_only_store),
+    Case("store-out-inside-store", ["predict", "--model", "{lin}", "--data", "{store}", "--out", "{store}/r.run"], ("--out",)),
+    Case("store-train-out-is-store", ["train", "--train", "{store}", "--valid", "{valid}", "--quiet", "--epochs", "1",
+                                      "--out", "{store}", "--force"], ("--out",)),
+    # ------------------------------------------------------------------ ltr export
+    Case("export-lightgbm-folder", ["export", "--model", "{gb}", "--format", "onnx", "--out", "{tmp}/m.onnx"], ("--model",)),
+    Case("export-model-missing", ["export", "--model", "{tmp}/none", "--format", "onnx", "--out", "{tmp}/m.onnx"], ("not found",)),
+    Case("export-model-is-file", ["export", "--model", "{train}", "--format", "onnx", "--out", "{tmp}/m.onnx"], ("--model",)),
+    Case("export-model-pt-truncated", ["export", "--model", "{bad}", "--format", "torchscript", "--out", "{tmp}/m.pt"],
+         ("model.pt",), model_copy("lin", truncate("model.pt"))),
+    Case("export-model-json-bogus-type", ["export", "--model", "{bad}", "--format", "torchscript", "--out", "{tmp}/m.pt"],
+         ("model.json",), model_copy("lin", edit_json("model.json", type="forest"))),
+    Case("export-format-bogus", X[:4] + ["tflite"] + X[5:], ("--format",)),
+    Case("export-out-is-model-pt", X[:-1] + ["{lin}/model.pt"], ("--out",)),
+    Case("export-out-inside-model", X[:-1] + ["{lin}/exported.pt"], ("--out",)),
+    Case("export-out-is-folder", X[:-1] + ["{data}"], ("--out", "folder")),
+    Case("export-out-under-file", X[:-1] + ["{train}/m.pt"], ("--out", "is a file")),
+    # ------------------------------------------------------------------ ltr tune
+    Case("tune-trials-0", TU[:4] + ["0"] + TU[5:], ("--trials",), space(LR)),
+    Case("tune-trials-negative", TU[:4] + ["-2"] + TU[5:], ("--trials",), space(LR)),
+    Case("tune-config-missing", ["tune", "--config", "{tmp}/none.toml", "--trials", "1", "--out", "{tmp}/tu"], ("not found",)),
+    Case("tune-config-fifo", TU, ("not a regular file",), fifo()),
+    Case("tune-config-folder", TU, ("is a folder",), folder()),
+    Case("tune-out-is-file", TU[:-1] + ["{train}"], ("--out",), space("[space.train]\nlr = { float = [1e-3, 1e-2] }\n")),
+    Case("tune-out-data-folder", TU[:-1] + ["{data}"], ("--out",), space("[space.train]\nlr = { float = [1e-3, 1e-2] }\n")),
+    Case("tune-query-file-bogus", TU + ["--query-file", "test=x"], ("--query-file",), space("[space.train]\nlr = { float = [1e-3, 1e-2] }\n")),
+    Case("tune-train-missing", TU + ["--train", "{tmp}/none.txt"], ("not found",), space("[space.train]\nlr = { float = [1e-3, 1e-2] }\n")),
+    Case("tune-kind-bogus", TU, ("space.toml", "kind"), space(LR, kind='"forest"')),
+    Case("tune-kind-number", TU, ("space.toml", "kind"), space(LR, kind="3")),
+    Case("tune-metric-bogus", TU, ("space.toml", "metric"), space(LR, metric='"ndcg@ten"')),
+    Case("tune-data-train-missing", TU, ("not found",), space(LR, train="{tmp}/none.txt")),
+    Case("tune-data-train-fifo", TU, ("not a regular file",), lambda t, w: (os.mkfifo(t / "p"), space(LR, train=str(t / "p"))(t, w))[1]),
+    Case("tune-fixed-epochs-0", TU, ("space.toml", "epochs"), space(LR, epochs="0")),
+    Case("tune-fixed-epochs-text", TU, ("space.toml", "epochs"), space(LR, epochs='"1"')),
+    *[Case(f"tune-space-{name}", TU, expect, space(body)) for name, body, expect in [
+        ("not-toml", "[space\n", ("space.toml",)),
+        ("no-space", "", ("space",)),
+        ("low-above-high", "[space.train]\nlr = { float = [1e-2, 1e-4] }\n", ("space.toml", "lr")),
+        ("log-zero", "[space.train]\nlr = { float = [0.0, 1e-2], log = true }\n", ("space.toml", "lr")),
+        ("nan-bound", "[space.train]\nlr = { float = [nan, 1e-2] }\n", ("space.toml", "lr")),
+        ("int-floats", "[space.train]\nbatch_size = { int = [1.5, 8] }\n", ("space.toml", "batch_size")),
+        ("choices-empty", "[space.model]\nactivation = { choices = [] }\n", ("space.toml", "activation")),
+        ("choices-bogus", "[space.model]\nactivation = { choices = [\"relu\", \"bogus\"] }\n", ("activation",)),
+        ("unknown-key", "[space.train]\nlearning_rate = { float = [1e-3, 1e-2] }\n", ("learning_rate",)),
+        ("unknown-table", "[space.optimizer]\nlr = { float = [1e-3, 1e-2] }\n", ("optimizer",)),
+        ("not-a-table", "[space.train]\nlr = 0.1\n", ("space.toml", "lr")),
+        ("two-kinds", "[space.train]\nlr = { float = [1e-3, 1e-2], choices = [1] }\n", ("space.toml", "lr")),
+        ("negative-lr-range", "[space.train]\nlr = { float = [-1.0, -0.1] }\n", ("lr",)),
+        ("step-zero", "[space.train]\nbatch_size = { int = [1, 8], step = 0 }\n", ("space.toml", "batch_size")),
+    ]],
+    # ------------------------------------------------------------------ ltr importance
+    Case("importance-repeats-0", IM[:-1] + ["0"], ("--repeats",)),
+    Case("importance-confidence-1", IM + ["--confidence", "1"], ("--confidence",)),
+    Case("importance-confidence-nan", IM + ["--confidence", "nan"], ("--confidence",)),
+    Case("importance-top-negative", IM + ["--top", "-1"], ("--top",)),
+    Case("importance-seed-negative", IM + ["--seed", "-1"], ("--seed",)),
+    Case("importance-metric-bogus", IM + ["--metric", "ndcg@ten"], ("ndcg@ten",)),
+    Case("importance-preset-bogus", IM + ["--preset", "galago"], ("galago",)),
+    Case("importance-model-missing", ["importance", "--model", "{tmp}/none", "--data", "{test}"], ("not found",)),
+    Case("importance-model-hostile", ["importance", "--model", "{bad}", "--data", "{test}"], ("model.pt",), model_copy("lin", truncate("model.pt"))),
+    Case("importance-data-narrower", ["importance", "--model", "{lin}", "--data", "{narrow}"], ("--data",)),
+    Case("importance-data-fifo", ["importance", "--model", "{lin}", "--data", "{bad}"], ("not a regular file",), fifo()),
+    Case("importance-out-is-file", IM + ["--out", "{train}"], ("--out",)),
+    Case("importance-out-model-folder", IM + ["--out", "{lin}"], ("--out",)),
+    Case("importance-json-is-data", IM + ["--json", "{test}"], ("--json",)),
+    Case("importance-json-under-file", IM + ["--json", "{train}/x.json"], ("--json", "is a file")),
+    Case("importance-device-bogus", IM + ["--device", "tpu"], ("tpu",)),
+    # ------------------------------------------------------------------ ltr train --nproc, attention, ensembles
+    Case("train-nproc-0", T + ["--nproc", "0"], ("--nproc",)),
+    Case("train-nproc-negative", T + ["--nproc", "-1"], ("--nproc",)),
+    Case("train-nproc-text", T + ["--nproc", "two"], ("--nproc",)),
+    Case("train-nproc-with-ensemble", T + ["--nproc", "2", "--ensemble", "2"], ("--ensemble", "--nproc")),
+    Case("train-nproc-huge", T + ["--nproc", "100000"], ("--nproc",)),
+    Case("train-ensemble-0", T + ["--ensemble", "0"], ("--ensemble",)),
+    Case("train-ensemble-negative", T + ["--ensemble", "-3"], ("--ensemble",)),
+    Case("train-attention-heads-0", T + ["--model", "attention", "--heads", "0"], ("--heads",)),
+    Case("train-attention-layers-0", T + ["--model", "attention", "--layers", "0"], ("--layers",)),
+    Case("train-attention-width-0", T + ["--model", "attention", "--width", "0"], ("--width",)),
+    Case("train-attention-width-not-multiple", T + ["--model", "attention", "--width", "7", "--heads", "2"], ("width", "heads")),
+    Case("train-attention-input-noise-negative", T + ["--model", "attention", "--input-noise", "-1"], ("--input-noise",)),
+    Case("train-attention-input-noise-nan", T + ["--model", "attention", "--input-noise", "nan"], ("--input-noise",)),
+    Case("train-model-bogus", T + ["--model", "gru"], ("--model",)),
+    Case("train-loss-bogus", T + ["--loss", "lambdamart9"], ("lambdamart9",)),
+    Case("train-toml-ensemble-float", T + ["--config", "{bad}"], ("m.toml", "ensemble"), put("m.toml", "[model]\nensemble = 2.5\n")),
+    Case("train-toml-heads-text", T + ["--config", "{bad}"], ("m.toml", "heads"), put("m.toml", "[model]\ntype = \"attention\"\nheads = \"2\"\n")),
+    # ------------------------------------------------------------------ ltr gbdt on Dask
+    Case("gbdt-dask-workers-0", G + ["--dask-workers", "0"], ("--dask-workers",)),
+    Case("gbdt-dask-workers-negative", G + ["--dask-workers", "-1"], ("--dask-workers",)),
+    Case("gbdt-dask-workers-and-scheduler", G + ["--dask-workers", "2", "--dask-scheduler", "tcp://127.0.0.1:1"], ("--dask-workers", "--dask-scheduler")),
+    Case("gbdt-dask-scheduler-bogus", G + ["--dask-scheduler", "not an address"], ("--dask-scheduler",)),
+    Case("gbdt-dask-scheduler-unreachable", G + ["--dask-scheduler", "tcp://127.0.0.1:1"], ("--dask-scheduler",)),
+    # ------------------------------------------------------------------ ltr predict --format, '-'
+    Case("predict-format-bogus", P + ["--format", "csv"], ("--format",)),
+    Case("new-predict-out-is-data", P[:-1] + ["{test}"], ("--out",)),
+    Case("predict-out-inside-model", P[:-1] + ["{lin}/r.run"], ("--out",)),
+    Case("new-predict-out-is-folder", P[:-1] + ["{data}"], ("--out",)),
+    Case("new-predict-qrels-is-data", P + ["--qrels", "{test}"], ("--qrels",)),
+    Case("predict-qrels-equals-out", P + ["--qrels", "{tmp}/out.run"], ("--qrels",)),
+    Case("predict-tag-with-space", P + ["--tag", "a b"], ("--tag",)),
+]
+CASES += NEW_CASES
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_bad_input_is_refused_cleanly(case: Case, world, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -834,6 +1075,8 @@ def test_battery_is_large():
     assert commands >= {"train", "gbdt", "predict", "eval", "calibrate", "clicks simulate", "clicks estimate",
                         "clicks evaluate", "clicks open-bandit", "synth", "ablate", "compare"}
     assert len(CASES) >= 250
+    new = {c.argv[0] for c in NEW_CASES}
+    assert new >= {"convert", "export", "tune", "importance", "train", "gbdt", "predict"}
 
 
 # --------------------------------------------------------------------------------------------------

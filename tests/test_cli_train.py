@@ -185,7 +185,8 @@ def test_force_never_replaces_a_folder_ltr_did_not_make(files, tmp_path, capsys)
 
 
 def test_predict_refuses_bad_model_folder(files, tmp_path, capsys):
-    assert main(["predict", "--model", str(tmp_path), "--data", str(files["test"]), "--out", str(tmp_path / "r.run")]) == 2
+    (tmp_path / "empty").mkdir()  # the run file goes beside the folder: never inside an input folder
+    assert main(["predict", "--model", str(tmp_path / "empty"), "--data", str(files["test"]), "--out", str(tmp_path / "r.run")]) == 2
     assert "no model.json" in capsys.readouterr().err
     assert not (tmp_path / "r.run").exists()
 

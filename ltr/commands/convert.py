@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -45,6 +46,12 @@ def run(args) -> int:
     from ltr.data.store import convert_to_store, open_store
     from ltr.errors import LtrError
 
+    from ltr.checks import input_file
+
+    if not os.path.isdir(args.src):  # a folder is a Parquet data set; a FIFO or device would block the reader
+        input_file(args.src, "SRC")
+    if args.query_file is not None:
+        input_file(args.query_file, "--query-file")
     options = data_options(args)
     if options.sort_by_query:
         raise LtrError("--sort-by-query: a store is written in one streaming pass and cannot regroup rows; sort SRC by query first")

@@ -31,14 +31,12 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from ltr.checks import output_file
+    from ltr.checks import input_folder, output_file
     from ltr.train.export import export_model
     from ltr.train.models import load_model
 
-    folder = Path(args.model)
-    output_file(args.out, "--out", inputs=[("--model", args.model)])  # never over the model's own files
-    if not folder.is_dir():
-        raise LtrError(f"--model {folder}: not a folder")
+    folder = input_folder(args.model, "--model")  # missing, a file, unreadable: said so
+    output_file(args.out, "--out", inputs=[("--model", args.model)])  # never over or into the model's folder
     try:
         meta = json.loads((folder / "model.json").read_text())
     except FileNotFoundError:

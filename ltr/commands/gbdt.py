@@ -125,6 +125,12 @@ def run(args) -> int:
     from ltr.train.trainer import check_metric_names
 
     t0 = time.time()
+    if args.dask_workers is not None and args.dask_scheduler is not None:
+        raise LtrError("--dask-workers starts a local cluster, --dask-scheduler joins an existing one: give one of them")
+    if args.dask_scheduler is not None:
+        from ltr.train.gbdt_dask import check_scheduler_address
+
+        check_scheduler_address(args.dask_scheduler)
     params, opts = resolve_settings(args)
     metric_kw = {"gain": opts["gain"]} if opts["preset"] is None else {}
     check_metric_names(opts["metrics"], opts["preset"], metric_kw)  # a typo fails before training

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 
+from ltr.checks import COUNT, SEED, integer, number
 from ltr.commands import add_json_option, text_stream
 from ltr.data.files import add_format_options
 from ltr.errors import LtrError
@@ -29,10 +30,10 @@ def register(subparsers) -> None:
     p.add_argument("--data", required=True, metavar="FILE", help="labelled data to measure on (e.g. the validation file)")
     p.add_argument("--metric", default="ndcg@10", help="ranking metric whose drop is measured")
     p.add_argument("--preset", default=None, help="metric conventions preset: trec_eval, sklearn, lightgbm, ranx (default: the toolkit's own)")
-    p.add_argument("--repeats", type=int, default=5, help="shuffles per feature (their mean drop is used)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the shuffles and of the bootstrap")
-    p.add_argument("--confidence", type=float, default=0.95, help="level of the bootstrap interval")
-    p.add_argument("--top", type=int, default=20, help="features printed and drawn (0: all)")
+    p.add_argument("--repeats", type=COUNT, default=5, help="shuffles per feature (their mean drop is used)")
+    p.add_argument("--seed", type=SEED, default=0, help="seed of the shuffles and of the bootstrap")
+    p.add_argument("--confidence", type=number(above=0, below=1), default=0.95, help="level of the bootstrap interval")
+    p.add_argument("--top", type=integer(min=0), default=20, help="features printed and drawn (0: all)")
     p.add_argument("--out", default=None, metavar="DIR", help="also write permutation_importance.json and .png into this folder")
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto (neural models only)")
     add_json_option(p, "the importances of every feature")
@@ -45,7 +46,7 @@ def run(args) -> int:
     from ltr.io_utils import write_json_report
     from ltr.study.report_table import format_interval, markdown_table
     from ltr.train.importance import permutation_importance, write_importance
-    from ltr.train.model_folder import load_scorer
+    from ltr.train.model_folder import check_width, load_scorer
     from ltr.train.trainer import check_metric_names
 
     from ltr.checks import output_file, output_folder
@@ -63,9 +64,9 @@ def run(args) -> int:
         raise LtrError(f"--metric {args.metric}: permutation importance here uses ranking metrics (e.g. ndcg@10, map, mrr)")
     check_metric_names([args.metric], args.preset)
     score, n_features = load_scorer(args.model, args.device)
-    ds = load_data_file(args.data, "data", n_features, **format_options(args, "data"))
-    if ds.n_features != n_features:
-        raise LtrError(f"--data {args.data} has {ds.n_features} features, the model expects {n_features}")
+    # no width given: a narrower file must be refused, not zero-padded to the model's width
+    ds = load_data_file(args.data, "data", None, **format_options(args, "data"))
+    check_width(ds, n_features, "--data", args.data)
     offsets = ds.query_offsets  # a listwise model (the context-aware scorer) scores whole queries
     imp = permutation_importance(lambda x: score(x, offsets), ds, metric=args.metric, n_repeats=args.repeats, seed=args.seed,
                                  confidence=args.confidence, preset=args.preset)

@@ -12,6 +12,7 @@ Precedence of settings: command-line options > the TOML file (``--config``) > de
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -78,7 +79,8 @@ def register(subparsers) -> None:
     add_format_options(p, SPLITS)
     p.add_argument("--force", action="store_true", help="replace --out if it is a run folder made by ltr (never any other folder)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
-    p.add_argument("--nproc", type=integer(min=1), default=1, metavar="N", help="train with N processes on this machine (torch.distributed data parallel: "
+    # more than a few processes per core only thrashes (and 10^5 runs out of file descriptors)
+    p.add_argument("--nproc", type=integer(min=1, max=4 * (os.cpu_count() or 1)), default=1, metavar="N", help="train with N processes on this machine (torch.distributed data parallel: "
                    "gloo on CPU, NCCL on CUDA; each takes 1/N of every batch, same result as one process with the same --batch-size). "
                    "For several machines run `torchrun --nnodes M --nproc-per-node N -m ltr train ...` (without --nproc)")
     add_data_options(p)

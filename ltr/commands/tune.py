@@ -7,6 +7,7 @@ interrupted run resumes, the best configuration as ``best.toml`` for ``ltr train
 
 from __future__ import annotations
 
+from ltr.checks import COUNT
 from ltr.data.files import add_format_options
 from ltr.errors import LtrError
 
@@ -24,7 +25,7 @@ def register(subparsers) -> None:
         "trial: tensorboard --logdir OUT/tensorboard).",
     )
     p.add_argument("--config", required=True, metavar="SPACE.toml", help="search space: [tune], [data], fixed tables and [space.*]")
-    p.add_argument("--trials", required=True, type=int, metavar="N", help="trials to finish in the study, counting those already in --out")
+    p.add_argument("--trials", required=True, type=COUNT, metavar="N", help="trials to finish in the study, counting those already in --out")
     p.add_argument("--out", required=True, metavar="DIR", help="study folder (created, or resumed when it holds study.db)")
     p.add_argument("--train", default=None, metavar="FILE", help="training data (default: [data] train of --config)")
     p.add_argument("--valid", default=None, metavar="FILE", help="validation data (default: [data] valid of --config)")

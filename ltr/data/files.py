@@ -71,6 +71,8 @@ def data_options(args) -> DataOptions:
     features = getattr(args, "feature_columns", None)
     if isinstance(features, str):
         features = tuple(c.strip() for c in features.split(",") if c.strip())
+        if not features:
+            raise LtrError("--feature-columns: give the feature column names, separated by commas (or leave the option out)")
     return DataOptions(
         query_column=getattr(args, "query_column", "qid"),
         label_column=getattr(args, "label_column", "label"),

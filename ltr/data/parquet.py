@@ -187,7 +187,7 @@ class _Source:
             query_keys=self._ids(batch, r.query, positions),
             positions=positions,
             doc_ids=None if r.doc_id is None else self._strings(batch, r.doc_id, positions),
-            weights=None if r.weight is None else self._numbers(batch, r.weight, positions, np.float64),
+            weights=None if r.weight is None else self._weights(batch, r.weight, positions),
             user_ids=None if r.user is None else self._ids(batch, r.user, positions),
         )
 
@@ -217,6 +217,15 @@ class _Source:
                 r = int(bad[0])
                 raise self.error_at(int(positions[r]), f"column {name!r} holds {values[r]}, beyond the float32 range of features")
         return out
+
+    def _weights(self, batch, name: str, positions) -> np.ndarray:
+        """The weight column: finite and >= 0 (a negative weight would turn the loss's gradient around)."""
+        weights = self._numbers(batch, name, positions, np.float64)
+        bad = np.flatnonzero(weights < 0)
+        if bad.size:
+            r = int(bad[0])
+            raise self.error_at(int(positions[r]), f"column {name!r} holds {weights[r]}; weights must be >= 0")
+        return weights
 
     def _labels(self, batch, name: str, positions) -> np.ndarray:
         """The label column under the rules of :mod:`ltr.data.labels`: below 1024, negative read as 0."""

@@ -327,14 +327,21 @@ def open_store(path: str | os.PathLike) -> RankingDataset:
         raise LtrError(f"{path}: not a store (no {STORE_JSON}; write one with `ltr convert`)") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise LtrError(f"{manifest_path}: not valid JSON ({exc})") from None
+    if not isinstance(manifest, dict):
+        raise LtrError(f"{manifest_path}: not a store manifest (a JSON object is expected; damaged store)")
     if manifest.get("format") != STORE_FORMAT:
         raise LtrError(f"{manifest_path}: format {manifest.get('format')!r} is not {STORE_FORMAT!r} (written by another version?)")
     arrays = manifest.get("arrays", {})
+    sizes = [manifest.get(k) for k in ("n_items", "n_features")]
+    if not isinstance(arrays, dict) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in sizes):
+        raise LtrError(f"{manifest_path}: arrays, n_items or n_features is not what ltr convert writes (damaged store)")
 
     def load(name: str, mmap_mode=None):
         if name not in arrays:
             return None
-        file = path / arrays[name]
+        file = path / str(arrays[name])
+        if file.resolve().parent != path.resolve():  # a manifest names files of its own folder only
+            raise LtrError(f"{manifest_path}: array {name!r} names {arrays[name]!r}, outside the store (damaged store)")
         try:
             if file.suffix == ".txt":
                 return np.asarray(file.read_text(encoding="utf-8").split("\n")[:-1], dtype=str)
@@ -343,7 +350,7 @@ def open_store(path: str | os.PathLike) -> RankingDataset:
             raise LtrError(f"{file}: damaged store file ({exc})") from None
 
     features = load("features", "r")
-    n, width = int(manifest["n_items"]), int(manifest["n_features"])
+    n, width = sizes
     if features is None or features.shape != (n, width) or features.dtype != np.float32:
         raise LtrError(f"{path}: features.npy does not hold [{n}, {width}] float32 as {STORE_JSON} says (damaged store)")
     try:

@@ -125,6 +125,23 @@ def _check_spec(where: str, spec: Any) -> None:
         raise LtrError(f"{where}: {kinds[0]} must be [low, high] with low < high, got {bounds!r}")
     if spec.get("log") and bounds[0] <= 0:
         raise LtrError(f"{where}: log = true needs low > 0")
+    if kinds[0] == "int" and not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds):
+        raise LtrError(f"{where}: int = [low, high] takes whole numbers, got {bounds!r}")
+    step = spec.get("step")
+    if step is not None and (isinstance(step, bool) or not isinstance(step, (int, float)) or not step > 0
+                             or (kinds[0] == "int" and not isinstance(step, int))):
+        raise LtrError(f"{where}: step must be a number > 0 (a whole number for int), got {step!r}")
+    if step is not None and spec.get("log"):
+        raise LtrError(f"{where}: give log = true or step, not both")
+
+
+def _check_space_values(where: str, space: dict[str, Any], rules: dict[str, Any]) -> None:
+    """Every choice and both bounds of a searched key obey the key's rule (a trial must not be the
+    first to find that ``lr = [-1, -0.1]`` or ``activation = "bogus"`` cannot train)."""
+    for key, spec in space.items():
+        if key in rules:
+            for value in spec.get("choices", spec.get("float", spec.get("int", []))):
+                rules[key].check(value, f"{where} {key}")
 
 
 def load_tune_config(path: str | os.PathLike) -> TuneConfig:
@@ -155,6 +172,12 @@ def load_tune_config(path: str | os.PathLike) -> TuneConfig:
     if cfg.pruner not in ("median", "none"):
         raise LtrError(f"{path} [tune] pruner: {cfg.pruner!r}; choose median or none")
     _check_fixed(cfg)
+    from ltr.train.trainer import check_metric_names
+
+    try:  # before the data is read and the study opened
+        check_metric_names([cfg.metric])
+    except LtrError as exc:
+        raise LtrError(f"{path} [tune] metric: {exc}") from None
     return cfg
 
 
@@ -168,6 +191,8 @@ def _check_fixed(cfg: TuneConfig) -> None:
         for table, rules in (("train", TRAIN_RULES), ("model", MODEL_RULES)):
             check_table(cfg.fixed[table], rules, where=f"{where} [{table}]")
             check_keys(cfg.space[table], rules, where=f"{where} [space.{table}]")
+            _check_space_values(f"{where} [space.{table}]", cfg.space[table], rules)
+        _check_space_values(f"{where} [space.loss]", cfg.space["loss"], LOSS_RULES)
         for key, value in cfg.fixed["loss"].items():  # other keys: losses.get_loss names the ones it does not take
             if key in LOSS_RULES:
                 LOSS_RULES[key].check(value, f"{where} [loss] {key}")
@@ -177,6 +202,7 @@ def _check_fixed(cfg: TuneConfig) -> None:
     else:
         check_table(cfg.fixed["gbdt"], GBDT_RULES, where=f"{where} [gbdt]")
         check_keys(cfg.space["gbdt"], GBDT_RULES, where=f"{where} [space.gbdt]")
+        _check_space_values(f"{where} [space.gbdt]", cfg.space["gbdt"], GBDT_RULES)
         check_lightgbm_params(cfg.fixed["lightgbm"], where=f"{where} [lightgbm]")
 
 

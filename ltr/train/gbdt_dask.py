@@ -66,6 +66,26 @@ def require_dask():
         raise LtrError(f"LightGBM on Dask needs dask[dataframe] and distributed ({exc}); install them with: pip install 'ltr[dask]'") from None
 
 
+def check_scheduler_address(address: str, timeout: float = 5.0) -> None:
+    """Refuse a ``--dask-scheduler`` address that is malformed or where nothing accepts a connection
+    within ``timeout`` seconds: a plain TCP connect, so a wrong address fails in seconds, not after
+    Dask's own retries. Schemes other than tcp:// and tls:// (ucx://, inproc://) are left to Dask."""
+    scheme, _, rest = address.rpartition("://")
+    host, colon, port = rest.rpartition(":")
+    host = host.strip("[]")
+    if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise LtrError(f"--dask-scheduler {address!r}: not an address; give one like tcp://host:8786")
+    if scheme not in ("", "tcp", "tls"):
+        return
+    import socket
+
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise LtrError(f"--dask-scheduler {address}: nothing answers there ({exc.strerror or exc}); start the "
+                       "scheduler (dask scheduler) or check the address") from None
+
+
 @contextlib.contextmanager
 def dask_client(workers: int | None = None, scheduler: str | None = None, *, threads_per_worker: int = 1) -> Iterator[Any]:
     """A ``distributed.Client``: to ``scheduler`` (an existing cluster) or to a local cluster of
