@@ -109,9 +109,15 @@ def resolve_roles(
     names = list(schema.names)
     written = _written_roles(schema) or {}
     present = lambda c: c is not None and c in names  # noqa: E731
-    doc_id_column = doc_id_column if doc_id_column is not None else (written.get("doc_id") if present(written.get("doc_id")) else None)
-    weight_column = weight_column if weight_column is not None else (written.get("weight") if present(written.get("weight")) else None)
-    user_column = user_column if user_column is not None else (written.get("user") if present(written.get("user")) else None)
+
+    def given_or_written(given: str | None, role: str) -> str | None:
+        if given is not None:
+            return given
+        return written.get(role) if present(written.get(role)) else None
+
+    doc_id_column = given_or_written(doc_id_column, "doc_id")
+    weight_column = given_or_written(weight_column, "weight")
+    user_column = given_or_written(user_column, "user")
     unnamed = False
     if feature_columns is None and written.get("features") and all(present(c) for c in written["features"]):
         feature_columns, unnamed = written["features"], bool(written.get("unnamed_features"))
