@@ -4,6 +4,7 @@ the cells that stopped while still improving, and time to quality."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +14,8 @@ from ltr.study import ablation
 from ltr.study.ablation import AblationConfig, Cell, DatasetSpec
 from ltr.study.methods import resolve_method, split_method, tuning_candidates
 from ltr.study.report import cells_at_cap, render_markdown, summarize, time_to_quality
+
+_EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 
 TINY = dict(n_queries=60, n_features=12, mean_list_length=12, seed=3)
 
@@ -147,13 +150,7 @@ def test_cells_at_cap_and_time_to_quality_from_records():
                           "median_train_seconds": 6.5, "reference_median_train_seconds": 1.5}
 
 
-def test_the_neural_vs_gbdt_study_config_resolves():
-    from pathlib import Path
-
-    from conftest import shared_path
-
-    shared_path("letor4-mq2008")  # the study names the shared MQ2008 folds, which loading checks
-    cfg = ablation.load_config(Path(__file__).resolve().parents[1] / "experiments" / "neural_vs_gbdt.toml")
+def _check_neural_vs_gbdt_config(cfg):
     specs = {m: resolve_method(m, cfg) for m in cfg.methods}
     assert cfg.reference == "lgbm" == cfg.quality_reference and specs["lgbm"].kind == "lightgbm"
     assert specs["lgbm"].gbdt["num_boost_round"] == 2000 and {"lightgbm.num_leaves", "lightgbm.learning_rate",
@@ -163,5 +160,30 @@ def test_the_neural_vs_gbdt_study_config_resolves():
     assert dasalc.model["input_noise"] > 0 and dasalc.model["normalize"] == "log1p_standard"
     # the same budget for every method: each grid holds at least tuning_budget candidates
     assert all(len(tuning_candidates(s, cfg.tuning_budget)) == cfg.tuning_budget for s in specs.values())
-    assert {d.name for d in cfg.datasets} == {"mq2008", "synthetic10k"}
-    assert next(d for d in cfg.datasets if d.name == "synthetic10k").options["n_queries"] == 10_000
+    return specs
+
+
+def test_the_neural_vs_gbdt_study_config_resolves():
+    from conftest import shared_path
+
+    shared_path("letor4-mq2008")  # the study names the shared MQ2008 folds, which loading checks
+    cfg = ablation.load_config(_EXPERIMENTS / "neural_vs_gbdt.toml")
+    specs = _check_neural_vs_gbdt_config(cfg)
+    assert [d.name for d in cfg.datasets] == ["mq2008"] and cfg.datasets[0].folds() == [1, 2, 3, 4, 5]
+    assert specs["mlp_softmax"].model["normalize"] == "none"  # MQ2008 ships min-max normalised features
+
+
+def test_the_synthetic_half_of_the_study_resolves_to_the_documented_candidates():
+    cfg = ablation.load_config(_EXPERIMENTS / "neural_vs_gbdt_synthetic.toml")
+    specs = _check_neural_vs_gbdt_config(cfg)
+    (data,) = cfg.datasets
+    assert (data.name, data.kind, data.options["n_queries"], data.options["mean_list_length"]) == (
+        "synthetic10k", "synthetic", 10_000, 40)
+    assert specs["mlp_softmax"].model["normalize"] == "standard"  # the generator's features are raw
+    # docs/experiments.md names these: the first two of the fixed shuffle of each grid
+    assert tuning_candidates(specs["lgbm"], 2) == [
+        {"lightgbm.learning_rate": 0.02, "lightgbm.min_data_in_leaf": 20, "lightgbm.num_leaves": 15},
+        {"lightgbm.learning_rate": 0.05, "lightgbm.min_data_in_leaf": 50, "lightgbm.num_leaves": 127}]
+    assert tuning_candidates(specs["attn_dasalc"], 2) == tuning_candidates(specs["attn_softmax"], 2) == [
+        {"model.dropout": 0.0, "model.width": 32, "train.lr": 0.003},
+        {"model.dropout": 0.3, "model.width": 32, "train.lr": 0.003}]
