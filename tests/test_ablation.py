@@ -438,3 +438,25 @@ def test_mq2008_fold_cell_tests_on_the_right_part(tmp_path, monkeypatch):
     assert train.n_queries == 157 * 3 and train.n_features == 46
     rec = ablation.run_cell(Cell("mq", "lightgbm", 0, 2), cfg)
     assert len(rec["query_ids"]) == 157 == len(rec["per_query"][rec["metric_names"]["map"]])
+
+
+def test_code_version_hashes_the_result_code_and_ignores_the_report(tmp_path):
+    import hashlib
+    from pathlib import Path
+
+    # the project's own sources: not the hash of nothing (the folders are found from ltr/study/)
+    assert ablation.code_version() != hashlib.sha256(b"").hexdigest()[:12]
+    assert ablation.code_version() == ablation.source_hash(Path(ablation.__file__).resolve().parents[2])
+    for rel in ("metrics/ndcg.py", "losses/pairwise.py", "ltr/train/trainer.py", "ltr/commands/train.py",
+                "ltr/study/report.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x = 1\n")
+    before = ablation.source_hash(tmp_path)
+    (tmp_path / "ltr/commands/train.py").write_text("x = 2\n")  # the command line: same results
+    (tmp_path / "ltr/study/report.py").write_text("x = 2\n")  # the report: same cells
+    assert ablation.source_hash(tmp_path) == before
+    for rel in ("metrics/ndcg.py", "losses/pairwise.py", "ltr/train/trainer.py"):
+        (tmp_path / rel).write_text("x = 3\n")
+        after = ablation.source_hash(tmp_path)
+        assert after != before
+        before = after

@@ -533,21 +533,30 @@ _CODE_VERSION: str | None = None
 
 def code_version() -> str:
     """Short hash of the source files a cell's result depends on (``metrics/``, ``losses/``, ``ltr/``
-    except the CLI and the report), taken once per process. Stored in every cell so that the report
-    can warn when the cells of one table were computed by different versions of the code (a resumed
-    ablation keeps the cells of the old code; the fingerprint deliberately ignores the code)."""
+    except the command line and the report), taken once per process. Stored in every cell so that the
+    report can warn when the cells of one table were computed by different versions of the code (a
+    resumed ablation keeps the cells of the old code; the fingerprint deliberately ignores the code)."""
     global _CODE_VERSION
     if _CODE_VERSION is None:
-        root = Path(__file__).resolve().parents[1]
-        h = hashlib.sha256()
-        for pkg in ("metrics", "losses", "ltr"):
-            for f in sorted((root / pkg).rglob("*.py")):
-                rel = f.relative_to(root).as_posix()
-                if rel.startswith("ltr/commands/") or rel == "ltr/ablation_report.py":
-                    continue
-                h.update(rel.encode() + b"\0" + f.read_bytes())
-        _CODE_VERSION = h.hexdigest()[:12]
+        _CODE_VERSION = source_hash(Path(__file__).resolve().parents[2])
     return _CODE_VERSION
+
+
+# Files that shape how results are shown or asked for, not what a cell computes.
+_NOT_RESULT_CODE = ("ltr/commands/", "ltr/cli.py", "ltr/study/report.py", "ltr/study/report_table.py",
+                    "ltr/study/compare_report.py")
+
+
+def source_hash(root: Path) -> str:
+    """12 hex digits of SHA-256 over the path and bytes of every ``.py`` file under ``root``'s
+    ``metrics``, ``losses`` and ``ltr`` folders, in sorted order, less :data:`_NOT_RESULT_CODE`."""
+    h = hashlib.sha256()
+    for pkg in ("metrics", "losses", "ltr"):
+        for f in sorted((root / pkg).rglob("*.py")):
+            rel = f.relative_to(root).as_posix()
+            if not rel.startswith(_NOT_RESULT_CODE):
+                h.update(rel.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:12]
 
 
 def run_cell(cell: Cell, config: AblationConfig) -> dict:
