@@ -187,3 +187,10 @@ def test_the_synthetic_half_of_the_study_resolves_to_the_documented_candidates()
     assert tuning_candidates(specs["attn_dasalc"], 2) == tuning_candidates(specs["attn_softmax"], 2) == [
         {"model.dropout": 0.0, "model.width": 32, "train.lr": 0.003},
         {"model.dropout": 0.3, "model.width": 32, "train.lr": 0.003}]
+    # the ingredient variants add one of DASALC's parts at a time (log1p, noise, ensemble), for both scorers
+    parts = {name: (spec.model["type"], spec.model.get("normalize"), spec.model.get("input_noise", 0.0), spec.ensemble)
+             for name in ("mlp_log1p", "mlp_dasalc", "attn_log1p", "attn_log1p_noise")
+             for spec in [resolve_method(name, cfg)]}
+    assert parts == {"mlp_log1p": ("mlp", "log1p_standard", 0.0, 1), "mlp_dasalc": ("mlp", "log1p_standard", 0.1, 5),
+                     "attn_log1p": ("attention", "log1p_standard", 0.0, 1),
+                     "attn_log1p_noise": ("attention", "log1p_standard", 0.1, 1)}
