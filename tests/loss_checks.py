@@ -1,4 +1,4 @@
-"""Shared checks of the loss tests: random padded batches and the padding-invariance property."""
+"""Shared checks of the loss tests: random padded batches, and the padding- and shift-invariance properties."""
 
 from __future__ import annotations
 
@@ -37,3 +37,11 @@ def check_padding_changes_nothing(loss, batch, *, n_pad: int, label_fill: float)
     torch.testing.assert_close(g2[:, n_pad:-n_pad], g1, atol=1e-12, rtol=0)
     assert float(g2[:, :n_pad].abs().sum() + g2[:, -n_pad:].abs().sum()) == 0.0
     assert float(g1[~mask].abs().sum()) == 0.0 and float(g1.abs().sum()) > 0
+
+
+def check_shift_changes_nothing(loss, batch, shifts, *, atol: float = 1e-9) -> None:
+    """Adding a constant to every score of a list (``shifts[i]`` to list i) leaves the loss unchanged."""
+    scores, labels, mask, weights = batch
+    shift = torch.tensor(shifts, dtype=scores.dtype).reshape(-1, 1)
+    torch.testing.assert_close(loss(scores + shift, labels, mask, weights), loss(scores, labels, mask, weights),
+                               atol=atol, rtol=0)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from loss_checks import check_shift_changes_nothing
 
 import losses
 import metrics
@@ -254,10 +255,7 @@ def test_padding_changes_nothing(loss):
 @pytest.mark.parametrize("loss", [RankNet(), LambdaRank(), LambdaRank(k=2, metric="ap"), NDCGLoss2(), NDCGLoss2PP(),
                                   ListNet(), ListNet(target="linear")], ids=repr)
 def test_constant_shift_changes_nothing(loss):
-    scores, labels, mask, weights = _batch(seed=100)
-    shift = torch.tensor([[3.0], [-7.5], [0.25], [100.0]], dtype=torch.float64)
-    torch.testing.assert_close(loss(scores + shift, labels, mask, weights), loss(scores, labels, mask, weights),
-                               atol=1e-10, rtol=0)
+    check_shift_changes_nothing(loss, _batch(seed=100), [3.0, -7.5, 0.25, 100.0], atol=1e-10)
 
 
 @pytest.mark.parametrize("loss", [RankNet(sigma=0.7), ListNet(), ListNet(target="linear"), PointwiseBCE(),

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from loss_checks import check_padding_changes_nothing, random_batch
+from loss_checks import check_padding_changes_nothing, check_shift_changes_nothing, random_batch
 
 import metrics
 from losses import (
@@ -226,10 +226,7 @@ def test_padding_changes_nothing(loss):
 
 @pytest.mark.parametrize("loss", _losses(), ids=repr)
 def test_constant_shift_changes_nothing(loss):
-    scores, labels, mask, weights = _batch(12)
-    shift = torch.tensor([[3.0], [-7.5], [0.25], [100.0]], dtype=torch.float64)
-    torch.testing.assert_close(loss(scores + shift, labels, mask, weights), loss(scores, labels, mask, weights),
-                               atol=1e-9, rtol=0)
+    check_shift_changes_nothing(loss, _batch(12), [3.0, -7.5, 0.25, 100.0])
 
 
 @pytest.mark.parametrize("loss", [NDCGLoss1(sigma=0.7), ARPLoss1(), ARPLoss2(sigma=1.5),

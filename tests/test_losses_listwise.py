@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from loss_checks import check_padding_changes_nothing, random_batch
+from loss_checks import check_padding_changes_nothing, check_shift_changes_nothing, random_batch
 
 import metrics
 from losses import (
@@ -157,10 +157,7 @@ def test_padding_changes_nothing(loss):
 
 @pytest.mark.parametrize("loss", _losses(), ids=repr)
 def test_constant_shift_changes_nothing(loss):
-    scores, labels, mask, weights = _batch(8)
-    shift = torch.tensor([[3.0], [-7.5], [0.25], [40.0]], dtype=torch.float64)
-    torch.testing.assert_close(loss(scores + shift, labels, mask, weights), loss(scores, labels, mask, weights),
-                               atol=1e-9, rtol=0)
+    check_shift_changes_nothing(loss, _batch(8), [3.0, -7.5, 0.25, 40.0])
 
 
 @pytest.mark.parametrize("loss", [SoftmaxCrossEntropy(), ListMLE(), ApproxNDCG(temperature=0.5),
