@@ -20,19 +20,6 @@ from ltr.errors import LtrError
 SPLITS = ("train", "valid", "test")  # the data options of ltr gbdt, for --query-file OPTION=FILE
 
 
-def _is_parquet(path: str) -> bool:
-    p = Path(path)
-    if p.is_dir():
-        return any(p.rglob("*.parquet"))
-    if p.suffix.lower() in (".parquet", ".pq"):
-        return True
-    try:
-        with open(p, "rb") as fh:
-            return fh.read(4) == b"PAR1"
-    except OSError:
-        return False
-
-
 def _columns(args) -> dict[str, Any]:
     """The Parquet column roles given on the command line (``ltr gbdt``'s data options, when present)."""
     features = getattr(args, "feature_columns", None)
@@ -49,19 +36,16 @@ def _load_in_memory(path, option: str, n_features: int | None, args):
 
     if path is None:
         return None
-    if hasattr(files, "data_options"):  # builds whose readers take Parquet column roles
-        return files.load_data_file(path, option, n_features, files.data_options(args), **files.format_options(args, option, SPLITS))
-    if _is_parquet(path):
-        raise LtrError(f"--{option} {path}: this build reads Parquet only as --train under Dask; give an SVMlight file")
-    return files.load_data_file(path, option, n_features, **files.format_options(args, option, SPLITS))
+    return files.load_data_file(path, option, n_features, files.data_options(args), **files.format_options(args, option, SPLITS))
 
 
 def _read_train(args, client):
+    from ltr.data.parquet import is_parquet
     from ltr.train.gbdt_dask import from_dataset, read_parquet_for_ranking
 
     if not Path(args.train).exists():
         raise LtrError(f"--train {args.train}: file not found")
-    if _is_parquet(args.train):
+    if is_parquet(args.train):
         return read_parquet_for_ranking(args.train, **_columns(args)), None
     ds = _load_in_memory(args.train, "train", None, args)
     return from_dataset(ds, len(client.scheduler_info()["workers"]), client=client), ds
