@@ -88,8 +88,8 @@ def run_training(data_dir: Path, epochs: int) -> dict:
 
 
 def run_gbdt(train: RankingDataset, rounds: int) -> dict:
-    from ltr.train.gbdt import train_lightgbm
-    from ltr.train.gbdt_dask import dask_client, train_lightgbm_dask
+    from ltr.gbdt.lightgbm import train_lightgbm
+    from ltr.gbdt.lightgbm_dask import dask_client, train_lightgbm_dask
 
     params = {"num_threads": 2}
     t = time.perf_counter()

@@ -112,7 +112,7 @@ def child(store: str, release: bool, in_ram: bool = False) -> None:
 
     import losses
     import metrics
-    from ltr.data import open_store
+    from ltr.data import open_store, to_parquet
     from ltr.data import store as store_mod
     from ltr.data.synthetic import make_mslr_like
     from ltr.train.models import FeatureTransform, MLPScorer
@@ -151,7 +151,7 @@ def child(store: str, release: bool, in_ram: bool = False) -> None:
 def identical_small() -> bool:
     """2 epochs on 400 queries from a store and from RAM: same history and weights, bit for bit."""
     import losses
-    from ltr.data import open_store
+    from ltr.data import open_store, to_parquet
     from ltr.data.synthetic import make_synthetic_splits
     from ltr.train.models import FeatureTransform, MLPScorer
     from ltr.train.trainer import Trainer, TrainConfig, seed_everything
@@ -159,7 +159,7 @@ def identical_small() -> bool:
     train, valid, _ = make_synthetic_splits(400, 20, mean_list_length=30, seed=3)
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
-        train.to_parquet(Path(tmp) / "train.parquet")
+        to_parquet(train, Path(tmp) / "train.parquet")
         from ltr.data.store import convert_to_store
 
         convert_to_store(Path(tmp) / "train.parquet", Path(tmp) / "train.store")
@@ -193,11 +193,11 @@ def bench_convert(n_rows: int, folder: Path) -> None:
     sys.path.insert(0, str(Path(__file__).parent))
     from bench_data_load import make_rows
 
-    from ltr.data import save_svmlight
+    from ltr.data import save_svmlight, to_parquet
 
     ds = make_rows(n_rows)
     save_svmlight(ds, folder / "c.txt")
-    ds.to_parquet(folder / "c.parquet")
+    to_parquet(ds, folder / "c.parquet")
     mb = {k: (folder / f"c.{k}").stat().st_size / 1e6 for k in ("txt", "parquet")}
     print(f"\nltr convert, {n_rows:,} rows x 136 features ({ds.features.nbytes / 1e6:.0f} MB of float32; "
           f"SVMlight {mb['txt']:.0f} MB, Parquet {mb['parquet']:.0f} MB)")  # fmt: skip

@@ -73,7 +73,7 @@ def production_ranker(train, share: float, seed: int):
 
 
 def lightgbm_scores(train, valid, test, *, position=None, seed=0):
-    from ltr.train import predict_booster, train_lightgbm
+    from ltr.gbdt import predict_booster, train_lightgbm
 
     params = {"num_leaves": 15, "learning_rate": 0.1, "min_data_in_leaf": 20, "num_threads": 2, "verbosity": -1}
     booster, _ = train_lightgbm(train, valid, params, position=position, num_boost_round=300,

@@ -1,6 +1,6 @@
 """Baselines on MQ2008 (LETOR 4.0, five official folds) and on LightGBM's lambdarank example data.
 
-Methods: LightGBM lambdarank (``ltr.train.gbdt.train_lightgbm``), MLP + LambdaRank and MLP + RankNet
+Methods: LightGBM lambdarank (``ltr.gbdt.lightgbm.train_lightgbm``), MLP + LambdaRank and MLP + RankNet
 (``ltr.train.trainer.Trainer``), all early-stopped on the validation NDCG@10 and judged on the test set by
 ``metrics.evaluate`` with the toolkit's conventions (names stamped in the output).
 
@@ -13,7 +13,7 @@ MLP settings (128-64 hidden, dropout 0.1, Adam lr 1e-3, 16 queries a batch, pati
 features: MQ2008 is already min-max normalised per query) were chosen by the mean *validation*
 NDCG@10 of MLP + LambdaRank over the five folds among five candidates (standard vs no input
 normalisation, 64 hidden + batch norm, 64 hidden + weight decay 1e-4, LambdaRank truncated at 10);
-the test sets played no part in the choice. LightGBM runs with ``ltr.train.gbdt``'s defaults
+the test sets played no part in the choice. LightGBM runs with ``ltr.gbdt.lightgbm``'s defaults
 (learning rate 0.05, 31 leaves, early stopping after 50 rounds).
 
 Run (about 10 minutes on one busy core)::
@@ -46,7 +46,7 @@ from ltr.train import (
     seed_everything,
     train_lightgbm,
 )
-from ltr.train.run_folder import versions
+from ltr.runs.folder import versions
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("LTR_SHARED_DIR", ROOT.parent / "shared")) / "data"

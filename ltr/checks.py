@@ -51,7 +51,7 @@ __all__ = [
     "read_json_object", "RUN_MARK",
 ]
 
-# The file that marks a folder as made by ltr (a run folder, an output folder); see ltr.train.run_folder.
+# The file that marks a folder as made by ltr (a run folder, an output folder); see ltr.runs.folder.
 RUN_MARK = ".ltr-run.json"
 
 

@@ -332,7 +332,7 @@ def test_real_cell_is_deterministic_and_scored_by_metrics_evaluate():
     lgb = ablation.run_cell(Cell("tiny", "lightgbm", 1), cfg)
     assert lgb["metric_names"] == rec["metric_names"] and lgb["train_info"]["best_iteration"] >= 1
     # LightGBM's test scores judged by metrics.evaluate directly give the same per-query values
-    from ltr.train.gbdt import predict_booster, train_lightgbm
+    from ltr.gbdt.lightgbm import predict_booster, train_lightgbm
 
     train, valid, test = ablation.load_splits(cfg.datasets[0], None)
     booster, _ = train_lightgbm(train, valid, {"num_threads": 1, **cfg.lightgbm}, seed=1, **cfg.gbdt)

@@ -1154,7 +1154,7 @@ def test_stale_partial_folders_are_removed_and_reported(world, tmp_path, capsys)
 
 
 def test_stale_old_folder_is_put_back_when_the_destination_is_missing(tmp_path, capsys):
-    from ltr.train.run_folder import clean_stale_partials
+    from ltr.runs.folder import clean_stale_partials
 
     dead = _dead_pid()
     old = tmp_path / f".run.old-{dead}"
@@ -1286,7 +1286,7 @@ def test_isotonic_json_with_impossible_values_is_refused(tmp_path, change, what)
 
 def test_histogram_of_huge_finite_scores_is_written(tmp_path):
     """`ltr train --lr 1e6` ended in TensorBoard's "The histogram is empty" for scores beyond 1e20."""
-    from ltr.train.tensorboard_log import TensorBoardLogger
+    from ltr.runs.tensorboard_log import TensorBoardLogger
 
     logger = TensorBoardLogger(tmp_path)
     logger.histogram("valid/scores", np.array([1e25, -1e300, 3.0, np.inf]), 1)

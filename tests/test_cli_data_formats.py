@@ -14,7 +14,7 @@ import pyarrow.parquet as pq  # noqa: E402
 from test_training import make_ds  # noqa: E402
 
 from ltr.cli import main  # noqa: E402
-from ltr.data import load_parquet, open_store, save_svmlight  # noqa: E402
+from ltr.data import load_parquet, open_store, save_svmlight, to_frame  # noqa: E402
 from ltr.train.models import load_model  # noqa: E402
 from ltr.train.trainer import predict_scores  # noqa: E402
 
@@ -27,7 +27,7 @@ def files(tmp_path_factory):
     for name, (nq, seed) in {"train": (30, 31), "valid": (10, 32), "test": (10, 33)}.items():
         ds = make_ds(nq, seed)
         save_svmlight(ds, d / f"{name}.txt")
-        df = ds.to_frame().rename(columns={"qid": "query", "label": "grade"})
+        df = to_frame(ds).rename(columns={"qid": "query", "label": "grade"})
         df = df.rename(columns={f"f{j + 1}": f"signal_{j}" for j in range(ds.n_features)})
         df.insert(2, "url", [f"http://x/{i}" for i in range(len(df))])  # a string column: not a feature
         df.to_parquet(d / f"{name}.parquet", index=False)  # pandas' own metadata, not ltr's

@@ -15,7 +15,7 @@ from torch import nn
 from ltr.cli import main
 from ltr.data import load_svmlight, save_svmlight
 from ltr.data.batching import make_batch
-from ltr.train.export import export_onnx, export_torchscript
+from ltr.models.export import export_onnx, export_torchscript
 
 pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.load` is deprecated:DeprecationWarning")
 

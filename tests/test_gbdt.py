@@ -8,7 +8,7 @@ import pytest
 import metrics
 from ltr.data import RankingDataset
 from ltr.errors import LtrError
-from ltr.train.gbdt import (
+from ltr.gbdt.lightgbm import (
     label_table,
     load_booster,
     predict_booster,

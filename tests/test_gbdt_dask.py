@@ -21,8 +21,8 @@ from ltr.cli import main  # noqa: E402
 from ltr.data import RankingDataset, save_svmlight  # noqa: E402
 from ltr.data.synthetic import make_synthetic_splits  # noqa: E402
 from ltr.errors import LtrError  # noqa: E402
-from ltr.train.gbdt import DEFAULT_PARAMS, label_table, train_lightgbm  # noqa: E402
-from ltr.train.gbdt_dask import ValidationStopping, from_dataset, read_parquet_for_ranking, require_dask  # noqa: E402
+from ltr.gbdt.lightgbm import DEFAULT_PARAMS, label_table, train_lightgbm  # noqa: E402
+from ltr.gbdt.lightgbm_dask import ValidationStopping, from_dataset, read_parquet_for_ranking, require_dask  # noqa: E402
 
 
 def to_frame(ds: RankingDataset, docno: bool = True):

@@ -11,8 +11,8 @@ import torch
 import metrics
 from ltr.cli import main
 from ltr.data import RankingDataset, save_svmlight
-from ltr.train.gbdt import train_lightgbm
-from ltr.train.importance import booster_importance, feature_names_of, permutation_importance
+from ltr.gbdt.lightgbm import train_lightgbm
+from ltr.models.importance import booster_importance, feature_names_of, permutation_importance
 from ltr.train.models import LinearScorer, save_model
 
 WEIGHTS = np.array([1.0, -0.5, 0.4, 0.0, 0.2])

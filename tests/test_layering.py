@@ -1,11 +1,16 @@
 """The one-way import rule, kept by CI rather than by memory.
 
-metrics <- losses <- ltr.data <- ltr.train <- {ltr.calibrate, ltr.clicks, ltr.study} <- ltr.commands
+metrics <- losses <- ltr.data <- ltr.runs <- {ltr.train, ltr.gbdt} <- ltr.models
+        <- {ltr.calibrate, ltr.clicks, ltr.study} <- ltr.commands
 
 A module may import from its own part and from parts below it, never from a part above it or beside
 it at the same level; the top-level helpers ``ltr.errors``, ``ltr.io_utils`` and ``ltr`` itself are
 usable everywhere, a command module never imports another command module, and only ``ltr.cli`` / ``ltr.__main__`` may import ``ltr.commands``. Every import
 statement is read, including the ones inside functions (the toolkit imports heavy modules lazily).
+The stubs left at the old places of moved modules (``ltr._moved.MOVED``) import nothing but ``ltr._moved``.
+
+And no set of modules imports each other in a loop: the graph of every import statement (lazy ones
+too) between the project's modules has no strongly connected component of more than one module.
 """
 
 from __future__ import annotations
@@ -22,15 +27,18 @@ LEVEL = {
     "metrics": 0,
     "losses": 1,
     "ltr.data": 2,
-    "ltr.train": 3,
-    "ltr.calibrate": 4,
-    "ltr.clicks": 4,
-    "ltr.study": 4,
-    "ltr.commands": 5,
-    "ltr.cli": 6,
-    "ltr.__main__": 7,
+    "ltr.runs": 3,
+    "ltr.train": 4,
+    "ltr.gbdt": 4,
+    "ltr.models": 5,
+    "ltr.calibrate": 6,
+    "ltr.clicks": 6,
+    "ltr.study": 6,
+    "ltr.commands": 7,
+    "ltr.cli": 8,
+    "ltr.__main__": 9,
 }
-SHARED = {"ltr", "ltr.errors", "ltr.io_utils", "ltr.checks"}  # used by every part
+SHARED = {"ltr", "ltr.errors", "ltr.io_utils", "ltr.checks", "ltr._moved"}  # used by every part
 # ``from ltr import NeuralRanker``: ltr/__init__.py re-exports it lazily (module __getattr__)
 REEXPORTS = {("ltr", "ltr.train.sklearn_ranker")}
 
@@ -53,8 +61,12 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def imported_modules(path: Path, module: str) -> list[tuple[int, str]]:
-    """Every (line, absolute module name) imported anywhere in the file."""
+def imported_modules(path: Path, module: str, every_name: bool = False) -> list[tuple[int, str]]:
+    """Every (line, absolute module name) imported anywhere in the file.
+
+    ``from pkg import name`` gives ``pkg``, and ``pkg.name`` too when that is another part (or, with
+    ``every_name``, always: the caller decides which of them are modules).
+    """
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -69,7 +81,8 @@ def imported_modules(path: Path, module: str) -> list[tuple[int, str]]:
                 name = node.module or ""
             found.append((node.lineno, name))
             # ``from ltr import data`` imports the sub-package ltr.data
-            found += [(node.lineno, f"{name}.{alias.name}") for alias in node.names if part_of(f"{name}.{alias.name}") not in (None, part_of(name))]
+            found += [(node.lineno, f"{name}.{alias.name}") for alias in node.names
+                      if every_name or part_of(f"{name}.{alias.name}") not in (None, part_of(name))]
     return found
 
 
@@ -100,6 +113,114 @@ def package_files() -> list[Path]:
 def test_every_import_runs_one_way():
     bad = [v for p in package_files() for v in violations(p)]
     assert not bad, "imports against the one-way rule:\n" + "\n".join(bad)
+
+
+def import_graph(files: list[Path]) -> dict[str, set[str]]:
+    """module -> the project modules it imports (any statement, lazy ones included).
+
+    ``from pkg import name`` counts as importing ``pkg.name`` when that is a module of the project,
+    else ``pkg`` (a value of the package's ``__init__``). Importing ``a.b.c`` also runs ``a/__init__``
+    and ``a.b/__init__``, but that alone is no edge: every module of a package runs its ``__init__``.
+    """
+    modules = {module_name(p): p for p in files}
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        by_line: dict[int, set[str]] = {}
+        for line, target in imported_modules(path, module, every_name=True):
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target and target != module:
+                by_line.setdefault(line, set()).add(target)
+        targets = set()
+        for names in by_line.values():  # ``from pkg import module``: the edge is to the module alone
+            targets |= {n for n in names if not any(m.startswith(n + ".") for m in names)}
+        graph[module] = targets
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    cycles.append(sorted(component))
+    return cycles
+
+
+def test_no_modules_import_each_other_in_a_loop():
+    cycles = import_cycles(import_graph(package_files()))
+    assert not cycles, "modules that import each other in a loop:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_the_cycle_finder_finds_loops(tmp_path, monkeypatch):
+    monkeypatch.setattr(__import__(__name__), "ROOT", tmp_path)
+    files = {
+        "ltr/data/a.py": "def f():\n    from ltr.data.b import g\n",   # a -> b (lazy)
+        "ltr/data/b.py": "from ltr.data import c\n",                    # b -> c
+        "ltr/data/c.py": "import ltr.data.a\n",                         # c -> a: a loop of three
+        "ltr/data/d.py": "from ltr.data.a import f\n",                  # d -> a: outside the loop
+        "ltr/data/__init__.py": "from ltr.data.d import f\n",
+    }
+    for name, source in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(source)
+    graph = import_graph(sorted(tmp_path.rglob("*.py")))
+    assert graph["ltr.data.b"] == {"ltr.data.c"} and graph["ltr.data.d"] == {"ltr.data.a"}
+    assert import_cycles(graph) == [["ltr.data.a", "ltr.data.b", "ltr.data.c"]]
+    (tmp_path / "ltr/data/c.py").write_text("import numpy\n")
+    assert import_cycles(import_graph(sorted(tmp_path.rglob("*.py")))) == []
+
+
+def test_moved_stubs_forward_with_a_warning():
+    import importlib
+    import warnings
+
+    from ltr._moved import MOVED
+
+    for old, new in MOVED.items():
+        stub = importlib.import_module(old)
+        name = next(n for n in getattr(importlib.import_module(new), "__all__", ()) if not n.startswith("_"))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            value = getattr(stub, name)
+        assert value is getattr(importlib.import_module(new), name), (old, name)
+        assert caught and issubclass(caught[0].category, DeprecationWarning) and new in str(caught[0].message), old
+        source = (ROOT / (old.replace(".", "/") + ".py")).read_text()
+        imports = [n for n in ast.walk(ast.parse(source)) if isinstance(n, (ast.Import, ast.ImportFrom))]
+        assert [getattr(n, "module", None) for n in imports] == ["ltr._moved"], f"{old}: a stub imports only ltr._moved"
 
 
 @pytest.mark.parametrize(

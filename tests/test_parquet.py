@@ -11,7 +11,7 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 pd = pytest.importorskip("pandas")
 
-from ltr.data import RankingDataset, concat_datasets, load_parquet  # noqa: E402
+from ltr.data import RankingDataset, concat_datasets, dataset_from_frame, load_parquet, to_frame, to_parquet  # noqa: E402
 from ltr.data.synthetic import make_mslr_like  # noqa: E402
 from ltr.errors import DataFormatError, LtrError  # noqa: E402
 
@@ -39,7 +39,7 @@ def frame(**extra):
 @pytest.mark.parametrize("names", [True, False])
 def test_parquet_round_trip_is_exact(tmp_path, names):
     ds = full_dataset(names)
-    ds.to_parquet(tmp_path / "d.parquet")
+    to_parquet(ds, tmp_path / "d.parquet")
     back = load_parquet(tmp_path / "d.parquet")
     assert back.equals(ds)  # features bit for bit, labels, offsets, ids, users, weights, doc ids, names
     assert back.feature_names == ds.feature_names
@@ -52,15 +52,15 @@ def test_parquet_round_trip_is_exact(tmp_path, names):
 
 def test_frame_round_trip_and_dtypes():
     ds = full_dataset()
-    df = ds.to_frame()
+    df = to_frame(ds)
     assert len(df) == ds.n_items and str(df["feat 3"].dtype) == "float32"
     assert df["qid"].tolist() == np.repeat(ds.query_ids, ds.query_lengths).tolist()
-    back = RankingDataset.from_frame(df, doc_id_column="doc_id", weight_column="weight", user_column="user")
+    back = dataset_from_frame(df, doc_id_column="doc_id", weight_column="weight", user_column="user")
     assert back.equals(ds)
 
 
 def test_default_features_are_the_numeric_columns_in_order():
-    ds = RankingDataset.from_frame(frame(), doc_id_column="title")
+    ds = dataset_from_frame(frame(), doc_id_column="title")
     # strings (title) and booleans (fresh) are not features unless named
     assert ds.feature_names == ("bm25", "clicks")
     assert ds.query_ids.tolist() == [3, 1] and ds.query_offsets.tolist() == [0, 3, 5]
@@ -69,16 +69,16 @@ def test_default_features_are_the_numeric_columns_in_order():
 
 
 def test_explicit_features_keep_the_given_order_and_allow_booleans():
-    ds = RankingDataset.from_frame(frame(), feature_columns=["fresh", "bm25"], weight_column="clicks")
+    ds = dataset_from_frame(frame(), feature_columns=["fresh", "bm25"], weight_column="clicks")
     assert ds.feature_names == ("fresh", "bm25")
     assert ds.features[:, 0].tolist() == [1, 0, 1, 1, 0] and ds.weights.tolist() == [4, 0, 1, 2, 2]
 
 
 def test_arrow_tables_and_dicts_are_frames_too():
     table = pa.table({"q": ["x", "x", "y"], "y": [1.0, 0.0, 1.0], "f": pa.array([1, 2, 3], pa.int16())})
-    ds = RankingDataset.from_frame(table, query_column="q", label_column="y")
+    ds = dataset_from_frame(table, query_column="q", label_column="y")
     assert ds.query_ids.tolist() == ["x", "y"] and ds.features[:, 0].tolist() == [1, 2, 3]
-    same = RankingDataset.from_frame({"q": ["x", "x", "y"], "y": [1.0, 0.0, 1.0], "f": [1, 2, 3]}, query_column="q", label_column="y")
+    same = dataset_from_frame({"q": ["x", "x", "y"], "y": [1.0, 0.0, 1.0], "f": [1, 2, 3]}, query_column="q", label_column="y")
     assert same.equals(ds)
 
 
@@ -129,11 +129,11 @@ def test_feature_names_survive_subset_and_concat():
 # ---- refusals ---------------------------------------------------------------------------------
 def test_missing_columns_are_named_with_the_columns_there_are():
     with pytest.raises(LtrError, match=r"no query column 'query' \(set query_column= or --query-column\); its columns are: qid, label, bm25"):
-        RankingDataset.from_frame(frame(), query_column="query")
+        dataset_from_frame(frame(), query_column="query")
     with pytest.raises(LtrError, match="no feature columns 'nope', 'gone'"):
-        RankingDataset.from_frame(frame(), feature_columns=["bm25", "nope", "gone"])
+        dataset_from_frame(frame(), feature_columns=["bm25", "nope", "gone"])
     with pytest.raises(LtrError, match="no document id column 'docno'"):
-        RankingDataset.from_frame(frame(), doc_id_column="docno")
+        dataset_from_frame(frame(), doc_id_column="docno")
 
 
 @pytest.mark.parametrize(
@@ -149,26 +149,26 @@ def test_missing_columns_are_named_with_the_columns_there_are():
 )
 def test_bad_values_name_column_and_row(column, values, message):
     with pytest.raises(DataFormatError, match=message):
-        RankingDataset.from_frame(frame(**{column: values}))
+        dataset_from_frame(frame(**{column: values}))
 
 
 def test_nan_in_an_arrow_table_is_refused_as_nan():
     table = pa.table({"qid": [1, 1], "label": [0.0, 1.0], "x": pa.array([0.5, np.nan], from_pandas=False)})
     with pytest.raises(DataFormatError, match="row 1: column 'x' holds nan; values must be finite"):
-        RankingDataset.from_frame(table)
+        dataset_from_frame(table)
 
 
 def test_non_numeric_label_or_feature_is_refused():
     with pytest.raises(LtrError, match="the label column 'title' has type (large_)?string; it must hold numbers"):
-        RankingDataset.from_frame(frame(), label_column="title")
+        dataset_from_frame(frame(), label_column="title")
     with pytest.raises(LtrError, match="feature column 'title' has type (large_)?string"):
-        RankingDataset.from_frame(frame(), feature_columns=["title"])
+        dataset_from_frame(frame(), feature_columns=["title"])
 
 
 def test_non_contiguous_query_is_refused_unless_sorting_is_asked_for(tmp_path):
     df = frame(qid=[3, 3, 1, 3, 1])
     with pytest.raises(DataFormatError, match="row 3: rows of query 3 are not contiguous: the query starts at row 0"):
-        RankingDataset.from_frame(df)
+        dataset_from_frame(df)
     df.to_parquet(tmp_path / "shuffled.parquet")
     with pytest.raises(DataFormatError, match="shuffled.parquet: row 3: rows of query 3 are not contiguous"):
         load_parquet(tmp_path / "shuffled.parquet")
@@ -180,7 +180,7 @@ def test_non_contiguous_query_is_refused_unless_sorting_is_asked_for(tmp_path):
 
 def test_user_must_be_constant_within_a_query():
     with pytest.raises(DataFormatError, match="row 1: user 8 differs from user 7 of the query's first row"):
-        RankingDataset.from_frame(frame(u=[7, 8, 7, 1, 1]), user_column="u")
+        dataset_from_frame(frame(u=[7, 8, 7, 1, 1]), user_column="u")
 
 
 def test_not_a_parquet_file(tmp_path):
@@ -191,7 +191,18 @@ def test_not_a_parquet_file(tmp_path):
 
 
 def test_labels_follow_the_readers_rules():
-    ds = RankingDataset.from_frame(frame(label=[2, -1, 1, -2, 0]))
+    ds = dataset_from_frame(frame(label=[2, -1, 1, -2, 0]))
     assert ds.labels.tolist() == [2, 0, 1, 0, 0] and ds.meta["negative_labels"] == 2  # judged non-relevant
     with pytest.raises(DataFormatError, match="row 2: column 'label': label 2000 is too large"):
-        RankingDataset.from_frame(frame(label=[2, 0, 2000, 1, 0]))
+        dataset_from_frame(frame(label=[2, 0, 2000, 1, 0]))
+
+
+def test_the_0_1_methods_still_work_with_a_deprecation_warning(tmp_path):
+    ds = make_mslr_like(n_queries=4, n_features=3, mean_list_length=4, seed=0)
+    with pytest.warns(DeprecationWarning, match="ltr.data.parquet.to_frame"):
+        df = ds.to_frame()
+    with pytest.warns(DeprecationWarning, match="ltr.data.parquet.dataset_from_frame"):
+        back = RankingDataset.from_frame(df)
+    with pytest.warns(DeprecationWarning, match="ltr.data.parquet.to_parquet"):
+        ds.to_parquet(tmp_path / "d.parquet")
+    assert back.equals(ds) and load_parquet(tmp_path / "d.parquet").equals(ds)

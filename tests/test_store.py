@@ -14,7 +14,7 @@ pytest.importorskip("pyarrow")
 import losses  # noqa: E402
 import ltr.data.normalize as normalize_mod  # noqa: E402
 import ltr.data.svmlight as svmlight_mod  # noqa: E402
-from ltr.data import convert_to_store, load_parquet, load_svmlight, open_store, save_svmlight  # noqa: E402
+from ltr.data import convert_to_store, load_parquet, load_svmlight, open_store, save_svmlight, to_parquet  # noqa: E402
 from ltr.data.batching import iterate_batches  # noqa: E402
 from ltr.data.normalize import Normalizer  # noqa: E402
 from ltr.data.store import is_mapped, release_pages  # noqa: E402
@@ -71,7 +71,7 @@ def test_query_sidecar(tmp_path, small_blocks):
 def test_parquet_store_equals_load_parquet(tmp_path):
     ds = with_ids(make_mslr_like(20, 5, mean_list_length=9, n_users=3, seed=4))
     ds = dataclasses.replace(ds, weights=np.linspace(0.5, 2.0, ds.n_items), feature_names=tuple("abcde"))
-    ds.to_parquet(tmp_path / "p.parquet", row_group_rows=11)
+    to_parquet(ds, tmp_path / "p.parquet", row_group_rows=11)
     convert_to_store(tmp_path / "p.parquet", tmp_path / "p.store", block_rows=7)
     store = open_store(tmp_path / "p.store")
     assert store.equals(load_parquet(tmp_path / "p.parquet")) and store.equals(ds)

@@ -11,7 +11,7 @@ import losses
 from ltr.train.config import TrainConfig
 from ltr.data.batching import iterate_batches
 from ltr.train.models import MLPScorer
-from ltr.train.tensorboard_log import metric_tag
+from ltr.runs.tensorboard_log import metric_tag
 from ltr.train.trainer import Trainer
 
 event_accumulator = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")

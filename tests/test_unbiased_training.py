@@ -103,7 +103,7 @@ def test_weights_change_training_through_the_trainer(clicks_setup):
 
 
 def test_lightgbm_position_option_is_used(clicks_setup):
-    from ltr.train.gbdt import predict_booster, train_lightgbm
+    from ltr.gbdt.lightgbm import predict_booster, train_lightgbm
 
     ds, log = clicks_setup
     train, position = click_training_set(ds, log, weighting="none")

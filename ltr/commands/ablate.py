@@ -96,7 +96,7 @@ def run(args) -> int:
     from ltr.study import ablation
     from ltr.study.report import write_report
 
-    from ltr.train.run_folder import claim_folder
+    from ltr.runs.folder import claim_folder
 
     config = build_config(args)
     out = args.out or ("runs/ablate-quick" if args.quick else "runs/ablate")

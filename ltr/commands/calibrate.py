@@ -92,7 +92,7 @@ def run(args) -> int:
     from ltr.io_utils import atomic_write_json, atomic_write_text
 
     from ltr.checks import output_folder
-    from ltr.train.run_folder import claim_folder
+    from ltr.runs.folder import claim_folder
 
     check_one_stdin(scores=args.scores, labels=args.labels, groups=args.groups)
     inputs = [("--scores", args.scores), ("--labels", args.labels), ("--groups", args.groups)]

@@ -134,7 +134,7 @@ def _read_scores(path: str, n_rows: int, what: str) -> np.ndarray:
 
 
 def _model_scores(folder: str, ds, option: str, data_path: str) -> np.ndarray:
-    from ltr.train.model_folder import check_width, load_scorer
+    from ltr.models.folder import check_width, load_scorer
 
     score, n_features = load_scorer(folder, option=option)
     check_width(ds, n_features, "--data", data_path)
@@ -142,7 +142,7 @@ def _model_scores(folder: str, ds, option: str, data_path: str) -> np.ndarray:
 
 
 def _versions() -> dict:
-    # ltr.train.run_folder.versions() imports torch and LightGBM (seconds); the simulator needs neither.
+    # ltr.runs.folder.versions() imports torch and LightGBM (seconds); the simulator needs neither.
     import platform
 
     import scipy
@@ -195,7 +195,7 @@ def _estimate_rows(log, est) -> list[dict]:
 def run_simulate(args) -> int:
     from ltr.clicks.click_models import simulate_clicks
     from ltr.io_utils import atomic_write_json
-    from ltr.train.run_folder import check_destination, run_folder
+    from ltr.runs.folder import check_destination, run_folder
 
     inputs = [("--data", args.data), ("--logger-scores", args.logger_scores)]
     check_destination(args.out, overwrite=args.force, inputs=inputs)

@@ -1,7 +1,7 @@
 """``ltr export``: a trained neural scorer as an ONNX or TorchScript file for serving.
 
 The graph takes raw features ``[B, L, F]`` and a mask ``[B, L]`` and returns scores ``[B, L]``; the
-feature normalisation is inside it and both B and L are dynamic (:mod:`ltr.train.export`).
+feature normalisation is inside it and both B and L are dynamic (:mod:`ltr.models.export`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from ltr.checks import input_folder, output_file
-    from ltr.train.export import export_model
+    from ltr.models.export import export_model
     from ltr.train.models import load_model
 
     folder = input_folder(args.model, "--model")  # missing, a file, unreadable: said so

@@ -119,16 +119,16 @@ def _lightgbm_own_metrics(info: dict[str, Any], gain) -> dict[str, Any]:
 
 
 def run(args) -> int:
-    from ltr.train.gbdt import save_booster, train_lightgbm
-    from ltr.train.importance import write_importance
-    from ltr.train.run_folder import check_destination, print_run_metrics, run_folder
-    from ltr.train.trainer import check_metric_names
+    from ltr.gbdt.lightgbm import save_booster, train_lightgbm
+    from ltr.models.importance import write_importance
+    from ltr.runs.folder import check_destination, print_run_metrics, run_folder
+    from ltr.runs.scoring import check_metric_names
 
     t0 = time.time()
     if args.dask_workers is not None and args.dask_scheduler is not None:
         raise LtrError("--dask-workers starts a local cluster, --dask-scheduler joins an existing one: give one of them")
     if args.dask_scheduler is not None:
-        from ltr.train.gbdt_dask import check_scheduler_address
+        from ltr.gbdt.lightgbm_dask import check_scheduler_address
 
         check_scheduler_address(args.dask_scheduler)
     params, opts = resolve_settings(args)
@@ -138,7 +138,7 @@ def run(args) -> int:
     inputs = [("--train", args.train), ("--valid", args.valid), ("--test", args.test), ("--config", args.config)]
     check_destination(out, overwrite=args.force, inputs=inputs)
     if args.dask_workers is not None or args.dask_scheduler is not None:
-        from ltr.train.gbdt_dask_run import run_on_dask
+        from ltr.gbdt.dask_run import run_on_dask
 
         return run_on_dask(args, params, opts, out, inputs)
     train_ds, valid_ds, test_ds = _load_splits(args)
@@ -179,8 +179,8 @@ def _load_splits(args):
 
 def _judge_booster(booster, splits: dict[str, Any], opts: dict[str, Any], metric_kw: dict[str, Any]) -> dict[str, dict[str, float]]:
     """Mean project metrics of the booster's scores (best iteration) on each given split."""
-    from ltr.train.gbdt import predict_booster
-    from ltr.train.trainer import evaluate_scores
+    from ltr.gbdt.lightgbm import predict_booster
+    from ltr.runs.scoring import evaluate_scores
 
     metrics_out: dict[str, dict[str, float]] = {}
     for split, ds in splits.items():
@@ -194,7 +194,7 @@ def _judge_booster(booster, splits: dict[str, Any], opts: dict[str, Any], metric
 def _write_tensorboard(log_dir: Path, own: dict[str, Any], info: dict[str, Any], opts: dict[str, Any],
                        metrics_out: dict[str, dict[str, float]]) -> dict[str, Any]:  # fmt: skip
     """Log LightGBM's per-round curves and the final metrics as HParams; return the logger's tags."""
-    from ltr.train.tensorboard_log import TensorBoardLogger
+    from ltr.runs.tensorboard_log import TensorBoardLogger
 
     logger = TensorBoardLogger(log_dir)
     try:
@@ -214,7 +214,7 @@ def _write_summary(tmp: Path, args, opts, info, own, metrics_out, tags, datasets
     """Write ``summary.json`` (metrics, LightGBM's own curves, label mapping, configuration, data, versions)."""
     from ltr.data.files import data_facts
     from ltr.io_utils import atomic_write_json
-    from ltr.train.run_folder import versions
+    from ltr.runs.folder import versions
 
     train_ds, valid_ds, test_ds = datasets
     summary = {

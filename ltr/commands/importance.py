@@ -2,7 +2,7 @@
 
 Each feature's column of ``--data`` is shuffled across rows (``--repeats`` times), the model scores
 the data again, and the drop of ``--metric`` (NDCG@10 by default, the toolkit's conventions) is
-averaged over queries, with a bootstrap interval over queries (:mod:`ltr.train.importance`). Works
+averaged over queries, with a bootstrap interval over queries (:mod:`ltr.models.importance`). Works
 for folders of ``ltr train`` and ``ltr gbdt`` alike; LightGBM run folders also hold LightGBM's own
 gain and split importances (``importance.json``).
 """
@@ -45,9 +45,9 @@ def run(args) -> int:
     from ltr.data.files import format_options, load_data_file
     from ltr.io_utils import write_json_report
     from ltr.study.report_table import format_interval, markdown_table
-    from ltr.train.importance import permutation_importance, write_importance
-    from ltr.train.model_folder import check_width, load_scorer
-    from ltr.train.trainer import check_metric_names
+    from ltr.models.importance import permutation_importance, write_importance
+    from ltr.models.folder import check_width, load_scorer
+    from ltr.runs.scoring import check_metric_names
 
     from ltr.checks import output_file, output_folder
 

@@ -126,7 +126,7 @@ def run(args) -> int:
 
     from ltr.checks import output_file, same_file
     from ltr.data.files import data_options, format_options, load_data_file
-    from ltr.train.model_folder import check_width, load_scorer, model_feature_names
+    from ltr.models.folder import check_width, load_scorer, model_feature_names
 
     if args.qrels == "-" or (args.qrels and args.qrels == args.out):
         raise LtrError("--qrels needs a file of its own (standard output is for --out)")

@@ -171,9 +171,10 @@ def _run(args) -> int:
     from ltr.train.config import TrainConfig
     from ltr.train.models import save_model
     from ltr.checks import output_folder
-    from ltr.train.run_folder import check_destination, print_run_metrics, run_folder
+    from ltr.runs.folder import check_destination, print_run_metrics, run_folder
     from ltr.train.settings import build_loss, build_scorer
-    from ltr.train.trainer import Trainer, check_metric_names, resolve_device, seed_everything
+    from ltr.runs.scoring import check_metric_names
+    from ltr.train.trainer import Trainer, resolve_device, seed_everything
 
     t0 = time.time()
     ctx = context()
@@ -229,7 +230,7 @@ def _write_summary(tmp: Path, args, cfg, model_cfg, loss_cfg, result, members, m
     """Write ``summary.json`` (metrics, best epoch, configuration, data, versions, history, ensemble members)."""
     from ltr.data.files import data_facts
     from ltr.io_utils import atomic_write_json
-    from ltr.train.run_folder import versions
+    from ltr.runs.folder import versions
 
     train_ds, valid_ds, test_ds = datasets
     summary = {

@@ -11,9 +11,9 @@ not import torch). ``ltr.data`` imports nothing from ``ltr.train`` or above.
 
 from ltr.data.cache import default_cache_dir
 from ltr.data.columns import read_id_column, read_number_column
-from ltr.data.dataset import RankingDataset, concat_datasets, split_by_query
+from ltr.data.dataset import RankingDataset, concat_datasets, feature_names_of, split_by_query
 from ltr.data.normalize import Normalizer
-from ltr.data.parquet import dataset_from_frame, load_parquet
+from ltr.data.parquet import dataset_from_frame, load_parquet, to_frame, to_parquet
 from ltr.data.store import convert_to_store, open_store
 from ltr.data.svmlight import load_svmlight, read_query_file, save_svmlight
 from ltr.data.synthetic import make_mslr_like, make_synthetic_splits
@@ -22,9 +22,9 @@ from ltr.data.trec import read_qrels, read_run, write_qrels, write_run
 _BATCHING = ("PaddedBatch", "BucketBatchSampler", "iterate_batches", "make_batch", "padding_ratio", "pad_flat")
 
 __all__ = [
-    "RankingDataset", "concat_datasets", "split_by_query",
+    "RankingDataset", "concat_datasets", "split_by_query", "feature_names_of",
     "load_svmlight", "save_svmlight", "read_query_file", "default_cache_dir",
-    "load_parquet", "dataset_from_frame", "open_store", "convert_to_store",
+    "load_parquet", "dataset_from_frame", "to_frame", "to_parquet", "open_store", "convert_to_store",
     "read_qrels", "read_run", "write_qrels", "write_run",
     "read_number_column", "read_id_column",
     "Normalizer", "make_mslr_like", "make_synthetic_splits",

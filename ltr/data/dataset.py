@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["RankingDataset", "concat_datasets", "split_by_query"]
+__all__ = ["RankingDataset", "concat_datasets", "split_by_query", "feature_names_of"]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -198,27 +198,25 @@ class RankingDataset:
         """The same data set with per-item ``weights`` [N] (or None to drop them)."""
         return dataclasses.replace(self, weights=weights, meta=dict(self.meta))
 
-    # ---- columnar tables (pyarrow, imported on use) ---------------------------------------------
+    # ---- columnar tables: moved to functions of ltr.data in 0.2 (kept until 0.3) ---------------------
     @classmethod
-    def from_frame(cls, frame, query_column: str = "qid", label_column: str = "label", feature_columns=None,
-                   doc_id_column=None, weight_column=None, **options) -> "RankingDataset":  # fmt: skip
-        """A data set from a pandas data frame (or an Arrow table, or any Arrow-convertible frame):
-        :func:`ltr.data.parquet.dataset_from_frame`."""
-        from ltr.data.parquet import dataset_from_frame
+    def from_frame(cls, frame, *args, **options) -> "RankingDataset":
+        """Deprecated since 0.2: use :func:`ltr.data.dataset_from_frame` (same arguments)."""
+        from ltr._moved import moved_method
 
-        return dataset_from_frame(frame, query_column, label_column, feature_columns, doc_id_column, weight_column, **options)
+        return moved_method("RankingDataset.from_frame")(frame, *args, **options)
 
     def to_frame(self, **columns):
-        """The data set as a pandas data frame, one row per item: :func:`ltr.data.parquet.to_frame`."""
-        from ltr.data.parquet import to_frame
+        """Deprecated since 0.2: use :func:`ltr.data.to_frame` ``(ds, **columns)``."""
+        from ltr._moved import moved_method
 
-        return to_frame(self, **columns)
+        return moved_method("RankingDataset.to_frame")(self, **columns)
 
     def to_parquet(self, path, **columns) -> None:
-        """Write the data set as a Parquet file (atomically): :func:`ltr.data.parquet.to_parquet`."""
-        from ltr.data.parquet import to_parquet
+        """Deprecated since 0.2: use :func:`ltr.data.to_parquet` ``(ds, path, **columns)``."""
+        from ltr._moved import moved_method
 
-        to_parquet(self, path, **columns)
+        moved_method("RankingDataset.to_parquet")(self, path, **columns)
 
     def equals(self, other: "RankingDataset") -> bool:
         """True when every array (features bit for bit) is equal; ``meta`` is ignored."""
@@ -356,3 +354,18 @@ def split_by_query(
         sub.meta = dict(ds.meta, split={"part": k, "fractions": fractions.tolist(), "seed": seed, "by_user": by_user})
         out.append(sub)
     return tuple(out)
+
+
+def feature_names_of(ds, n_features: int | None = None) -> list[str]:
+    """The data set's feature names, or ``f1 .. fF``.
+
+    >>> feature_names_of(None, 3)
+    ['f1', 'f2', 'f3']
+    """
+    names = getattr(ds, "feature_names", None)
+    if names is None and ds is not None:
+        names = (getattr(ds, "meta", None) or {}).get("feature_names")
+    n = int(n_features if n_features is not None else ds.n_features)
+    if names is not None and len(names) == n:
+        return [str(x) for x in names]
+    return [f"f{j + 1}" for j in range(n)]

@@ -564,7 +564,7 @@ def run_cell(cell: Cell, config: AblationConfig) -> dict:
     import torch
 
     from ltr.study.cell_training import train_method
-    from ltr.train.trainer import evaluate_scores
+    from ltr.runs.scoring import evaluate_scores
 
     t0 = time.perf_counter()
     code_version()

@@ -58,7 +58,7 @@ def train_method(spec: MethodSpec, train, valid, test, *, seed: int, metrics, mo
     info["timing"] = {"train_seconds": float(facts["seconds"]), "curve_seconds": facts["curve_seconds"],
                       "tuning_seconds": tuning_seconds, "ensemble_seconds": [m["seconds"] for m in members[1:]]}
     if chosen.ensemble > 1:
-        from ltr.train.trainer import evaluate_scores
+        from ltr.runs.scoring import evaluate_scores
 
         valid_scores = np.mean([p(valid) for p in predictors], axis=0)
         ev = evaluate_scores(valid_scores, valid, [monitor])
@@ -103,8 +103,8 @@ def _fit_neural(spec: MethodSpec, train, valid, *, seed, metrics, monitor, threa
 
 
 def _fit_lightgbm(spec: MethodSpec, train, valid, *, seed, metrics, monitor, threads):
-    from ltr.train.gbdt import predict_booster, train_lightgbm
-    from ltr.train.trainer import evaluate_scores
+    from ltr.gbdt.lightgbm import predict_booster, train_lightgbm
+    from ltr.runs.scoring import evaluate_scores
 
     t0 = time.perf_counter()
     params = {"num_threads": int(threads), **spec.lightgbm}

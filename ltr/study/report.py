@@ -377,8 +377,8 @@ def write_tensorboard(records: list[dict], config: AblationConfig, folder: str |
     The hyper-parameters are the cell's coordinates and settings; the metrics are its test means
     (stamped names). The whole folder is written beside the destination and swapped in at the end.
     """
-    from ltr.train.run_folder import run_folder
-    from ltr.train.tensorboard_log import TensorBoardLogger
+    from ltr.runs.folder import run_folder
+    from ltr.runs.tensorboard_log import TensorBoardLogger
 
     folder = Path(folder)
     with run_folder(folder, overwrite=True) as tmp:

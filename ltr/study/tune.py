@@ -172,7 +172,7 @@ def load_tune_config(path: str | os.PathLike) -> TuneConfig:
     if cfg.pruner not in ("median", "none"):
         raise LtrError(f"{path} [tune] pruner: {cfg.pruner!r}; choose median or none")
     _check_fixed(cfg)
-    from ltr.train.trainer import check_metric_names
+    from ltr.runs.scoring import check_metric_names
 
     try:  # before the data is read and the study opened
         check_metric_names([cfg.metric])
@@ -299,9 +299,9 @@ def _neural_trial(trial, cfg: TuneConfig, settings, data, log_dir: Path) -> tupl
 def _lightgbm_trial(trial, cfg: TuneConfig, settings, data, log_dir: Path) -> tuple[float, dict[str, Any]]:
     import optuna
 
-    from ltr.train.gbdt import predict_booster, train_lightgbm
-    from ltr.train.tensorboard_log import TensorBoardLogger
-    from ltr.train.trainer import evaluate_scores
+    from ltr.gbdt.lightgbm import predict_booster, train_lightgbm
+    from ltr.runs.tensorboard_log import TensorBoardLogger
+    from ltr.runs.scoring import evaluate_scores
 
     train_ds, valid_ds = data
     opts = {"gain": "exp2", "num_boost_round": 1000, "early_stopping_rounds": 50, "eval_at": [1, 3, 5, 10], "monitor_k": 10,
@@ -396,7 +396,7 @@ def run_tuning(cfg: TuneConfig, out: str | os.PathLike, n_trials: int, data, *, 
     import optuna
     from optuna.trial import TrialState
 
-    from ltr.train.trainer import check_metric_names, higher_is_better
+    from ltr.runs.scoring import check_metric_names, higher_is_better
 
     if n_trials < 1:
         raise LtrError(f"--trials must be >= 1, got {n_trials}")

@@ -32,7 +32,7 @@ import torch
 from torch import nn
 
 from ltr.errors import LtrError
-from ltr.train.models import _Scorer
+from ltr.train.scorers import _Scorer
 
 __all__ = ["ContextAwareScorer"]
 

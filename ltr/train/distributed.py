@@ -59,6 +59,7 @@ import torch.distributed as dist
 from torch import nn
 
 from ltr.errors import LtrError
+from ltr.runs.shares import query_shares
 from ltr.train.checkpoint import load_checkpoint
 from ltr.train.trainer import NonFiniteLossError, Trainer, predict_scores, seed_everything
 
@@ -215,18 +216,6 @@ def _failure_error(exc) -> WorkerFailedError:
         message = message.get("message", message)
     first = str(message).strip().splitlines()[0] if str(message).strip() else f"exit code {failure.exitcode}"
     return WorkerFailedError(rank, failure.pid, f"failed: {first}")
-
-
-def query_shares(query_offsets: np.ndarray, world_size: int) -> np.ndarray:
-    """Cut the queries into ``world_size`` contiguous shares of about equal rows; [W + 1] query bounds.
-
-    >>> query_shares(np.array([0, 5, 6, 7, 12]), 2).tolist()   # rows 0..6 and 6..12
-    [0, 2, 4]
-    """
-    offsets = np.asarray(query_offsets, dtype=np.int64)
-    targets = offsets[-1] * np.arange(1, world_size) / world_size
-    cuts = np.searchsorted(offsets, targets, side="left")
-    return np.concatenate([[0], np.clip(cuts, 0, len(offsets) - 1), [len(offsets) - 1]]).astype(np.int64)
 
 
 def _per_item_loss(loss: nn.Module) -> tuple[nn.Module, str]:

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from ltr.errors import LtrError
-from ltr.train.models import _Scorer
+from ltr.train.scorers import _Scorer
 
 __all__ = ["EnsembleScorer", "EnsembleFit", "fit_ensemble"]
 
@@ -80,7 +80,8 @@ def fit_ensemble(make_model: Callable[[int], nn.Module], loss: nn.Module, config
     """
     import time
 
-    from ltr.train.trainer import Trainer, evaluate_scores, predict_scores, seed_everything
+    from ltr.runs.scoring import evaluate_scores
+    from ltr.train.trainer import Trainer, predict_scores, seed_everything
 
     seeds = [int(s) for s in seeds]
     if not seeds or len(set(seeds)) != len(seeds):

@@ -2,7 +2,7 @@
 
 The same run folder as ``ltr gbdt`` (``model.txt`` in LightGBM's text format + ``model.json``, so
 ``ltr predict`` loads it; ``summary.json``; ``tensorboard/``), trained by
-:func:`ltr.train.gbdt_dask.train_lightgbm_dask`. A Parquet ``--train`` file or folder is read by the
+:func:`ltr.gbdt.lightgbm_dask.train_lightgbm_dask`. A Parquet ``--train`` file or folder is read by the
 cluster's workers as a Dask data frame (partitions re-cut at query boundaries); an SVMlight file is
 read here and cut at query boundaries, one partition per worker. ``--valid`` (judged whole by every
 worker for early stopping) and ``--test`` are read into memory as ``ltr gbdt`` reads them.
@@ -41,7 +41,7 @@ def _load_in_memory(path, option: str, n_features: int | None, args):
 
 def _read_train(args, client):
     from ltr.data.parquet import is_parquet
-    from ltr.train.gbdt_dask import from_dataset, read_parquet_for_ranking
+    from ltr.gbdt.lightgbm_dask import from_dataset, read_parquet_for_ranking
 
     if not Path(args.train).exists():
         raise LtrError(f"--train {args.train}: file not found")
@@ -67,11 +67,11 @@ def run_on_dask(args, params: dict[str, Any], opts: dict[str, Any], out: Path, i
     """Train on the cluster, judge valid/test with the project's metrics, write the run folder ``out``."""
     from ltr.data.files import data_facts
     from ltr.io_utils import atomic_write_json
-    from ltr.train.gbdt import predict_booster, save_booster
-    from ltr.train.gbdt_dask import dask_client, require_dask, train_lightgbm_dask
-    from ltr.train.run_folder import print_run_metrics, run_folder, versions
-    from ltr.train.tensorboard_log import TensorBoardLogger
-    from ltr.train.trainer import evaluate_scores
+    from ltr.gbdt.lightgbm import predict_booster, save_booster
+    from ltr.gbdt.lightgbm_dask import dask_client, require_dask, train_lightgbm_dask
+    from ltr.runs.folder import print_run_metrics, run_folder, versions
+    from ltr.runs.tensorboard_log import TensorBoardLogger
+    from ltr.runs.scoring import evaluate_scores
 
     t0 = time.time()
     require_dask()

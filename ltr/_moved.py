@@ -1,0 +1,81 @@
+"""Names that moved in 0.2, reachable from their old places for one release with a DeprecationWarning.
+
+0.2 gave neural training and the GBDT engines sibling parts (``ltr.train``, ``ltr.gbdt``), put what
+both need one floor below (``ltr.runs``) and what is done with a trained model above both
+(``ltr.models``). An old module stays as a stub whose module ``__getattr__`` is :func:`forward`: the
+first use of a name warns where it lives now and returns it. The stubs are listed in :data:`MOVED`
+(old module -> new module) and are the only modules allowed to reach a part above or beside them;
+they import the new module by name at first use (``importlib``), so importing the old package stays
+cheap and no import cycle exists at load time. They are removed in 0.3.
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+from typing import Any, Callable
+
+REMOVED_IN = "0.3"
+
+#: old module -> new module
+MOVED = {
+    "ltr.train.gbdt": "ltr.gbdt.lightgbm",
+    "ltr.train.gbdt_dask": "ltr.gbdt.lightgbm_dask",
+    "ltr.train.run_folder": "ltr.runs.folder",
+    "ltr.train.tensorboard_log": "ltr.runs.tensorboard_log",
+    "ltr.train.model_folder": "ltr.models.folder",
+    "ltr.train.export": "ltr.models.export",
+    "ltr.train.importance": "ltr.models.importance",
+}
+
+#: names that ``ltr.train`` itself re-exported before 0.2, and where they live now
+MOVED_FROM_TRAIN = {name: "ltr.gbdt.lightgbm" for name in ("train_lightgbm", "predict_booster", "save_booster", "load_booster")}
+
+#: methods of RankingDataset that moved to functions of ltr.data (they made ltr.data.dataset and
+#: ltr.data.parquet import each other)
+MOVED_METHODS = {
+    "RankingDataset.from_frame": ("ltr.data.parquet", "dataset_from_frame"),
+    "RankingDataset.to_frame": ("ltr.data.parquet", "to_frame"),
+    "RankingDataset.to_parquet": ("ltr.data.parquet", "to_parquet"),
+}
+
+
+def _warn(old: str, new: str, stacklevel: int) -> None:
+    warnings.warn(f"{old} moved to {new} in ltr 0.2; the old name is removed in {REMOVED_IN}",
+                  DeprecationWarning, stacklevel=stacklevel + 1)
+
+
+def moved(old_module: str, name: str, new_module: str) -> Any:
+    """``new_module.name``, with a DeprecationWarning saying it is no longer ``old_module.name``."""
+    module = importlib.import_module(new_module)
+    if not hasattr(module, name):
+        raise AttributeError(f"module {old_module!r} has no attribute {name!r}")
+    _warn(f"{old_module}.{name}", f"{new_module}.{name}", stacklevel=3)
+    return getattr(module, name)
+
+
+def forward(old_module: str) -> Callable[[str], Any]:
+    """A module ``__getattr__`` for the stub left at ``old_module``: every name forwards to its new module.
+
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     fn = forward("ltr.train.run_folder")("run_folder")
+    >>> fn.__module__, caught[0].category.__name__
+    ('ltr.runs.folder', 'DeprecationWarning')
+    """
+    new_module = MOVED[old_module]
+
+    def __getattr__(name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return moved(old_module, name, new_module)
+
+    return __getattr__
+
+
+def moved_method(old: str) -> Callable[..., Any]:
+    """The function that the method ``old`` (``Class.method``) became, with a DeprecationWarning."""
+    module, name = MOVED_METHODS[old]
+    _warn(old, f"{module}.{name}", stacklevel=2)
+    return getattr(importlib.import_module(module), name)

@@ -1,0 +1,20 @@
+"""ltr.gbdt: gradient-boosted tree engines, the baselines beside neural training.
+
+LightGBM lambdarank on one machine (:mod:`~ltr.gbdt.lightgbm`) or on a Dask cluster
+(:mod:`~ltr.gbdt.lightgbm_dask`, run folders by :mod:`~ltr.gbdt.dask_run`). Every engine trains on the
+same :class:`~ltr.data.RankingDataset`, takes its label gain from the same gain convention as the
+metrics, and is judged by :func:`ltr.runs.evaluate_scores`. Builds on :mod:`ltr.runs` and
+:mod:`ltr.data`; imports nothing from :mod:`ltr.train`.
+"""
+
+from ltr.gbdt.lightgbm import (
+    DEFAULT_PARAMS,
+    booster_importance,
+    label_table,
+    load_booster,
+    predict_booster,
+    save_booster,
+    train_lightgbm,
+)
+
+__all__ = ["train_lightgbm", "predict_booster", "save_booster", "load_booster", "label_table", "booster_importance", "DEFAULT_PARAMS"]

@@ -1,0 +1,359 @@
+"""LightGBM lambdarank baseline on the same :class:`~ltr.data.RankingDataset` the neural models use.
+
+``train_lightgbm(train, valid)`` builds ``lgb.Dataset`` objects from the flat features, labels and
+query sizes (``np.diff(query_offsets)``), trains ``objective="lambdarank"`` with early stopping on the
+validation set, and returns the booster and a dict of what happened.
+
+Gains. LightGBM's NDCG (metric and lambdarank gradients alike) reads the gain of a label from
+``label_gain[label]``. We always pass ``label_gain`` explicitly, built with the same function the
+project's metrics use, ``metrics.gains.gain_values(values, gain)``, so LightGBM optimises and reports
+the NDCG that ``metrics.evaluate(..., gain=gain)`` computes, and its default table (2^i - 1 for
+i < 31, the source of "label 31 is out of range") never applies.
+
+Labels. LightGBM takes only non-negative integer labels. The rule here:
+
+- non-negative integers are passed as they are; ``label_gain`` covers 0..max label
+  (so labels of 31 and above are fine);
+- non-integer, non-negative labels are replaced by the index of their value among the sorted
+  distinct label values of the training and validation sets, and ``label_gain[i]`` is the gain of
+  the i-th value. Order and gains are unchanged, so LightGBM's NDCG on the indices equals the
+  project's NDCG on the original labels (``info["label_values"]`` holds the table);
+- negative or non-finite labels, and labels whose gain overflows (``exp2`` of 1024 and above), are
+  refused with an :class:`~ltr.errors.LtrError` naming the row.
+
+LightGBM's own MAP uses a fixed threshold (label > 0.5) on the integers it sees, so only its NDCG is
+comparable after a mapping; the project judges the booster's scores with ``metrics.evaluate`` anyway.
+
+>>> label_table(np.array([0.0, 2.0, 1.0]), "exp2")[1]
+[0.0, 1.0, 3.0]
+>>> codes, gains, values = label_table(np.array([0.5, 0.0, 2.5]), "linear")
+>>> codes.tolist(), gains, values
+([1, 0, 2], [0.0, 0.5, 2.5], [0.0, 0.5, 2.5])
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ltr.errors import LtrError
+from ltr.io_utils import atomic_path, atomic_write_json
+
+__all__ = ["train_lightgbm", "label_table", "predict_booster", "save_booster", "load_booster", "booster_importance", "DEFAULT_PARAMS"]
+
+DEFAULT_PARAMS: dict[str, Any] = {
+    "objective": "lambdarank",
+    "metric": "ndcg",
+    "learning_rate": 0.05,
+    "num_leaves": 31,
+    "min_data_in_leaf": 20,
+    "deterministic": True,
+    "force_row_wise": True,
+    "verbosity": -1,
+}
+
+
+def label_table(labels: np.ndarray, gain: Any = "exp2", *, where: str = "labels") -> tuple[np.ndarray, list[float], list[float] | None]:
+    """Map labels to LightGBM's integer labels; return ``(codes [N] int32, label_gain, values or None)``.
+
+    ``values`` is None when the labels are integers already (the identity mapping).
+    """
+    from metrics.gains import gain_values
+
+    y = np.asarray(labels, dtype=np.float64)
+    _check_labels(y, where)
+    if y.size == 0:
+        return np.zeros(0, dtype=np.int32), [0.0], None
+    if np.all(y == np.round(y)):
+        top = int(y.max())
+        values = np.arange(top + 1, dtype=np.float64)
+        codes = y.astype(np.int32)
+        table_values = None
+    else:
+        values, codes = np.unique(y, return_inverse=True)
+        codes = codes.astype(np.int32)
+        table_values = [float(v) for v in values]
+    with np.errstate(over="ignore"):  # an overflow becomes inf, refused just below
+        gains = np.asarray(gain_values(values, gain), dtype=np.float64)
+    if not np.all(np.isfinite(gains)):
+        i = int(np.flatnonzero(~np.isfinite(gains))[0])
+        raise LtrError(f"{where}: the gain of label {float(values[i])} under gain={gain!r} is not finite")
+    return codes, [float(g) for g in gains], table_values
+
+
+def _check_labels(y: np.ndarray, where: str) -> None:
+    bad = np.flatnonzero(~np.isfinite(y) | (y < 0))
+    if bad.size:
+        i = int(bad[0])
+        raise LtrError(
+            f"{where}: LightGBM needs finite, non-negative labels; row {i} has label {float(y[i])} "
+            f"({bad.size} such rows). Shift or clip the labels first."
+        )
+
+
+def _group_sizes(ds) -> np.ndarray:
+    return np.diff(np.asarray(ds.query_offsets, dtype=np.int64))
+
+
+def train_lightgbm(
+    train_ds,
+    valid_ds=None,
+    params: dict[str, Any] | None = None,
+    *,
+    gain: Any = "exp2",
+    position: np.ndarray | None = None,
+    num_boost_round: int = 1000,
+    early_stopping_rounds: int | None = 50,
+    eval_at: Sequence[int] = (1, 3, 5, 10),
+    monitor_k: int = 10,
+    seed: int = 0,
+    progress: bool = False,
+    record_train: bool = False,
+    callbacks: Sequence[Any] = (),
+):
+    """Train LightGBM lambdarank; returns ``(booster, info)``.
+
+    params: LightGBM parameters merged over :data:`DEFAULT_PARAMS` (``label_gain`` may not be given:
+        it comes from ``gain``).
+    gain: gain convention of the metrics ("exp2", "linear" or a callable), turned into ``label_gain``.
+    position: optional [N] integer shown positions of the training rows, passed to
+        ``lgb.Dataset(position=...)`` for LightGBM's unbiased lambdarank (position-bias correction).
+    early_stopping_rounds: stop when validation ``ndcg@monitor_k`` has not improved for this many
+        rounds (None: no early stopping); the booster keeps ``best_iteration``.
+    eval_at: the cut-offs LightGBM reports (``monitor_k`` is added when missing).
+    monitor_k: early stopping watches validation ``ndcg@monitor_k`` only (LightGBM's own callback
+        can only watch the first metric, and LightGBM sorts ``eval_at``, so that would be ndcg@1).
+    record_train: also record LightGBM's metrics on the training set each round (the training
+        curve, ``evals_result["train"]``; costs one evaluation of the training set per round).
+    callbacks: extra LightGBM callbacks (e.g. a tuner's pruning callback).
+    info: ``best_iteration``, ``best_score``, ``evals_result`` (LightGBM's per-round metrics, with
+        LightGBM's conventions: a query without relevant items scores 1), ``label_gain``,
+        ``label_values`` (None or the mapping table), ``params``, ``importance``
+        (:func:`booster_importance` at the best iteration, features named from
+        the data set's ``feature_names`` when it has them).
+    """
+    from ltr.data.dataset import feature_names_of
+
+    import lightgbm as lgb
+
+    params = dict(params or {})
+    if "label_gain" in params:
+        raise LtrError("params must not set label_gain: it is built from gain= so that LightGBM and the metrics agree")
+    codes, label_gain, values = _train_valid_label_table(train_ds, valid_ds, gain)
+    n_train = train_ds.n_items
+    eval_at = sorted({int(k) for k in eval_at} | {int(monitor_k)})  # LightGBM sorts them anyway
+
+    merged = {**DEFAULT_PARAMS, "seed": int(seed), "eval_at": eval_at, **params, "label_gain": label_gain}
+    if position is not None:
+        position = _checked_position(position, n_train)
+    names = feature_names_of(train_ds)
+    train_set = lgb.Dataset(
+        np.asarray(train_ds.features),
+        label=codes[:n_train],
+        group=_group_sizes(train_ds),
+        weight=None,
+        position=position,
+        feature_name=names,
+        params={"verbosity": -1},
+        free_raw_data=True,
+    )
+    evals_result: dict[str, Any] = {}
+    valid_sets, valid_names, all_callbacks = _valid_sets_and_callbacks(
+        train_set, valid_ds, codes[n_train:], evals_result,
+        record_train=record_train, early_stopping_rounds=early_stopping_rounds, monitor_k=monitor_k,
+        extra_callbacks=callbacks, progress=progress, num_boost_round=num_boost_round,
+    )  # fmt: skip
+    try:
+        booster = lgb.train(merged, train_set, num_boost_round=int(num_boost_round), valid_sets=valid_sets, valid_names=valid_names, callbacks=all_callbacks)
+    except lgb.basic.LightGBMError as exc:
+        raise LtrError(f"LightGBM refused the data or parameters: {exc}") from None
+    finally:
+        for cb in all_callbacks:
+            if hasattr(cb, "bar"):
+                cb.bar.close()
+    return booster, _booster_info(booster, evals_result, merged, label_gain, values, names, num_boost_round, early_stopping_rounds)
+
+
+def _train_valid_label_table(train_ds, valid_ds, gain: Any) -> tuple[np.ndarray, list[float], list[float] | None]:
+    """Check the labels of each set, then :func:`label_table` over training rows followed by validation rows."""
+    _check_labels(np.asarray(train_ds.labels, dtype=np.float64), "training set")
+    if valid_ds is not None:
+        _check_labels(np.asarray(valid_ds.labels, dtype=np.float64), "validation set")
+    all_labels = np.asarray(train_ds.labels, dtype=np.float64)
+    if valid_ds is not None:
+        all_labels = np.concatenate([all_labels, np.asarray(valid_ds.labels, dtype=np.float64)])
+    return label_table(all_labels, gain, where="train/valid labels")
+
+
+def _checked_position(position, n_train: int) -> np.ndarray:
+    """``position`` as an array of one non-negative integer per training row, or an :class:`LtrError`."""
+    position = np.asarray(position)
+    if position.shape != (n_train,):
+        raise LtrError(f"position must have one entry per training row ({n_train}), got shape {position.shape}")
+    if not np.issubdtype(position.dtype, np.integer) or (position.size and position.min() < 0):
+        raise LtrError("position must hold non-negative integers (the shown rank of each training row)")
+    return position
+
+
+def _valid_sets_and_callbacks(
+    train_set, valid_ds, valid_codes: np.ndarray, evals_result: dict[str, Any], *,
+    record_train: bool, early_stopping_rounds: int | None, monitor_k: int,
+    extra_callbacks: Sequence[Any], progress: bool, num_boost_round: int,
+) -> tuple[list[Any], list[str], list[Any]]:  # fmt: skip
+    """The evaluation sets LightGBM scores each round (train when recorded, then valid) and the
+    callbacks in their order: early stopping, recording into ``evals_result``, the caller's, progress."""
+    import lightgbm as lgb
+
+    extra_callbacks = list(extra_callbacks)
+    valid_sets, valid_names, callbacks = [], [], []
+    if record_train:
+        valid_sets.append(train_set)
+        valid_names.append("train")
+    if valid_ds is not None:
+        valid_sets.append(
+            lgb.Dataset(np.asarray(valid_ds.features), label=valid_codes, group=_group_sizes(valid_ds), reference=train_set)
+        )
+        valid_names.append("valid")
+        if early_stopping_rounds:
+            callbacks.append(_early_stopping(f"ndcg@{int(monitor_k)}", int(early_stopping_rounds)))
+    if valid_sets:
+        callbacks.append(lgb.record_evaluation(evals_result))
+    callbacks.extend(extra_callbacks)
+    if progress:
+        callbacks.append(_tqdm_callback(num_boost_round))
+    return valid_sets, valid_names, callbacks
+
+
+def _booster_info(booster, evals_result, merged, label_gain, values, names, num_boost_round, early_stopping_rounds) -> dict[str, Any]:
+    """The ``info`` dict :func:`train_lightgbm` returns, read from the trained booster."""
+    best_iteration = int(booster.best_iteration) if booster.best_iteration > 0 else booster.current_iteration()
+    return {
+        "best_iteration": best_iteration,
+        "best_score": {k: dict(v) for k, v in booster.best_score.items()},
+        "evals_result": {k: {m: list(map(float, s)) for m, s in v.items()} for k, v in evals_result.items()},
+        "label_gain": label_gain,
+        "label_values": values,
+        "params": {k: v for k, v in merged.items() if k != "label_gain"},
+        "num_boost_round": int(num_boost_round),
+        "early_stopping_rounds": early_stopping_rounds,
+        "importance": booster_importance(booster, names, best_iteration),
+    }
+
+
+def _early_stopping(metric: str, rounds: int):
+    """Stop when validation ``metric`` has not improved for ``rounds`` rounds; keep its best round."""
+    import lightgbm as lgb
+
+    state: dict[str, Any] = {"best": -np.inf, "iteration": 0, "results": None}
+
+    def callback(env) -> None:
+        value = next((v for data, name, v, _ in env.evaluation_result_list if data == "valid" and name == metric), None)
+        if value is None:
+            raise LtrError(f"early stopping: LightGBM reported no valid {metric}")
+        if value > state["best"]:
+            state.update(best=value, iteration=env.iteration, results=list(env.evaluation_result_list))
+        elif env.iteration - state["iteration"] >= rounds or env.iteration == env.end_iteration - 1:
+            raise lgb.callback.EarlyStopException(state["iteration"], state["results"])
+        if env.iteration == env.end_iteration - 1:
+            raise lgb.callback.EarlyStopException(state["iteration"], state["results"])
+
+    callback.order = 30  # type: ignore[attr-defined]
+    return callback
+
+
+def _tqdm_callback(total: int):
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=total, desc="boosting rounds")
+
+    def callback(env) -> None:
+        bar.update(1)
+
+    callback.bar = bar  # type: ignore[attr-defined]
+    callback.order = 40  # type: ignore[attr-defined]
+    return callback
+
+
+def predict_booster(booster, features: np.ndarray, num_iteration: int | None = None) -> np.ndarray:
+    """Scores [N] of a booster at ``num_iteration`` (default: its best iteration)."""
+    if num_iteration is None:
+        num_iteration = booster.best_iteration if booster.best_iteration > 0 else None
+    return np.asarray(booster.predict(np.asarray(features), num_iteration=num_iteration), dtype=np.float64)
+
+
+def save_booster(booster, folder: str | os.PathLike, *, n_features: int, best_iteration: int | None = None,
+                 feature_names: Sequence[str] | None = None) -> Path:  # fmt: skip
+    """Write ``model.txt`` (LightGBM's text format) and ``model.json`` into ``folder``, atomically;
+    ``feature_names`` (the training data's, when it has them) go into ``model.json``."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    with atomic_path(folder / "model.txt") as tmp:
+        booster.save_model(str(tmp), num_iteration=best_iteration)
+    meta: dict[str, Any] = {"type": "lightgbm", "file": "model.txt", "n_features": int(n_features)}
+    if feature_names is not None:
+        meta["feature_names"] = [str(n) for n in feature_names]
+    atomic_write_json(folder / "model.json", meta)
+    return folder
+
+
+def load_booster(folder: str | os.PathLike):
+    """Load a booster written by :func:`save_booster` (a text model: nothing is executed).
+
+    The model file that ``model.json`` names must lie inside ``folder`` (a name such as
+    ``../../etc/passwd`` or an absolute path is refused), and a file LightGBM cannot read is an
+    :class:`LtrError` naming it.
+    """
+    import lightgbm as lgb
+
+    from ltr.checks import input_file, read_json_object
+
+    folder = Path(folder)
+    where = folder / "model.json"
+    if not where.exists():
+        raise LtrError(f"{folder}: no readable model.json (not a model folder written by ltr)")
+    meta = read_json_object(where)
+    if meta.get("type") != "lightgbm":
+        raise LtrError(f"{folder}: model.json describes a {meta.get('type')!r} model, not lightgbm")
+    name = meta.get("file", "model.txt")
+    if not isinstance(name, str) or not name:
+        raise LtrError(f"{where}: file must be a file name, got {name!r}")
+    path = (folder / name).resolve()
+    if Path(name).is_absolute() or path.parent != folder.resolve():
+        raise LtrError(f"{where}: file {name!r} must name a file inside the model folder")
+    n = meta.get("n_features")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise LtrError(f"{where}: n_features must be a positive integer, got {n!r}")
+    if not path.exists():
+        raise LtrError(f"{path}: LightGBM model file missing")
+    path = input_file(path)
+    try:
+        booster = lgb.Booster(model_file=str(path))
+    except lgb.basic.LightGBMError as exc:
+        raise LtrError(f"{path}: not a LightGBM model LightGBM can read ({' '.join(str(exc).split())})") from None
+    if booster.num_feature() != n:
+        raise LtrError(f"{where}: n_features is {n} but {path.name} was trained on {booster.num_feature()} features")
+    return booster, meta
+
+
+def booster_importance(booster, names: Sequence[str], iteration: int | None = None) -> dict[str, Any]:
+    """LightGBM's gain and split importances of every feature, up to ``iteration`` (default: best).
+
+    Returns ``{"feature": [...], "gain": [...], "split": [...], "iteration": k}`` in column order.
+    """
+    if iteration is None:
+        iteration = booster.best_iteration if booster.best_iteration > 0 else booster.current_iteration()
+    gain = booster.feature_importance(importance_type="gain", iteration=iteration)
+    split = booster.feature_importance(importance_type="split", iteration=iteration)
+    if len(names) != len(gain):
+        raise LtrError(f"{len(names)} feature names for a booster with {len(gain)} features")
+    return {
+        "kind": "lightgbm",
+        "feature": list(names),
+        "gain": [float(g) for g in gain],
+        "split": [int(s) for s in split],
+        "iteration": int(iteration),
+        "note": "gain: total loss reduction of the splits on the feature; split: how many splits use it",
+    }

@@ -1,0 +1,61 @@
+"""Model folders of either kind (a torch scorer from ``ltr train``, a LightGBM booster from ``ltr gbdt``)
+behind one function that returns a scoring callable."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ltr.errors import LtrError
+
+__all__ = ["load_scorer", "check_width", "model_feature_names"]
+
+
+def load_scorer(folder: str | os.PathLike, device: str = "cpu", option: str = "--model"):
+    """Return ``score(features [N, F], query_offsets=None) -> np.ndarray [N]`` and the model's feature count.
+
+    ``query_offsets`` is needed by listwise models (the context-aware scorer scores whole queries).
+    ``option`` names the command-line option in messages (``--model``, ``--ranker``...).
+    """
+    from ltr.checks import input_folder, read_json_object
+
+    folder = input_folder(folder, option)
+    if not (folder / "model.json").exists():
+        raise LtrError(f"{option} {folder}: no model.json (not a run folder written by ltr train / ltr gbdt)")
+    meta = read_json_object(folder / "model.json")
+    if meta.get("type") == "lightgbm":
+        from ltr.data.store import row_blocks
+        from ltr.gbdt.lightgbm import load_booster, predict_booster
+
+        booster, meta = load_booster(folder)
+
+        def score(x, query_offsets=None):  # in blocks: a memory-mapped store is never read whole
+            return np.concatenate([predict_booster(booster, block) for _, block in row_blocks(x, 65536)] or [np.zeros(0)])
+
+        return score, int(meta["n_features"])
+    from ltr.train.models import load_model
+    from ltr.train.trainer import predict_scores, resolve_device
+
+    dev = resolve_device(device)
+    model = load_model(folder).to(dev)
+    return (lambda x, query_offsets=None: predict_scores(model, x, query_offsets=query_offsets, device=dev)), model.n_features
+
+
+def check_width(ds, n_features: int, option: str, path) -> None:
+    """Refuse data whose feature count is not the model's (a narrower file is never zero-padded:
+    the missing features would silently score as 0)."""
+    if ds.n_features != n_features:
+        raise LtrError(f"{option} {path} has {ds.n_features} features, the model expects {n_features}")
+
+
+def model_feature_names(folder: str | os.PathLike) -> tuple[str, ...] | None:
+    """The feature names a model folder's ``model.json`` records (from the training data), or None."""
+    import json
+    from pathlib import Path
+
+    try:
+        names = json.loads((Path(folder) / "model.json").read_text()).get("feature_names")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return None if not isinstance(names, list) else tuple(str(n) for n in names)

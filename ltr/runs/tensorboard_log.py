@@ -1,0 +1,114 @@
+"""TensorBoard logging for training runs (``torch.utils.tensorboard.SummaryWriter``).
+
+What is written, one step per epoch (epochs count from 1):
+
+- ``train/loss``: mean training loss of the epoch;
+- ``valid/loss``: the same loss on the validation set (eval mode), to see over-fitting beside the metrics;
+- ``valid/<stamped metric name>`` for every validation metric, e.g.
+  ``valid/ndcg@10[gain=exp2,discount=log2,ideal=min(R,K),empty=skip,ties=stable]``;
+- ``valid/scores``: a histogram of the validation scores;
+- at the end, the hyper-parameters with the final metrics (the HParams dashboard), the metrics
+  under ``hparams/<split>/<stamped name>``.
+
+Tag names. PyTorch's writer stores a tag verbatim (it dropped TensorFlow's character clean-up,
+pytorch/pytorch#33133) and TensorBoard's reader accepts any string, so the stamped names, with their
+``@ [ ] = , ( )`` characters, are kept as they are. Only ``/`` has a meaning (TensorBoard groups tags
+by the text before the first ``/``), so a ``/`` inside a metric name is written as ``%2F`` and a
+literal ``%`` as ``%25`` (:func:`metric_tag`). In the TensorBoard web page the tag filter box is a
+regular expression: type ``ndcg@10\\[`` to match a literal bracket.
+
+>>> metric_tag("valid", "ndcg@10[gain=exp2]")
+'valid/ndcg@10[gain=exp2]'
+>>> metric_tag("valid", "p@5[rel=a/b,x=5%]")
+'valid/p@5[rel=a%2Fb,x=5%25]'
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping
+
+import numpy as np
+
+__all__ = ["metric_tag", "TensorBoardLogger", "hparam_value", "HISTOGRAM_LIMIT"]
+
+HISTOGRAM_LIMIT = 1e19
+
+
+def metric_tag(split: str, stamped_name: str) -> str:
+    """TensorBoard tag of a metric: ``<split>/<name>`` with ``%`` and ``/`` in the name escaped."""
+    return f"{split}/" + stamped_name.replace("%", "%25").replace("/", "%2F")
+
+
+def hparam_value(value: Any) -> bool | int | float | str:
+    """HParams take bool, int, float or str; anything else (None, lists, dicts) is shown as text."""
+    if isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    return str(value)
+
+
+class TensorBoardLogger:
+    """Thin wrapper over ``SummaryWriter`` that knows the tag scheme above.
+
+    ``purge_step``: when a run resumes after epoch k, events of later epochs left by the killed run
+    are hidden by TensorBoard (``SummaryWriter(purge_step=k + 1)``).
+    """
+
+    def __init__(self, log_dir: str | os.PathLike, purge_step: int | None = None):
+        from torch.utils.tensorboard import (
+            SummaryWriter,  # imported lazily: it is slow to import
+        )
+
+        self.log_dir = str(log_dir)
+        self.writer = SummaryWriter(log_dir=self.log_dir, purge_step=purge_step)
+        self.tags: dict[str, str] = {}
+
+    def scalar(self, tag: str, value: float, step: int) -> None:
+        self.writer.add_scalar(tag, float(value), step)
+
+    def metrics(self, split: str, values: Mapping[str, float], step: int) -> None:
+        for name, value in values.items():
+            tag = metric_tag(split, name)
+            self.tags[f"{split}:{name}"] = tag
+            self.writer.add_scalar(tag, float(value), step)
+
+    def histogram(self, tag: str, values: np.ndarray, step: int) -> None:
+        """A histogram of the finite values; those beyond +-1e19 are drawn at that edge.
+
+        TensorBoard's default buckets end near 1e20: a model whose scores grew past that (a huge
+        learning rate) would otherwise make ``add_histogram`` fail with "The histogram is empty".
+        """
+        values = np.asarray(values, dtype=np.float64)
+        values = values[np.isfinite(values)]
+        if values.size:
+            self.writer.add_histogram(tag, np.clip(values, -HISTOGRAM_LIMIT, HISTOGRAM_LIMIT), step)
+
+    def hparams(self, hparams: Mapping[str, Any], final: Mapping[str, Mapping[str, float]], step: int) -> None:
+        """Write the HParams summaries into this run's own event file (not a timestamped sub-folder).
+
+        ``final``: {split: {stamped name: value}}; written as scalars ``hparams/<split>/<name>`` too,
+        because the HParams dashboard reads metric values from scalars with those tags.
+        """
+        from torch.utils.tensorboard.summary import hparams as hparams_summary
+
+        metric_dict = {
+            metric_tag(f"hparams/{split}", name): float(v)
+            for split, values in final.items()
+            for name, v in values.items()
+            if v is not None and np.isfinite(v)
+        }
+        hp = {k: hparam_value(v) for k, v in hparams.items()}
+        exp, ssi, sei = hparams_summary(hp, metric_dict)
+        fw = self.writer._get_file_writer()
+        for summary in (exp, ssi, sei):
+            fw.add_summary(summary, step)
+        for tag, value in metric_dict.items():
+            self.writer.add_scalar(tag, value, step)
+
+    def flush(self) -> None:
+        self.writer.flush()
+
+    def close(self) -> None:
+        self.writer.close()
