@@ -46,7 +46,7 @@ def test_train_then_predict(files, tmp_path, capsys):
                  "--loss", "ranknet", "--model", "mlp", "--hidden", "12,6", "--epochs", "3", "--seed", "4",
                  "--normalize", "standard", "--out", str(out), "--quiet"])
     assert code == 0
-    assert sorted(p.name for p in out.iterdir()) == [".ltr-run.json", "model.json", "model.pt", "summary.json", "tensorboard"]
+    assert sorted(p.name for p in out.iterdir()) == [".ltr-run.json", "input_transform.json", "model.json", "model.pt", "summary.json", "tensorboard"]
     assert list((out / "tensorboard").glob("events.out.tfevents.*"))
     assert not list(tmp_path.glob(".run.partial-*"))
     summary = json.loads((out / "summary.json").read_text())

@@ -43,7 +43,8 @@ def padded_test_set(path):
 @pytest.mark.parametrize("model_args", [
     ["--model", "mlp", "--hidden", "12,6", "--normalize", "log1p_standard", "--batch-norm", "--dropout", "0.1"],
     ["--model", "linear", "--normalize", "standard"],
-], ids=["mlp", "linear"])
+    ["--model", "mlp", "--hidden", "12,6", "--normalize", "auto"],  # log, clip and constant mask in the graph
+], ids=["mlp", "linear", "mlp-auto"])
 def test_exported_files_score_as_ltr_predict(files, tmp_path, model_args, capsys):
     run_dir = tmp_path / "run"
     assert main(["train", "--train", str(files["train"]), "--valid", str(files["valid"]), *model_args,

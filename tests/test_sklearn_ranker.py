@@ -44,7 +44,7 @@ def test_fit_predict_score_equal_the_trainer(data):
     # the same run through the trainer directly: identical weights, identical scores
     seed_everything(3)
     model = MLPScorer(train.n_features, hidden=(8,))
-    model.set_normalizer(FeatureTransform.fit(train.features, "standard"))
+    model.set_normalizer(FeatureTransform.fit(train.features, "auto"))  # NeuralRanker's default input transform
     cfg = TrainConfig(epochs=3, batch_size=8, lr=0.01, seed=3, metrics=("ndcg@10",), progress=False)
     result = Trainer(model, losses.get_loss("lambdarank"), cfg).fit(train, valid)
     expected = predict_scores(result.model, test.features)

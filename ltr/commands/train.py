@@ -57,7 +57,7 @@ def register(subparsers) -> None:
     p.add_argument("--activation", default=None, type=MODEL_RULES["activation"], help="MLP activation: relu, leaky_relu, gelu, elu, silu, tanh, sigmoid (default relu)")
     p.add_argument("--dropout", type=MODEL_RULES["dropout"], default=None, help="dropout probability (default 0 for mlp, 0.1 for attention)")
     p.add_argument("--batch-norm", action="store_true", default=None, help="batch normalisation after each hidden layer (valid items only)")
-    p.add_argument("--normalize", default=None, choices=NORMALIZE_CHOICES, help="input normalisation fitted on the training split and saved in the model (default none)")
+    p.add_argument("--normalize", default=None, choices=NORMALIZE_CHOICES, help="input transform fitted on the training split and saved in the model; auto: per feature, constant ones dropped, heavy-tailed ones signed-log1p'd, robust scale, clipped to the training range (default auto)")
     p.add_argument("--epochs", type=R["epochs"], default=None, help="maximum number of epochs (default 30)")
     p.add_argument("--batch-size", type=R["batch_size"], default=None, help="queries per batch (default 64)")
     p.add_argument("--bucket-size", type=R["bucket_size"], default=None, help="length bucketing: this many shuffled queries are sorted by length before batches are cut; "
@@ -231,6 +231,7 @@ def _write_summary(tmp: Path, args, cfg, model_cfg, loss_cfg, result, members, m
     from ltr.data.files import data_facts
     from ltr.io_utils import atomic_write_json
     from ltr.runs.folder import versions
+    from ltr.train.models import input_transform_report
 
     train_ds, valid_ds, test_ds = datasets
     summary = {
@@ -253,6 +254,10 @@ def _write_summary(tmp: Path, args, cfg, model_cfg, loss_cfg, result, members, m
     }
     if members is not None:
         summary["ensemble"] = members
+    report = input_transform_report(result.model)
+    if report is not None:  # the per-feature decisions, also on their own beside the model
+        summary["input_transform"] = {"kind": report["kind"], "counts": report["counts"], "file": "input_transform.json"}
+        atomic_write_json(tmp / "input_transform.json", report)
     atomic_write_json(tmp / "summary.json", summary)
 
 

@@ -5,6 +5,9 @@ Kinds (``x`` one feature column, statistics over the training rows):
 - ``"standard"``:        (x - mean) / std
 - ``"log1p"``:           sign(x) * log(1 + |x|)  (tames heavy-tailed counts; no statistics)
 - ``"log1p_standard"``:  the log1p transform, then standardised
+- ``"auto"``:            per feature: constant ones dropped (0), skewed ones signed-log1p'd, then a
+                         robust scale (median, IQR) and a clip to the training range
+                         (:mod:`ltr.data.auto_transform`; the default of ``ltr train`` since 0.2)
 - ``"none"``:            x unchanged
 
 A feature that is constant on the training split has std 0; it is divided by 1 instead (it becomes 0
@@ -30,7 +33,7 @@ from ltr.data.store import row_blocks
 
 __all__ = ["Normalizer", "KINDS", "signed_log1p", "fit_rows"]
 
-KINDS = ("standard", "log1p", "log1p_standard", "none")
+KINDS = ("auto", "standard", "log1p", "log1p_standard", "none")
 
 
 def fit_rows(n_features: int) -> int:
@@ -57,6 +60,7 @@ class Normalizer:
         self.mean_: np.ndarray | None = None
         self.scale_: np.ndarray | None = None
         self.n_features_: int | None = None
+        self.auto_ = None  # kind "auto": the fitted ltr.data.auto_transform.AutoFit
 
     @staticmethod
     def _matrix(data) -> np.ndarray:
@@ -85,6 +89,12 @@ class Normalizer:
         """
         x = self._matrix(data)
         self.n_features_ = None
+        if self.kind == "auto":
+            from ltr.data.auto_transform import fit_auto
+
+            self.auto_ = fit_auto(x, fit_rows(x.shape[1]))
+            self.n_features_ = int(x.shape[1])
+            return self
         n_total, mean, m2 = 0, None, None
         for _, block in row_blocks(x, fit_rows(x.shape[1])):
             if not np.all(np.isfinite(block)):
@@ -130,8 +140,8 @@ class Normalizer:
             raise ValueError(f"expected {self.n_features_} features (as at fit time); got {x.shape[1]}")
         out = np.empty(x.shape, dtype=np.float32)
         for start, block in row_blocks(x, fit_rows(x.shape[1])):
-            if self.kind == "none":
-                out[start : start + len(block)] = block
+            if self.kind in ("none", "auto"):
+                out[start : start + len(block)] = block if self.kind == "none" else self.auto_.transform(block)
                 continue
             z = self._pre(block)
             if self.kind in ("standard", "log1p_standard"):
@@ -150,17 +160,28 @@ class Normalizer:
     # ---- persistence --------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """JSON-able state (lists of floats; float64 values survive JSON exactly)."""
-        return {
+        state = {
             "kind": self.kind,
             "n_features": self.n_features_,
             "mean": None if self.mean_ is None else self.mean_.tolist(),
             "scale": None if self.scale_ is None else self.scale_.tolist(),
         }
+        if self.auto_ is not None:
+            state["auto"] = self.auto_.to_dict()
+        return state
 
     @classmethod
     def from_dict(cls, state: dict[str, Any]) -> "Normalizer":
         norm = cls(state["kind"])
         norm.n_features_ = None if state.get("n_features") is None else int(state["n_features"])
+        if norm.kind == "auto" and norm.n_features_ is not None:
+            from ltr.data.auto_transform import AutoFit
+
+            if not isinstance(state.get("auto"), dict):
+                raise ValueError("normaliser state of kind 'auto' lacks its per-feature decisions")
+            norm.auto_ = AutoFit.from_dict(state["auto"])
+            if norm.auto_.keep.shape != (norm.n_features_,):
+                raise ValueError("normaliser state: the auto decisions must have n_features entries")
         if state.get("mean") is not None:
             norm.mean_ = np.asarray(state["mean"], dtype=np.float64)
             norm.scale_ = np.asarray(state["scale"], dtype=np.float64)

@@ -114,7 +114,7 @@ class AblationConfig:
     confidence: float = 0.95
     n_resamples: int = 10_000
     train: dict = field(default_factory=dict)  # TrainConfig fields (not seed / progress / paths)
-    model: dict = field(default_factory=lambda: {"type": "mlp", "hidden": [64, 32], "normalize": "standard"})
+    model: dict = field(default_factory=lambda: {"type": "mlp", "hidden": [64, 32], "normalize": "auto"})
     lightgbm: dict = field(default_factory=dict)  # LightGBM parameters
     gbdt: dict = field(default_factory=dict)  # train_lightgbm keyword arguments
     loss_options: dict = field(default_factory=dict)  # method name -> extra loss kwargs

@@ -115,7 +115,7 @@ def resolve_method(name: str, config) -> MethodSpec:
                           gbdt={**config.gbdt, **variant.get("gbdt", {})}, **common)
     model = copy.deepcopy(dict(config.model))
     if model_name is not None and model_name != model.get("type", "mlp"):
-        model = {"type": model_name, "normalize": model.get("normalize", "none"),
+        model = {"type": model_name, "normalize": model.get("normalize", "auto"),
                  **copy.deepcopy(config.models.get(model_name, {}))}
     model.update(variant.get("model", {}))
     loss = {**config.loss_options.get(name, {}), **variant.get("loss", {})}

@@ -56,7 +56,7 @@ TRAIN_RULES: dict[str, checks.Rule] = {
     "eval_rows": COUNT, "histograms": boolean(),
 }
 ACTIVATION_NAMES = ("relu", "leaky_relu", "gelu", "elu", "silu", "tanh", "sigmoid")  # = ltr.train.models.ACTIVATIONS
-NORMALIZE_CHOICES = ("none", "standard", "log1p", "log1p_standard")
+NORMALIZE_CHOICES = ("auto", "none", "standard", "log1p", "log1p_standard")
 MAX_WIDTH = 1 << 16  # a hidden layer wider than this is a typo, and would take gigabytes
 MODEL_TYPE_NAMES = ("mlp", "linear", "attention")
 MODEL_RULES: dict[str, checks.Rule] = {

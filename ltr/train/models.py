@@ -50,6 +50,7 @@ __all__ = [
     "MODEL_TYPES",
     "save_model",
     "load_model",
+    "input_transform_report",
 ]
 
 
@@ -152,3 +153,20 @@ def load_model(folder: str | os.PathLike, map_location: str = "cpu") -> _Scorer:
         raise LtrError(f"{weights}: weights do not match {MODEL_JSON}: {' '.join(str(exc).split())}") from None
     model.eval()
     return model
+
+
+def input_transform_report(model: nn.Module) -> dict[str, Any] | None:
+    """What the model's input transform does with each feature (None when it has none).
+
+    ``{"kind": ..., "counts": {"log": n, "linear": n, "constant": n}, "features": [{"feature", "action",
+    "center", "scale"}, ...]}``; for an ensemble, its first member's (every member fits the same
+    transform on the same training split). ``ltr train`` writes it into ``summary.json`` and
+    ``input_transform.json``.
+    """
+    first = model.members[0] if isinstance(model, EnsembleScorer) else model
+    transform = getattr(first, "normalizer", None)
+    if transform is None:
+        return None
+    features = transform.describe(getattr(first, "feature_names", None))
+    counts = {a: sum(f["action"] == a for f in features) for a in ("log", "linear", "constant")}
+    return {"kind": transform.kind, "counts": counts, "features": features}

@@ -60,19 +60,24 @@ MODEL_TYPES = ("mlp", "linear", "attention", "ensemble")
 
 
 class FeatureTransform(nn.Module):
-    """Fixed per-feature input transform inside the model: ``x -> (f(x) - shift) / scale``.
+    """Fixed per-feature input transform inside the model: ``x -> clip((f(x) - shift) / scale) * keep``.
 
     ``f`` is ``sign(x) * log1p(|x|)`` on the features where ``log1p_mask`` is true and the identity
     elsewhere. The statistics come from :class:`ltr.data.normalize.Normalizer` fitted on the training
-    split (kinds ``standard``, ``log1p``, ``log1p_standard``); they are buffers, so they travel in the
-    model's state dict and a saved model normalises its own inputs.
+    split (kinds ``auto``, ``standard``, ``log1p``, ``log1p_standard``); they are buffers, so they travel
+    in the model's state dict (and its ONNX / TorchScript export) and a saved model normalises its own
+    inputs. Kind ``auto`` (:mod:`ltr.data.auto_transform`) also clips each feature to its training range
+    (buffers ``low``, ``high``) and zeroes the features that were constant in training (``keep``).
 
     >>> t = FeatureTransform.fit(np.array([[0.0, 1.0], [2.0, 3.0]]), kind="standard")
     >>> t(torch.tensor([[1.0, 2.0]])).tolist()
     [[0.0, 0.0]]
+    >>> a = FeatureTransform.fit(np.array([[1.0, 7.0], [3.0, 7.0], [5.0, 7.0]]), kind="auto")
+    >>> a(torch.tensor([[4.0, 7.5], [99.0, 0.0]])).tolist()   # (x - 3) / (2 / 1.349), clipped at 5; constant -> 0
+    [[0.6744999885559082, 0.0], [1.3489999771118164, 0.0]]
     """
 
-    KINDS = ("standard", "log1p", "log1p_standard")
+    KINDS = ("auto", "standard", "log1p", "log1p_standard")
 
     def __init__(self, n_features: int, kind: str = "standard"):
         super().__init__()
@@ -82,6 +87,10 @@ class FeatureTransform(nn.Module):
         self.register_buffer("log1p_mask", torch.full((n_features,), kind.startswith("log1p"), dtype=torch.bool))
         self.register_buffer("shift", torch.zeros(n_features))
         self.register_buffer("scale", torch.ones(n_features))
+        if kind == "auto":  # only then, so the state dicts of models saved before 0.2 still load
+            self.register_buffer("low", torch.full((n_features,), -torch.inf))
+            self.register_buffer("high", torch.full((n_features,), torch.inf))
+            self.register_buffer("keep", torch.ones(n_features))
 
     @classmethod
     def from_normalizer(cls, normalizer) -> "FeatureTransform":
@@ -89,7 +98,13 @@ class FeatureTransform(nn.Module):
         if not normalizer.is_fitted:
             raise LtrError("the normaliser must be fitted on the training split first")
         t = cls(normalizer.n_features_, normalizer.kind)
-        if normalizer.mean_ is not None:
+        if normalizer.kind == "auto":
+            fit = normalizer.auto_
+            for name, values in (("shift", fit.center), ("scale", fit.scale), ("low", fit.low), ("high", fit.high),
+                                 ("keep", fit.keep.astype(np.float64))):
+                getattr(t, name).copy_(torch.from_numpy(np.asarray(values, dtype=np.float64)))
+            t.log1p_mask.copy_(torch.from_numpy(fit.log))
+        elif normalizer.mean_ is not None:
             t.shift.copy_(torch.from_numpy(np.asarray(normalizer.mean_, dtype=np.float64)))
             t.scale.copy_(torch.from_numpy(np.asarray(normalizer.scale_, dtype=np.float64)))
         return t
@@ -101,12 +116,24 @@ class FeatureTransform(nn.Module):
 
         if kind not in cls.KINDS:
             raise LtrError(f"unknown normalisation {kind!r}; choose one of {', '.join(cls.KINDS)}")
-        return cls.from_normalizer(Normalizer(kind).fit(np.asarray(features)))
+        features = features if hasattr(features, "shape") else np.asarray(features)
+        return cls.from_normalizer(Normalizer(kind).fit(features))
+
+    def describe(self, names=None) -> list[dict[str, Any]]:
+        """Per feature: its name and what the transform does with it (``constant``, ``log``, ``linear``)."""
+        names = list(names) if names is not None else [f"f{j + 1}" for j in range(self.shift.numel())]
+        keep = self.keep.tolist() if self.kind == "auto" else [1.0] * len(names)
+        return [{"feature": str(n), "action": "constant" if not k else ("log" if g else "linear"),
+                 "center": float(c), "scale": float(s)}
+                for n, k, g, c, s in zip(names, keep, self.log1p_mask.tolist(), self.shift.tolist(), self.scale.tolist())]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.kind != "standard":
             x = torch.where(self.log1p_mask, torch.sign(x) * torch.log1p(torch.abs(x)), x)
-        return (x - self.shift) / self.scale
+        x = (x - self.shift) / self.scale
+        if self.kind == "auto":
+            x = torch.minimum(torch.maximum(x, self.low), self.high) * self.keep
+        return x
 
 
 class MaskedBatchNorm1d(nn.BatchNorm1d):

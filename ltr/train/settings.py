@@ -5,8 +5,8 @@ configuration that ``ltr tune`` writes is the one ``ltr train --config`` runs.
 
 ``[model]``: ``type`` (mlp, linear, attention), the MLP's ``hidden``, ``activation``, ``dropout``,
 ``batch_norm``, the context-aware scorer's ``width``, ``heads``, ``layers``, ``dropout``, every
-scorer's ``input_noise``, ``normalize`` (none, standard, log1p, log1p_standard: fitted on the
-training split, stored in the model) and ``ensemble`` (seeds averaged; read by ``ltr train``).
+scorer's ``input_noise``, ``normalize`` (auto (the default), none, standard, log1p, log1p_standard: fitted
+on the training split, stored in the model) and ``ensemble`` (seeds averaged; read by ``ltr train``).
 A scorer takes the keys of its own type (:data:`ARCH_KEYS`); the others are ignored for it, so one
 table can hold the options of several types. ``[loss]``: ``name`` plus the loss's keyword arguments
 (``losses.get_loss``).
@@ -23,7 +23,8 @@ __all__ = ["MODEL_KEYS", "NORMALIZE_CHOICES", "MODEL_DEFAULTS", "ARCH_KEYS", "mo
            "build_scorer"]
 
 MODEL_KEYS = tuple(MODEL_RULES)
-MODEL_DEFAULTS = {"type": "mlp", "hidden": [128, 64], "activation": "relu", "dropout": 0.0, "batch_norm": False, "normalize": "none"}
+#: normalize "auto": issue 20's defaults study (experiments/defaults_study.py, docs/experiments.md "Defaults")
+MODEL_DEFAULTS = {"type": "mlp", "hidden": [128, 64], "activation": "relu", "dropout": 0.0, "batch_norm": False, "normalize": "auto"}
 ARCH_KEYS = {
     "mlp": ("hidden", "activation", "dropout", "batch_norm", "input_noise"),
     "linear": ("input_noise",),
@@ -33,7 +34,7 @@ ARCH_KEYS = {
 
 def model_defaults(kind: str) -> dict[str, Any]:
     """The defaults of a ``[model]`` table of ``type = kind`` (the other types take their class defaults)."""
-    return dict(MODEL_DEFAULTS) if kind == "mlp" else {"type": kind, "normalize": "none"}
+    return dict(MODEL_DEFAULTS) if kind == "mlp" else {"type": kind, "normalize": MODEL_DEFAULTS["normalize"]}
 
 
 def build_loss(loss_cfg: dict[str, Any]):

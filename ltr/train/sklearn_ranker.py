@@ -105,7 +105,7 @@ class NeuralRanker(BaseEstimator):
     model : "mlp" or "linear".
     loss : a ``losses.get_loss`` name (lambdarank, ranknet, ndcg_loss2, ndcg_loss2pp, listnet, bce, mse).
     hidden, activation, dropout, batch_norm : the MLP's layers (ignored by "linear").
-    normalize : "standard", "log1p", "log1p_standard" or "none"; fitted on the training rows, kept
+    normalize : "auto" (default), "standard", "log1p", "log1p_standard" or "none"; fitted on the training rows, kept
         inside the model.
     loss_params : keyword arguments of the loss (e.g. ``{"k": 10}`` for LambdaRank@10).
     epochs, batch_size, lr, weight_decay, patience, monitor, seed, device : the trainer's settings
@@ -126,7 +126,7 @@ class NeuralRanker(BaseEstimator):
         activation: str = "relu",
         dropout: float = 0.0,
         batch_norm: bool = False,
-        normalize: str = "standard",
+        normalize: str = "auto",
         loss_params: dict[str, Any] | None = None,
         epochs: int = 30,
         batch_size: int = 64,

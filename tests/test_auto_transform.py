@@ -1,0 +1,146 @@
+"""The ``auto`` input transform: per-feature decisions fitted on the training split only, saved with the
+model, reloaded, and safe against features the training split never varied or values it never saw."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from test_cli_train import read_run, run_scores
+
+from ltr.cli import main
+from ltr.data import RankingDataset, load_svmlight, save_svmlight
+from ltr.data.auto_transform import SPREAD_LIMIT, AutoFit, fit_auto
+from ltr.data.normalize import Normalizer
+from ltr.train.models import load_model
+from ltr.train.scorers import FeatureTransform
+
+
+def columns(n: int = 400, seed: int = 0) -> np.ndarray:
+    """A symmetric column, a heavy-tailed count, a constant, a signed heavy tail and a 0/1 flag."""
+    rng = np.random.default_rng(seed)
+    return np.column_stack([
+        rng.normal(3.0, 2.0, n),
+        np.floor(rng.pareto(1.2, n) * 50),
+        np.full(n, 7.0),
+        rng.standard_t(1.5, n) * 100,
+        (rng.random(n) < 0.1).astype(float),
+    ])
+
+
+def test_decisions_and_statistics_match_a_hand_computation():
+    x = columns()
+    fit = fit_auto(x)
+    assert fit.actions == ["linear", "log", "constant", "log", "linear"]
+    f = np.column_stack([x[:, 0], np.log1p(x[:, 1]), x[:, 2], np.sign(x[:, 3]) * np.log1p(np.abs(x[:, 3])), x[:, 4]])
+    q1, q2, q3 = np.quantile(f, [0.25, 0.5, 0.75], axis=0)
+    expected_scale = (q3 - q1) / 1.349
+    expected_scale[2] = 1.0  # constant: IQR and std are 0
+    expected_scale[4] = f[:, 4].std()  # a rare 0/1 flag has IQR 0: its standard deviation instead
+    np.testing.assert_allclose(fit.center, q2)
+    np.testing.assert_allclose(fit.scale, expected_scale)
+    np.testing.assert_allclose(fit.high, (f.max(axis=0) - q2) / expected_scale)
+    z = fit.transform(x)
+    np.testing.assert_allclose(z[:, :2], ((f - q2) / expected_scale)[:, :2])
+    assert np.all(z[:, 2] == 0)
+
+
+def test_the_spread_rule_is_the_documented_one():
+    rng = np.random.default_rng(1)
+    mild = rng.gamma(8.0, 1.0, 5000)        # spans about 8 robust standard deviations: stays linear
+    strong = rng.lognormal(0.0, 1.0, 5000)  # spans about 40, its log about 8: log
+    x = np.column_stack([mild, strong])
+    fit = fit_auto(x)
+    assert fit.actions == ["linear", "log"]
+    q1, q3 = np.quantile(x, [0.25, 0.75], axis=0)
+    spread = (x.max(axis=0) - x.min(axis=0)) / ((q3 - q1) / 1.349)
+    assert spread[0] < SPREAD_LIMIT < spread[1]
+
+
+def test_streaming_fit_equals_the_in_memory_fit():
+    x = columns(1000)
+    whole, blocks = fit_auto(x), fit_auto(x, block_rows=7)
+    for name in ("log", "center", "scale", "low", "high", "keep"):
+        np.testing.assert_array_equal(getattr(whole, name), getattr(blocks, name))
+
+
+def test_state_round_trips_through_json_and_the_torch_module():
+    x = columns()
+    norm = Normalizer("auto").fit(x)
+    back = Normalizer.from_dict(json.loads(json.dumps(norm.to_dict())))
+    np.testing.assert_array_equal(back.transform(x), norm.transform(x))
+    module = FeatureTransform.from_normalizer(norm)
+    np.testing.assert_allclose(module(torch.from_numpy(x.astype(np.float32))).numpy(), norm.transform(x), atol=2e-6)
+    with pytest.raises(ValueError, match="auto"):
+        Normalizer.from_dict({"kind": "auto", "n_features": 5, "mean": None, "scale": None})
+    with pytest.raises(ValueError, match="one value per feature"):
+        AutoFit.from_dict({**norm.to_dict()["auto"], "keep": [[1]]})
+
+
+def test_unseen_values_cannot_break_a_prediction():
+    x = columns()
+    t = FeatureTransform.fit(x, "auto")
+    row = torch.from_numpy(x[:1].astype(np.float32))
+    wild = row.clone()
+    wild[0, 2] = 1e30      # the feature the training split never varied
+    wild[0, 1] = 3e38      # far beyond the training maximum of a log feature
+    out = t(wild)
+    assert torch.isfinite(out).all() and out[0, 2] == 0
+    at_max = row.clone()
+    at_max[0, 1] = float(x[:, 1].max())
+    assert out[0, 1] == t(at_max)[0, 1]  # clipped to the most extreme training value
+
+
+def write_split(path, x, seed):
+    rng = np.random.default_rng(seed)
+    lengths = np.full(len(x) // 8, 8)
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    y = np.clip(np.round(np.log1p(x[: offsets[-1], 1]) / 2 + x[: offsets[-1], 0] / 3 + rng.normal(0, 0.3, offsets[-1])), 0, 4)
+    ds = RankingDataset(x[: offsets[-1]].astype(np.float32), y, offsets, np.arange(len(lengths)) + 1000 * seed)
+    save_svmlight(ds, path)
+    return ds
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    d = tmp_path_factory.mktemp("auto")
+    train = write_split(d / "train.txt", columns(400, 0), 0)
+    valid_x = columns(160, 1)
+    valid_x[:, 2] = np.random.default_rng(5).normal(size=160)  # varies outside the training split
+    write_split(d / "valid.txt", valid_x * 3.0, 1)             # other statistics than the training split
+    write_split(d / "test.txt", valid_x, 2)
+    out = d / "run"
+    assert main(["train", "--train", str(d / "train.txt"), "--valid", str(d / "valid.txt"), "--test", str(d / "test.txt"),
+                 "--epochs", "2", "--quiet", "--out", str(out)]) == 0
+    return d, out, train
+
+
+def test_ltr_train_fits_auto_by_default_on_the_training_split_only(run):
+    d, out, train = run
+    model = load_model(out)
+    expected = fit_auto(load_svmlight(d / "train.txt", cache=False).features)
+    t = model.normalizer
+    assert t.kind == "auto"
+    np.testing.assert_allclose(t.shift.numpy(), expected.center, rtol=1e-6)
+    np.testing.assert_allclose(t.scale.numpy(), expected.scale, rtol=1e-6)
+    assert t.keep.tolist() == [1.0, 1.0, 0.0, 1.0, 1.0]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["config"]["model"]["normalize"] == "auto"
+    assert summary["input_transform"]["counts"] == {"log": 2, "linear": 2, "constant": 1}
+    report = json.loads((out / "input_transform.json").read_text())
+    assert [f["action"] for f in report["features"]] == fit_auto(train.features).actions
+
+
+def test_a_feature_constant_in_training_does_not_move_predictions(run, tmp_path):
+    d, out, _ = run
+    test = load_svmlight(d / "test.txt", cache=False)
+    shifted = test.features.copy()
+    shifted[:, 2] = np.random.default_rng(9).normal(0, 1e6, len(shifted))
+    save_svmlight(test.with_features(shifted), tmp_path / "shifted.txt")
+    for name, path in (("a", d / "test.txt"), ("b", tmp_path / "shifted.txt")):
+        assert main(["predict", "--model", str(out), "--data", str(path), "--out", str(tmp_path / f"{name}.run")]) == 0
+    a = run_scores(read_run(tmp_path / "a.run"), test)
+    b = run_scores(read_run(tmp_path / "b.run"), test)
+    assert np.all(np.isfinite(a)) and np.array_equal(a, b)
