@@ -52,6 +52,8 @@ CANDIDATES: dict[str, tuple[str, list[str]]] = {
     "auto_softmax_ens3": ("train", ["--normalize", "auto", "--loss", "softmax", "--ensemble", "3"]),
     "auto_softmax_noise_ens3": ("train", ["--normalize", "auto", "--loss", "softmax", "--input-noise", "0.1", "--ensemble", "3"]),
     "auto_softmax_p10": ("train", ["--normalize", "auto", "--loss", "softmax", "--patience", "10", "--epochs", "60"]),
+    "auto_softmax_qz": ("train", ["--normalize", "auto", "--loss", "softmax", "--query-norm", "zscore"]),
+    "auto_softmax_noise_qz": ("train", ["--normalize", "auto", "--loss", "softmax", "--input-noise", "0.1", "--query-norm", "zscore"]),
 }
 NDCG10 = "ndcg@10[gain=exp2,discount=log2,ideal=min(R,K),empty=skip,ties=stable]"
 

@@ -144,3 +144,43 @@ def test_a_feature_constant_in_training_does_not_move_predictions(run, tmp_path)
     a = run_scores(read_run(tmp_path / "a.run"), test)
     b = run_scores(read_run(tmp_path / "b.run"), test)
     assert np.all(np.isfinite(a)) and np.array_equal(a, b)
+
+
+def test_query_normalize_equals_a_per_query_numpy_computation():
+    from ltr.data.batching import make_batch
+    from ltr.train.scorers import query_normalize
+
+    x = columns(60)
+    offsets = np.array([0, 5, 6, 20, 60])
+    ds = RankingDataset(x.astype(np.float32), np.zeros(60), offsets, np.arange(4))
+    batch = make_batch(ds, np.arange(4))
+    for how in ("zscore", "minmax"):
+        out = query_normalize(batch.features.double(), batch.mask, how).numpy()
+        for q in range(4):
+            rows = ds.features[offsets[q]:offsets[q + 1]].astype(np.float64)
+            if how == "zscore":
+                std = rows.std(axis=0)
+                expected = (rows - rows.mean(axis=0)) / np.where(std > 0, std, 1.0)
+            else:
+                span = rows.max(axis=0) - rows.min(axis=0)
+                expected = (rows - rows.min(axis=0)) / np.where(span > 0, span, 1.0)
+            n = len(rows)
+            np.testing.assert_allclose(out[q, :n], expected, atol=1e-9)
+            assert np.all(out[q, n:] == 0)
+
+
+def test_query_norm_model_scores_whole_queries_and_round_trips(run, tmp_path):
+    d, _, _ = run
+    out = tmp_path / "qn"
+    assert main(["train", "--train", str(d / "train.txt"), "--valid", str(d / "valid.txt"), "--query-norm", "zscore",
+                 "--epochs", "1", "--quiet", "--out", str(out)]) == 0
+    model = load_model(out)
+    assert model.query_norm == "zscore" and model.listwise
+    assert json.loads((out / "model.json").read_text())["query_norm"] == "zscore"
+    test = load_svmlight(d / "test.txt", cache=False)
+    assert main(["predict", "--model", str(out), "--data", str(d / "test.txt"), "--out", str(tmp_path / "t.run")]) == 0
+    scores = run_scores(read_run(tmp_path / "t.run"), test)
+    with torch.no_grad():  # the first query alone, as one list: the same scores
+        a, b = test.query_offsets[0], test.query_offsets[1]
+        alone = model(torch.from_numpy(test.features[a:b])).double().numpy()
+    np.testing.assert_allclose(scores[a:b], alone, rtol=1e-5, atol=1e-6)

@@ -49,6 +49,8 @@ def register(subparsers) -> None:
     p.add_argument("--width", type=MODEL_RULES["width"], default=None, help="attention: embedding width, a multiple of --heads (default 64)")
     p.add_argument("--heads", type=MODEL_RULES["heads"], default=None, help="attention: heads per layer (default 2)")
     p.add_argument("--layers", type=MODEL_RULES["layers"], default=None, help="attention: encoder blocks (default 2)")
+    p.add_argument("--query-norm", default=None, choices=("none", "zscore", "minmax"),
+                   help="also normalise each feature within its query after the input transform (LETOR's QueryLevelNorm); the model then scores whole queries (default none)")
     p.add_argument("--input-noise", type=MODEL_RULES["input_noise"], default=None, metavar="STD",
                    help="Gaussian noise of this standard deviation on the (normalised) inputs while training (default 0)")
     p.add_argument("--ensemble", type=MODEL_RULES["ensemble"], default=None, metavar="N",
@@ -126,7 +128,7 @@ def resolve_settings(args) -> tuple[dict[str, Any], dict[str, Any], dict[str, An
         train["progress"] = False
     model_over = {"type": args.model, "activation": args.activation, "dropout": args.dropout,
                   "batch_norm": args.batch_norm, "normalize": args.normalize, "width": args.width,
-                  "heads": args.heads, "layers": args.layers, "input_noise": args.input_noise,
+                  "heads": args.heads, "layers": args.layers, "input_noise": args.input_noise, "query_norm": args.query_norm,
                   "ensemble": args.ensemble}
     model.update({k: v for k, v in model_over.items() if v is not None})
     if args.hidden is not None:

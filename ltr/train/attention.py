@@ -50,7 +50,7 @@ class ContextAwareScorer(_Scorer):
     """
 
     kind = "attention"
-    listwise = True
+    listwise = True  # type: ignore[assignment]
 
     def __init__(self, n_features: int, width: int = 64, heads: int = 2, layers: int = 2, dropout: float = 0.1,
                  input_noise: float = 0.0):
@@ -80,7 +80,7 @@ class ContextAwareScorer(_Scorer):
         if mask is None:
             mask = torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)
         # padding may hold anything (NaN included): zero it before it enters any sum
-        h = self.embed(self._prepare(x.masked_fill(~mask[..., None], 0.0)))
+        h = self.embed(self._prepare(x.masked_fill(~mask[..., None], 0.0), mask))
         h = self.encoder(h, src_key_padding_mask=~mask)
         scores = self.out(self.norm(h)).squeeze(-1).masked_fill(~mask, 0.0)
         return scores[0] if one_list else scores

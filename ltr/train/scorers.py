@@ -41,6 +41,8 @@ __all__ = [
     "LinearScorer",
     "MLPScorer",
     "MODEL_TYPES",
+    "QUERY_NORMS",
+    "query_normalize",
 ]
 
 ACTIVATIONS = {
@@ -157,11 +159,43 @@ class MaskedBatchNorm1d(nn.BatchNorm1d):
         return out.reshape(shape)
 
 
+QUERY_NORMS = ("none", "zscore", "minmax")
+
+
+def query_normalize(x: torch.Tensor, mask: torch.Tensor | None, how: str) -> torch.Tensor:
+    """Each feature normalised within its list (LETOR's QueryLevelNorm): over the valid items of a list,
+    ``zscore``: ``(x - mean) / std``, ``minmax``: ``(x - min) / (max - min)`` (a divisor of 0 becomes 1,
+    so a feature constant within the list becomes 0). ``x`` [..., L, F] (a 2-D ``[L, F]`` is one list),
+    ``mask`` [..., L] (None: every item valid); padded items come out 0.
+
+    >>> query_normalize(torch.tensor([[1.0, 5.0], [3.0, 5.0], [9.0, 9.0]]), torch.tensor([True, True, False]), "minmax").tolist()
+    [[0.0, 0.0], [1.0, 0.0], [0.0, 0.0]]
+    """
+    valid = torch.ones(x.shape[:-1], dtype=torch.bool, device=x.device) if mask is None else mask
+    w = valid.unsqueeze(-1).to(x.dtype)
+    count = w.sum(dim=-2, keepdim=True).clamp(min=1.0)
+    if how == "zscore":
+        mean = (x * w).sum(dim=-2, keepdim=True) / count
+        std = (((x - mean) * w) ** 2).sum(dim=-2, keepdim=True).div(count).sqrt()
+        out = (x - mean) / torch.where(std > 0, std, torch.ones_like(std))
+    else:
+        low = torch.where(valid.unsqueeze(-1), x, torch.full_like(x, torch.inf)).amin(dim=-2, keepdim=True)
+        high = torch.where(valid.unsqueeze(-1), x, torch.full_like(x, -torch.inf)).amax(dim=-2, keepdim=True)
+        span = high - low
+        out = (x - low) / torch.where(span > 0, span, torch.ones_like(span))
+    return out * w
+
+
 class _Scorer(nn.Module):
     """Common parts: the optional input transform and the JSON description."""
 
     kind = "base"
-    listwise = False  # True: an item's score depends on the other items of its query
+    query_norm = "none"  # per-list normalisation of the (transformed) inputs: none, zscore, minmax
+
+    @property
+    def listwise(self) -> bool:
+        """True when an item's score depends on the other items of its query (then it is scored by query)."""
+        return self.query_norm != "none"
 
     def __init__(self, n_features: int, input_noise: float = 0.0):
         super().__init__()
@@ -181,10 +215,20 @@ class _Scorer(nn.Module):
         self.normalizer = transform
         return self
 
-    def _prepare(self, x: torch.Tensor) -> torch.Tensor:
+    def set_query_norm(self, how: str) -> "_Scorer":
+        """Normalise each feature within its list after the input transform (:func:`query_normalize`);
+        the scorer then scores whole queries (``listwise``)."""
+        if how not in QUERY_NORMS:
+            raise LtrError(f"query_norm must be one of {', '.join(QUERY_NORMS)}, got {how!r}")
+        self.query_norm = how
+        return self
+
+    def _prepare(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         if x.shape[-1] != self.n_features:
             raise LtrError(f"model expects {self.n_features} features, got input with {x.shape[-1]}")
         x = self.normalizer(x) if self.normalizer is not None else x
+        if self.query_norm != "none":
+            x = query_normalize(x, mask, self.query_norm)
         if self.training and self.input_noise > 0:
             x = x + self.input_noise * torch.randn_like(x)
         return x
@@ -203,6 +247,8 @@ class _Scorer(nn.Module):
         if self.input_noise > 0:  # absent = 0, so older model.json files read the same
             cfg["input_noise"] = self.input_noise
         cfg["normalizer"] = None if self.normalizer is None else self.normalizer.kind
+        if self.query_norm != "none":  # absent = none, so older model.json files read the same
+            cfg["query_norm"] = self.query_norm
         if self.feature_names is not None:
             cfg["feature_names"] = list(self.feature_names)
         return cfg
@@ -221,7 +267,7 @@ class LinearScorer(_Scorer):
         self.linear = nn.Linear(self.n_features, 1)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-        return self.linear(self._prepare(x)).squeeze(-1)
+        return self.linear(self._prepare(x, mask)).squeeze(-1)
 
     def _arch(self) -> dict[str, Any]:
         return {"type": "linear", "n_features": self.n_features}
@@ -267,7 +313,7 @@ class MLPScorer(_Scorer):
         self.out = nn.Linear(width, 1)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-        h = self._prepare(x)
+        h = self._prepare(x, mask)
         for i, linear in enumerate(self.linears):
             h = linear(h)
             if self.batch_norm:

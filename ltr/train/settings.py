@@ -62,4 +62,5 @@ def build_scorer(model_cfg: dict[str, Any], train_ds):
     model = build_model({**arch, "n_features": train_ds.n_features})
     if model_cfg.get("normalize", "none") != "none":  # fitted in one streaming pass (a store stays on disk)
         model.set_normalizer(FeatureTransform.fit(train_ds.features, model_cfg["normalize"]))
+    model.set_query_norm(model_cfg.get("query_norm", "none"))
     return model.set_feature_names(getattr(train_ds, "feature_names", None))  # written into model.json
