@@ -194,3 +194,26 @@ def test_the_synthetic_half_of_the_study_resolves_to_the_documented_candidates()
     assert parts == {"mlp_log1p": ("mlp", "log1p_standard", 0.0, 1), "mlp_dasalc": ("mlp", "log1p_standard", 0.1, 5),
                      "attn_log1p": ("attention", "log1p_standard", 0.0, 1),
                      "attn_log1p_noise": ("attention", "log1p_standard", 0.1, 1)}
+
+
+def test_workers_take_the_longest_cells_first(tmp_path):
+    from ltr.study.scheduling import cell_cost, longest_first
+
+    small = tmp_path / "small.txt"
+    big = tmp_path / "big.txt"
+    small.write_text("0 qid:1 1:1\n" * 10)
+    big.write_text("0 qid:1 1:1\n" * 1000)
+    cfg = AblationConfig(
+        datasets=[DatasetSpec("small", "svmlight", {"train": str(small), "test": str(small)}),
+                  DatasetSpec("big", "svmlight", {"train": str(big), "test": str(big)}),
+                  DatasetSpec("syn", "synthetic", {"n_queries": 10, "mean_list_length": 4})],
+        methods=["ranknet", "lightgbm", "attention/softmax", "ens"],
+        variants={"ens": {"method": "ranknet", "ensemble": 5}},
+        seeds=[0],
+    )
+    cells = [Cell(d.name, m, 0) for d in cfg.datasets for m in cfg.methods]
+    order = longest_first(cells, cfg, resolve_method)
+    # big file: the 5-member ensemble (x5), then attention (x4), then the single models (grid order kept)
+    assert [(c.dataset, c.method) for c in order[:4]] == [("big", "ens"), ("big", "attention/softmax"), ("big", "ranknet"), ("big", "lightgbm")]
+    assert cell_cost(Cell("syn", "ens", 0), cfg, resolve_method) == 10 * 4 * 5
+    assert cell_cost(Cell("small", "ranknet", 0), cfg, resolve_method) == small.stat().st_size

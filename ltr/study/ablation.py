@@ -672,8 +672,10 @@ def run_ablation(config: AblationConfig, out: str | os.PathLike, *, workers: int
                 store(c, cell_fn(c, config))
                 ran.append(c.key)
                 bar.update(1)
-        else:
-            _run_cells_in_pool(todo, config, cell_fn, workers, store, ran, bar)
+        else:  # longest first, so that no worker is left alone with a long cell at the end
+            from ltr.study.scheduling import longest_first
+
+            _run_cells_in_pool(longest_first(todo, config, resolve_method), config, cell_fn, workers, store, ran, bar)
     finally:
         bar.close()
     records = [done[c] for c in cells]
