@@ -64,9 +64,13 @@ K_METHODS = ("truncate", "jagerman")
 
 
 class _LambdaLossWeights:
-    """Pair weights (rho_weight * rho + mu * delta * topk) * |G_i - G_j| / ln 2 in rank coordinates."""
+    """Pair weights (rho_weight * rho + mu * delta * topk) * |G_i - G_j| / ln 2 in rank coordinates.
 
-    def __init__(self, ndcg_deltas, discount, mu: float, with_rho: bool, jagerman_k: int | None = None):
+    ``in_log2=False`` leaves out the 1 / ln 2 (the weights of a loss that is not in base 2).
+    """
+
+    def __init__(self, ndcg_deltas, discount, mu: float, with_rho: bool, jagerman_k: int | None = None,
+                 in_log2: bool = True):
         self.ndcg = ndcg_deltas
         self.order = ndcg_deltas.order
         g = ndcg_deltas.normalised  # G = g / IDCG in rank order
@@ -76,7 +80,7 @@ class _LambdaLossWeights:
         self.g = g
         self.mu = float(mu)
         self.with_rho = with_rho
-        self.to_log2 = 1.0 / math.log(2.0)
+        self.to_log2 = 1.0 / math.log(2.0) if in_log2 else 1.0
         self.topk = None if jagerman_k is None else _jagerman_factor(self.inv_d[:n], jagerman_k)
 
     def block(self, p0, p1, q0, q1):
