@@ -15,6 +15,7 @@ from losses.lambdarank import LambdaRank
 from losses.listmle import ListMLE
 from losses.listwise import ListNet, SoftmaxCrossEntropy
 from losses.neural_ndcg import NeuralNDCG
+from losses.neural_sort_ce import NeuralSortCrossEntropy
 from losses.pairwise import PairwiseHinge, RankNet
 from losses.pointwise import PointwiseBCE, PointwiseMSE
 from losses.registry import LOSSES, get_loss, loss_names
@@ -33,6 +34,7 @@ __all__ = [
     "ListMLE",
     "ApproxNDCG",
     "NeuralNDCG",
+    "NeuralSortCrossEntropy",
     "PointwiseBCE",
     "PointwiseMSE",
     "LOSSES",

@@ -23,12 +23,24 @@ def check_reduction(reduction: str, allowed: tuple[str, ...] = REDUCTIONS) -> st
     return reduction
 
 
-def check_inputs(scores, labels, mask=None, weights=None):
+def wide_dtype(dtype):
+    """The dtype a metric-weighted loss computes in: ``dtype`` promoted to at least float32.
+
+    float16 / bfloat16 scores (mixed precision) are widened: bfloat16 rounds labels above 256
+    (1023 becomes 1024), and the |ΔNDCG| of far-apart items fall below half precision's range.
+    """
+    return torch.promote_types(dtype, torch.float32)
+
+
+def check_inputs(scores, labels, mask=None, weights=None, *, widen: bool = False):
     """Validate and align the four inputs of a loss; return ``(scores, labels, mask, weights)``.
 
     ``labels`` and ``weights`` are cast to the dtype of ``scores``; ``mask=None`` means every
     position is a real item. Values at padded positions are replaced by 0 so that nothing
-    non-finite there can leak into arithmetic (0 * NaN is NaN).
+    non-finite there can leak into arithmetic (0 * NaN is NaN). With ``widen=True`` all three
+    come back in :func:`wide_dtype` of the scores' dtype (the scores through a differentiable
+    cast; the caller casts its result back with ``.to(original dtype)``), the labels cast from
+    the tensor given, so never rounded through half precision.
     """
     if not isinstance(scores, torch.Tensor):
         raise TypeError(f"scores must be a torch.Tensor, got {type(scores).__name__}")
@@ -39,6 +51,8 @@ def check_inputs(scores, labels, mask=None, weights=None):
     labels = torch.as_tensor(labels, device=scores.device)
     if labels.shape != scores.shape:
         raise ValueError(f"labels shape {tuple(labels.shape)} != scores shape {tuple(scores.shape)}")
+    if widen:
+        scores = scores.to(wide_dtype(scores.dtype))
     labels = labels.to(scores.dtype)
     if mask is None:
         mask = torch.ones_like(scores, dtype=torch.bool)

@@ -11,7 +11,9 @@ The gain, the discount (``"log2"``: 1 / log2(1 + r), or a callable that torch ca
 and IDCG are those of :mod:`metrics`. A smaller T tracks the true NDCG more closely but gives
 steeper, sparser gradients (T -> 0 recovers -NDCG). The whole list counts (no cutoff); the loss is
 the negative smoothed NDCG, so it lies in about [-1, 0]. Shifting the scores of a query changes
-nothing. Cost: O(B L^2) time and memory (autograd through the pairwise sigmoids).
+nothing. Cost: O(B L^2) time and memory (autograd through the pairwise sigmoids). Computed in at least
+float32, returned in the dtype of the scores; the gains enter as g / IDCG
+(:func:`metrics.normalised_gains`), finite for labels up to 1023.
 
 >>> import torch
 >>> s = torch.tensor([[0.0, 0.0]]); y = torch.tensor([[1.0, 0.0]])   # both at rank 1.5
@@ -25,9 +27,8 @@ import torch
 from torch import nn
 
 from losses._inputs import check_inputs, check_reduction, reduce_per_query
-from metrics.dcg import ideal_dcg
+from metrics.dcg import normalised_gains
 from metrics.discounts import discount_values
-from metrics.gains import gain_values
 
 __all__ = ["ApproxNDCG", "smooth_ranks"]
 
@@ -62,16 +63,17 @@ class ApproxNDCG(nn.Module):
         self.reduction = check_reduction(reduction)
 
     def forward(self, scores, labels, mask=None, weights=None, item_gain=None) -> torch.Tensor:
-        scores, labels, mask, weights = check_inputs(scores, labels, mask, weights)
-        gains = gain_values(labels, self.gain, item_gain).to(scores.dtype).masked_fill(~mask, 0.0)
-        ideal = ideal_dcg(gains, None, self.discount, mask)
-        inv_ideal = torch.where(ideal > 0, 1.0 / torch.where(ideal > 0, ideal, torch.ones_like(ideal)),
-                                torch.zeros_like(ideal))
+        out_dtype = getattr(scores, "dtype", None)
+        scores, labels, mask, weights = check_inputs(scores, labels, mask, weights, widen=True)
+        if item_gain is not None:
+            item_gain = torch.as_tensor(item_gain, device=scores.device).to(scores.dtype).masked_fill(~mask, 0.0)
+        # G = g / IDCG, formed without 2^label (finite for labels up to 1023).
+        gains = normalised_gains(labels, None, self.gain, self.discount, mask, item_gain).to(scores.dtype)
         ranks = smooth_ranks(scores, mask, self.temperature)
         terms = (gains * discount_values(ranks, self.discount)).masked_fill(~mask, 0.0)
         if weights is not None:
             terms = terms * weights
-        return reduce_per_query(-terms.sum(dim=1) * inv_ideal, mask, self.reduction)
+        return reduce_per_query(-terms.sum(dim=1), mask, self.reduction).to(out_dtype)
 
     def extra_repr(self) -> str:
         return f"temperature={self.temperature}, gain={self.gain!r}, reduction={self.reduction!r}"

@@ -23,7 +23,8 @@ The logarithm is base 2 as in the paper (the framework's loss is -log2 of a like
 discounts and the ideal DCG come from :mod:`metrics` (no second definition here). The weights
 are constants for autograd (the paper's hard assignment of the ranking), so the losses go through
 the same block-wise pair engine as LambdaRank (``losses.pair_engine``): O(B L^2) time, O(block +
-B L) memory.
+B L) memory. All are computed in at least float32 and returned in the dtype of the scores; the
+gains enter only as G = g / IDCG (:func:`metrics.normalised_gains`), finite for labels up to 1023.
 
 ``k`` (NDCG@K) is an extension of the 2018 paper, with two ways to apply it (``k_method``):
 
@@ -63,19 +64,23 @@ K_METHODS = ("truncate", "jagerman")
 
 
 class _LambdaLossWeights:
-    """Pair weights (rho_weight * rho + mu * delta * topk) * |G_i - G_j| / ln 2 in rank coordinates."""
+    """Pair weights (rho_weight * rho + mu * delta * topk) * |G_i - G_j| / ln 2 in rank coordinates.
 
-    def __init__(self, ndcg_deltas, discount, mu: float, with_rho: bool, jagerman_k: int | None = None):
+    ``in_log2=False`` leaves out the 1 / ln 2 (the weights of a loss that is not in base 2).
+    """
+
+    def __init__(self, ndcg_deltas, discount, mu: float, with_rho: bool, jagerman_k: int | None = None,
+                 in_log2: bool = True):
         self.ndcg = ndcg_deltas
         self.order = ndcg_deltas.order
-        g = ndcg_deltas.gains
+        g = ndcg_deltas.normalised  # G = g / IDCG in rank order
         n = g.shape[-1]
         # 1/D at ranks 1..n (uncut: delta depends on the distance |i - j| only).
         self.inv_d = discount_values(rank_positions(n + 1, g), discount)
-        self.g = g * ndcg_deltas.inv_ideal[:, None]
+        self.g = g
         self.mu = float(mu)
         self.with_rho = with_rho
-        self.to_log2 = 1.0 / math.log(2.0)
+        self.to_log2 = 1.0 / math.log(2.0) if in_log2 else 1.0
         self.topk = None if jagerman_k is None else _jagerman_factor(self.inv_d[:n], jagerman_k)
 
     def block(self, p0, p1, q0, q1):
@@ -136,15 +141,17 @@ class NDCGLoss2(nn.Module):
         self.mu = 1.0
 
     def forward(self, scores, labels, mask=None, weights=None, item_gain=None) -> torch.Tensor:
-        scores, labels, mask, weights = check_inputs(scores, labels, mask, weights)
+        out_dtype = getattr(scores, "dtype", None)
+        scores, labels, mask, weights = check_inputs(scores, labels, mask, weights, widen=True)
         ndcg = prepare_swap_deltas("ndcg", scores, labels, mask, k=self.k, gain=self.gain,
                                    discount=self.discount, item_gain=item_gain)
         jagerman = self.k_method == "jagerman" and self.k is not None
         pair_weight = _LambdaLossWeights(ndcg, self.discount, self.mu, self._with_rho,
                                          self.k if jagerman else None)
-        return reduced_pairwise(scores, labels, mask, weights, self.reduction, sigma=self.sigma,
+        loss = reduced_pairwise(scores, labels, mask, weights, self.reduction, sigma=self.sigma,
                                 order=ndcg.order, pair_weight=pair_weight, top=None if jagerman else self.k,
                                 block_elements=self.block_elements, base2=True)
+        return loss.to(out_dtype)
 
     def extra_repr(self) -> str:
         method = "" if self.k_method == "truncate" else f", k_method={self.k_method!r}"
@@ -196,15 +203,16 @@ class NDCGLoss1(nn.Module):
         self.block_elements = int(block_elements)
 
     def forward(self, scores, labels, mask=None, weights=None, item_gain=None) -> torch.Tensor:
-        scores, labels, mask, weights = check_inputs(scores, labels, mask, weights)
+        out_dtype = getattr(scores, "dtype", None)
+        scores, labels, mask, weights = check_inputs(scores, labels, mask, weights, widen=True)
         ndcg = prepare_swap_deltas("ndcg", scores, labels, mask, k=self.k, gain=self.gain,
                                    discount=self.discount, item_gain=item_gain)
-        in_rank = ndcg.gains * ndcg.inv_ideal[:, None] * ndcg.discounts[None, :]  # G_i / D_i
+        in_rank = ndcg.normalised * ndcg.discounts[None, :]  # G_i / D_i
         if bool((in_rank < 0).any()):
             raise ValueError("NDCG-Loss1 needs non-negative gains (labels >= 0 with the exp2 gain)")
         item_weight = torch.zeros_like(scores).scatter_(1, ndcg.order, in_rank.to(scores.dtype))
         return item_weighted_all_pairs(scores, mask, item_weight, weights, self.sigma, self.reduction,
-                                       self.block_elements, order=ndcg.order)
+                                       self.block_elements, order=ndcg.order).to(out_dtype)
 
     def extra_repr(self) -> str:
         return f"sigma={self.sigma}, k={self.k}, gain={self.gain!r}, reduction={self.reduction!r}"

@@ -19,6 +19,10 @@ truncation level): for NDCG, RR and AP a swap of two items both below K changes 
 loss is unchanged and the cost drops from O(B L^2) to O(B L K). Pairs are built in blocks
 (``losses.pair_engine``), so memory stays O(block + B L) for any L.
 
+Precision: the loss is computed in at least float32 and returned in the dtype of the scores, and
+the gains enter only as g / IDCG (:func:`metrics.normalised_gains`), so float16 / bfloat16
+scores and labels up to 1023 give a finite value and gradient.
+
 >>> import torch
 >>> s = torch.tensor([[0.0, 0.0]]); y = torch.tensor([[0.0, 1.0]])   # |ΔNDCG| = 1 - 1/log2(3)
 >>> round(float(LambdaRank(reduction="sum")(s, y, torch.ones(1, 2, dtype=torch.bool))), 4)
@@ -99,14 +103,16 @@ class LambdaRank(nn.Module):
         return prepare_swap_deltas(self.metric, scores, labels, mask, k=self.k, threshold=self.threshold)
 
     def forward(self, scores, labels, mask=None, weights=None, item_gain=None) -> torch.Tensor:
-        scores, labels, mask, weights = check_inputs(scores, labels, mask, weights)
+        out_dtype = getattr(scores, "dtype", None)
+        scores, labels, mask, weights = check_inputs(scores, labels, mask, weights, widen=True)
         deltas = self.swap_deltas(scores, labels, mask, item_gain)
         pair_weight = deltas
         if self.pair_weight == "label_diff":
             pair_weight = LabelDiffWeights(labels, mask, deltas.order, base=deltas)
-        return reduced_pairwise(scores, labels, mask, weights, self.reduction, sigma=self.sigma,
+        loss = reduced_pairwise(scores, labels, mask, weights, self.reduction, sigma=self.sigma,
                                 order=deltas.order, pair_weight=pair_weight, top=self.k,
                                 block_elements=self.block_elements)
+        return loss.to(out_dtype)
 
     def extra_repr(self) -> str:
         metric = getattr(self.metric, "__name__", "custom") if callable(self.metric) else self.metric

@@ -15,7 +15,9 @@ and the discount d of :mod:`metrics` (d(i) = 1/log2(1 + i))::
 (0 when IDCG@K = 0). As tau -> 0, P tends to the sorting permutation and the loss to -NDCG@K.
 Padding is left out of n, A, the softmax and the scaling, so it changes nothing; shifting the
 scores of a query adds a constant to each row of logits and changes nothing either. Item weights
-w multiply the gains (w_i g_i). Cost: O(B L^2) time and memory per Sinkhorn round.
+w multiply the gains (w_i g_i). Cost: O(B L^2) time and memory per Sinkhorn round. Computed in
+at least float32, returned in the dtype of the scores; the gains enter as g / IDCG@K
+(:func:`metrics.normalised_gains`), finite for labels up to 1023.
 
 >>> import torch
 >>> s = torch.tensor([[5.0, 0.0]]); y = torch.tensor([[1.0, 0.0]])
@@ -29,9 +31,8 @@ import torch
 from torch import nn
 
 from losses._inputs import check_inputs, check_reduction, reduce_per_query
-from metrics.dcg import ideal_dcg
+from metrics.dcg import normalised_gains
 from metrics.discounts import check_cutoff, discount_values, rank_positions
-from metrics.gains import gain_values
 
 __all__ = ["NeuralNDCG", "neural_sort", "sinkhorn"]
 
@@ -99,16 +100,17 @@ class NeuralNDCG(nn.Module):
         self.reduction = check_reduction(reduction)
 
     def forward(self, scores, labels, mask=None, weights=None, item_gain=None) -> torch.Tensor:
-        scores, labels, mask, weights = check_inputs(scores, labels, mask, weights)
-        gains = gain_values(labels, self.gain, item_gain).to(scores.dtype).masked_fill(~mask, 0.0)
-        ideal = ideal_dcg(gains, self.k, self.discount, mask)
-        inv_ideal = torch.where(ideal > 0, 1.0 / torch.where(ideal > 0, ideal, torch.ones_like(ideal)),
-                                torch.zeros_like(ideal))
+        out_dtype = getattr(scores, "dtype", None)
+        scores, labels, mask, weights = check_inputs(scores, labels, mask, weights, widen=True)
+        if item_gain is not None:
+            item_gain = torch.as_tensor(item_gain, device=scores.device).to(scores.dtype).masked_fill(~mask, 0.0)
+        # G = g / IDCG@K, formed without 2^label (finite for labels up to 1023); P is linear.
+        gains = normalised_gains(labels, self.k, self.gain, self.discount, mask, item_gain).to(scores.dtype)
         p = sinkhorn(neural_sort(scores, mask, self.temperature), mask, self.sinkhorn_iters, self.tol)
         weighted = gains if weights is None else gains * weights
         sorted_gains = torch.bmm(p, weighted[:, :, None]).squeeze(2)  # (P g)_i
         d = discount_values(rank_positions(scores.shape[1], scores), self.discount, self.k)
-        return reduce_per_query(-(sorted_gains * d[None, :]).sum(dim=1) * inv_ideal, mask, self.reduction)
+        return reduce_per_query(-(sorted_gains * d[None, :]).sum(dim=1), mask, self.reduction).to(out_dtype)
 
     def extra_repr(self) -> str:
         return (f"temperature={self.temperature}, k={self.k}, gain={self.gain!r}, "

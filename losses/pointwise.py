@@ -2,8 +2,19 @@ r"""Pointwise losses: binary cross-entropy on logits (CTR models) and mean squar
 
 Per real item i, with optional weight w_i (1 without ``weights``)::
 
-    BCE: w_i * -(y_i log sigmoid(s_i) + (1 - y_i) log(1 - sigmoid(s_i)))    labels in [0, 1]
+    BCE: w_i * -(t_i log sigmoid(s_i) + (1 - t_i) log(1 - sigmoid(s_i)))
     MSE: w_i * (s_i - y_i)^2
+
+BCE's target t_i comes from the label by ``label_rule``:
+
+* ``"unit"`` (default): t = y, labels must lie in [0, 1] (clicks, probabilities); anything else
+  is refused with a ValueError naming the value.
+* ``"binarize"``: t = 1 if y >= 1 else 0 — Rax's ``pointwise_sigmoid_loss`` (formerly
+  ``sigmoid_cross_entropy_loss``), which turns graded relevance into binary relevance.
+* ``"as_given"``: t = y for any label, the formula taken literally, as TF-Ranking's
+  ``SigmoidCrossEntropyLoss`` (``tf.nn.sigmoid_cross_entropy_with_logits``) does; the term is
+  ``softplus(s) - y s``, which for y > 1 keeps decreasing as s grows (no minimum), so a label of 2
+  pushes its score up without bound.
 
 Reductions: ``"mean"`` (default: the sum over real items divided by their number), ``"sum"``, or
 ``"none"`` (the ``[B, L]`` per-item terms, 0 on padding).
@@ -53,15 +64,41 @@ class _PointwiseLoss(nn.Module):
         return f"reduction={self.reduction!r}"
 
 
+LABEL_RULES = ("unit", "binarize", "as_given")
+
+
 class PointwiseBCE(_PointwiseLoss):
-    """Binary cross-entropy on logits, labels in [0, 1] (a ValueError names anything outside)."""
+    """Binary cross-entropy on logits; ``label_rule`` (``"unit"``, ``"binarize"``, ``"as_given"``)
+    says how labels become targets (module docstring).
+
+    >>> import torch
+    >>> s = torch.tensor([[0.0, 1.0]]); y = torch.tensor([[2.0, 0.5]])
+    >>> round(float(PointwiseBCE("sum", label_rule="as_given")(s, y)), 4)   # log 2 + (softplus(1) - 0.5)
+    1.5064
+    >>> round(float(PointwiseBCE("sum", label_rule="binarize")(s, y)), 4)   # log 2 + softplus(1)
+    2.0064
+    """
+
+    def __init__(self, reduction: str = "mean", *, label_rule: str = "unit"):
+        super().__init__(reduction)
+        if label_rule not in LABEL_RULES:
+            raise ValueError(f"label_rule must be one of {LABEL_RULES}, got {label_rule!r}")
+        self.label_rule = label_rule
 
     def terms(self, scores, labels, mask) -> torch.Tensor:
-        if bool(((labels < 0) | (labels > 1)).any()):
+        if self.label_rule == "binarize":
+            labels = (labels >= 1).to(scores.dtype)
+        elif self.label_rule == "unit" and bool(((labels < 0) | (labels > 1)).any()):
             bad = labels[(labels < 0) | (labels > 1)][0].item()
-            raise ValueError(f"PointwiseBCE needs labels in [0, 1] (click / no click); got {bad}")
+            raise ValueError(f"PointwiseBCE needs labels in [0, 1] (click / no click); got {bad} "
+                             "(label_rule='binarize' or 'as_given' take graded labels)")
         logits = scores.masked_fill(~mask, 0.0)
+        # torch's stable form, (1 - t) s + log(1 + e^-s), is the formula for any t (no range check).
         return F.binary_cross_entropy_with_logits(logits, labels, reduction="none")
+
+    def extra_repr(self) -> str:
+        rule = "" if self.label_rule == "unit" else f", label_rule={self.label_rule!r}"
+        return f"reduction={self.reduction!r}{rule}"
 
 
 class PointwiseMSE(_PointwiseLoss):

@@ -9,7 +9,7 @@ PairwiseHinge(margin=0.5, reduction='mean')
 >>> get_loss("lambdamart")
 Traceback (most recent call last):
 ...
-ValueError: unknown loss 'lambdamart'; valid names: approx_ndcg, arp_loss1, arp_loss2, bce, hinge, lambdarank, listmle, listnet, mse, ndcg_loss1, ndcg_loss2, ndcg_loss2pp, neural_ndcg, ranknet, softmax
+ValueError: unknown loss 'lambdamart'; valid names: approx_ndcg, arp_loss1, arp_loss2, bce, hinge, lambdarank, listmle, listnet, mse, ndcg_loss1, ndcg_loss2, ndcg_loss2pp, neural_ndcg, neural_sort_ce, ranknet, softmax
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from losses.lambdarank import LambdaRank
 from losses.listmle import ListMLE
 from losses.listwise import ListNet, SoftmaxCrossEntropy
 from losses.neural_ndcg import NeuralNDCG
+from losses.neural_sort_ce import NeuralSortCrossEntropy
 from losses.pairwise import PairwiseHinge, RankNet
 from losses.pointwise import PointwiseBCE, PointwiseMSE
 
@@ -42,6 +43,7 @@ LOSSES: dict[str, type[nn.Module]] = {
     "listmle": ListMLE,
     "approx_ndcg": ApproxNDCG,
     "neural_ndcg": NeuralNDCG,
+    "neural_sort_ce": NeuralSortCrossEntropy,
     "bce": PointwiseBCE,
     "mse": PointwiseMSE,
 }

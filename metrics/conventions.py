@@ -70,6 +70,11 @@ _FIELDS_BY_KIND = {
     "opa": ("empty", "ties"),
     "arp": ("rel", "empty", "ties"),
 }
+# trec_eval's measures (computed by metrics.trec_eval, which imports these two names from here):
+# the counts, which ignore the order and the empty rule, and the measures built on gains. They are
+# defined here, below metrics.trec_eval, because a measure's stamped name depends on them.
+COUNT_KINDS = ("num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret", "utility")
+GAIN_KINDS = ("trec_ndcg", "ndcg_rel", "rndcg", "g")
 # trec_eval's own measures (metrics.trec_eval): counts ignore the order and the empty rule
 _TREC_FIELDS = ("rel", "empty", "ties")
 _TREC_GAIN_FIELDS = ("gain", "rel", "empty", "ties")
@@ -193,8 +198,6 @@ class Conventions:
 def _fields(kind: str) -> tuple:
     if kind in _FIELDS_BY_KIND:
         return _FIELDS_BY_KIND[kind]
-    from metrics.trec_eval import COUNT_KINDS, GAIN_KINDS  # (trec_eval imports this module)
-
     if kind in COUNT_KINDS:
         return _TREC_COUNT_FIELDS
     return _TREC_GAIN_FIELDS if kind in GAIN_KINDS else _TREC_FIELDS

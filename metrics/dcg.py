@@ -7,6 +7,10 @@ Inputs are padded ``[..., L]`` arrays; ``mask`` (same shape, true = a real item)
 positions contribute nothing. In :func:`dcg_in_rank_order` positions keep their rank (padding is
 expected at the end); in :func:`ideal_dcg` the valid gains are sorted descending first, so the
 padding moves to the end wherever it was. An all-masked row has DCG 0.
+
+:func:`normalised_gains` gives each item's share of the ideal, ``g_i / IDCG@k``, without ever
+forming ``2^rel`` itself: labels up to 1023 overflow float32 (2^128 > its largest value) and sums
+of such gains overflow float64, while the ratio is always at most 1.
 """
 
 from __future__ import annotations
@@ -16,9 +20,9 @@ from typing import Any
 import numpy as np
 
 from metrics.discounts import discount_values, rank_positions
-from metrics.gains import is_torch
+from metrics.gains import gain_values, is_torch
 
-__all__ = ["dcg_in_rank_order", "ideal_dcg"]
+__all__ = ["dcg_in_rank_order", "ideal_dcg", "normalised_gains"]
 
 
 def _as_float(x: Any) -> Any:
@@ -87,3 +91,59 @@ def ideal_dcg(gains: Any, k: int | None = None, discount: Any = "log2", mask: An
     ordered = -np.sort(-np.where(m, g, -np.inf), axis=-1)
     sorted_mask = np.arange(g.shape[-1]) < m.sum(axis=-1, keepdims=True)
     return dcg_in_rank_order(np.where(sorted_mask, ordered, 0.0), k, discount, sorted_mask)
+
+
+def normalised_gains(labels: Any, k: int | None = None, gain: Any = "exp2", discount: Any = "log2",
+                     mask: Any = None, item_gain: Any = None) -> Any:
+    """Each item's gain over the ideal DCG@k of its row: ``G_i = g_i / IDCG@k`` (0 when IDCG@k <= 0).
+
+    NDCG is a sum of ``G_i * d(rank_i)``; the losses built on NDCG use these ratios. The ratio
+    does not change when every gain of a row is multiplied by the same positive factor, so for
+    the ``"exp2"`` gain the gains are computed as ``2^(rel - m) - 2^(-m)`` = ``(2^rel - 1) / 2^m``
+    with ``m = max(0, largest real label of the row)``: no intermediate exceeds the list length,
+    whatever the labels (2^rel itself overflows float32 from rel = 128 and a sum of gains
+    overflows float64 from rel ~ 1023). For integer labels the factor 2^m is exact, so the
+    ratios are bit-identical to the direct formula where that does not overflow. Other gains
+    (``"linear"``, callables, ``item_gain``) are used as given.
+
+    numpy in -> float64 out; a tensor in -> a tensor of at least float32 (half-precision labels
+    are widened first, so the ratios keep float32's precision under mixed precision).
+
+    >>> normalised_gains(np.array([1.0, 0.0, 2.0]), k=2)            # gains 1, 0, 3; IDCG@2 = 3 + 1/log2(3)
+    array([0.27541155, 0.        , 0.82623466])
+    >>> normalised_gains(np.array([1023.0, 1023.0, 1023.0, 0.0]))   # 1 / (1 + 1/log2(3) + 1/2)
+    array([0.46927873, 0.46927873, 0.46927873, 0.        ])
+    """
+    torch_in = is_torch(labels)
+    if torch_in:
+        import torch  # lazy: the caller already uses torch
+
+        x = labels if labels.is_floating_point() else labels.float()
+        x = x.to(torch.promote_types(x.dtype, torch.float32))
+        valid = torch.ones_like(x, dtype=torch.bool) if mask is None else mask.bool()
+    else:
+        x = np.asarray(labels, dtype=np.float64)
+        valid = np.ones(x.shape, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+    if isinstance(gain, str) and gain == "exp2" and item_gain is None:
+        if torch_in:
+            real = x.masked_fill(~valid, 0.0)
+            m = real.amax(-1, keepdim=True).clamp(min=0.0) if x.shape[-1] else real.sum(-1, keepdim=True)
+            g = (real - m).exp2() - (-m).exp2()
+        else:
+            real = np.where(valid, x, 0.0)
+            m = np.max(real, axis=-1, keepdims=True, initial=0.0)
+            g = np.exp2(real - m) - np.exp2(-m)
+    else:
+        g = gain_values(x, gain, item_gain)
+        if torch_in:
+            g = g.to(x.dtype)
+    if torch_in:
+        g = g.masked_fill(~valid, 0.0)
+        ideal = ideal_dcg(g, k, discount, valid)
+        inv = torch.where(ideal > 0, 1.0 / torch.where(ideal > 0, ideal, torch.ones_like(ideal)),
+                          torch.zeros_like(ideal))
+        return g * inv[..., None]
+    g = np.where(valid, g, 0.0)
+    ideal = ideal_dcg(g, k, discount, valid)
+    inv = np.where(ideal > 0, 1.0 / np.where(ideal > 0, ideal, 1.0), 0.0)
+    return g * inv[..., None]

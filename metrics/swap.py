@@ -39,9 +39,9 @@ from typing import Any
 
 import numpy as np
 
-from metrics.dcg import ideal_dcg
+from metrics.dcg import normalised_gains
 from metrics.discounts import check_cutoff, discount_values, rank_positions
-from metrics.gains import gain_values, is_torch
+from metrics.gains import is_torch
 
 __all__ = [
     "ndcg_swap_deltas",
@@ -149,23 +149,21 @@ class _SwapDeltas:
 class NDCGSwapDeltas(_SwapDeltas):
     """|ΔNDCG@K| in rank coordinates (attributes reusable by other NDCG-based weights).
 
-    Attributes: ``gains`` [B, L] in rank order (0 on padding), ``discounts`` [L] (0 beyond K),
-    ``inv_ideal`` [B] (1/IDCG@K, 0 when IDCG@K <= 0), ``valid`` [B, L], ``order`` [B, L].
+    Attributes: ``normalised`` [B, L] = g / IDCG@K in rank order (0 on padding and when
+    IDCG@K <= 0; from :func:`metrics.normalised_gains`, so labels up to 1023 stay finite),
+    ``discounts`` [L] (0 beyond K), ``valid`` [B, L], ``order`` [B, L]. Torch tensors are
+    computed in at least float32 whatever the dtype of the scores.
     """
 
     def __init__(self, scores, labels, mask, *, k=None, gain="exp2", discount="log2", item_gain=None):
         self.order = ranking_order(scores, mask)
         self.valid = _take(mask, self.order)
-        gains = gain_values(labels, gain, item_gain)
-        gains = _where(mask, gains, 0.0 * gains)
-        ideal = ideal_dcg(gains, k, discount, mask)
-        self.inv_ideal = _where(ideal > 0, 1.0 / _where(ideal > 0, ideal, 1.0 + 0.0 * ideal), 0.0 * ideal)
-        self.gains = _take(gains, self.order)
-        self.discounts = discount_values(rank_positions(gains.shape[-1], gains), discount, k)
-        self._normalised = self.gains * self.inv_ideal[:, None]  # g / IDCG, one pass saved per block
+        normalised = normalised_gains(labels, k, gain, discount, mask, item_gain)
+        self.normalised = _take(normalised, self.order)
+        self.discounts = discount_values(rank_positions(normalised.shape[-1], normalised), discount, k)
 
     def _block(self, p0, p1, q0, q1):
-        g, d = self._normalised, self.discounts
+        g, d = self.normalised, self.discounts
         dg = abs(g[:, p0:p1, None] - g[:, None, q0:q1])
         dd = abs(d[p0:p1, None] - d[None, q0:q1])
         dg *= dd[None]
@@ -271,6 +269,9 @@ def prepare_swap_deltas(metric, scores, labels, mask=None, *, k=None, gain="exp2
     ``[B, p1-p0, q1-q0]`` array, 0 on padding and on p == q. Losses use it to build the pairs in
     blocks, so the memory stays bounded for long lists. numpy or torch (detached) like ``scores``.
 
+    Torch blocks come in at least float32 (float64 for float64 scores), whatever the dtype of the
+    scores, so half-precision scores neither round the labels nor lose small deltas.
+
     ``metric``: ``"ndcg"`` (uses gain, discount, item_gain), ``"mrr"`` or ``"ap"`` (use threshold;
     AP also ``map_norm``: ``"R"`` = |R| in the list, ``"min(R,K)"`` = min(|R|, K), as in
     :class:`metrics.Conventions`).
@@ -281,6 +282,9 @@ def prepare_swap_deltas(metric, scores, labels, mask=None, *, k=None, gain="exp2
 
         scores = scores.detach()
         dtype = scores.dtype if scores.is_floating_point() else torch.get_default_dtype()
+        # Labels, gains and deltas in at least float32: half precision would round labels above
+        # 256 (bfloat16) and lose the small deltas; the caller casts the blocks it uses.
+        dtype = torch.promote_types(dtype, torch.float32)
         labels = torch.as_tensor(labels, device=scores.device).detach().to(dtype)
         mask = torch.ones_like(labels, dtype=torch.bool) if mask is None else torch.as_tensor(mask, device=scores.device).bool()
         labels = labels.masked_fill(~mask, 0.0)
@@ -327,7 +331,10 @@ def _torch_matrix(metric, scores, labels, mask, top, **kw):
         prepared = prepare_swap_deltas(metric, scores, labels, mask, **kw)
         n = scores.shape[-1]
         rows = n if top is None else max(0, min(int(top), n))
-        return prepared.block(0, rows, 0, n), prepared.order
+        deltas = prepared.block(0, rows, 0, n)
+        if scores.is_floating_point():
+            deltas = deltas.to(scores.dtype)
+        return deltas, prepared.order
 
 
 def ndcg_swap_deltas(scores, labels, *, k=None, gain="exp2", discount="log2", item_gain=None):
@@ -366,7 +373,8 @@ def ndcg_swap_deltas_torch(scores, labels, mask=None, *, k=None, gain="exp2", di
 
     ``order`` is the stable descending sort of ``scores`` with padding last; ``deltas[b, p, q]``
     is the change for swapping the items at rank positions p and q, for p < T (T = L, or
-    min(top, L)); 0 on padding and on p == q. Computed in the dtype of ``scores``.
+    min(top, L)); 0 on padding and on p == q. Computed in at least float32 (labels up to 1023
+    included, see :func:`metrics.normalised_gains`), returned in the dtype of ``scores``.
     """
     return _torch_matrix("ndcg", scores, labels, mask, top, k=k, gain=gain, discount=discount,
                          item_gain=item_gain)

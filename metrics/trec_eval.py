@@ -61,7 +61,9 @@ from typing import Any
 
 import numpy as np
 
-from metrics.conventions import Conventions
+# COUNT_KINDS and GAIN_KINDS live in metrics.conventions (the stamped names need them); they stay
+# importable from here.
+from metrics.conventions import COUNT_KINDS, GAIN_KINDS, Conventions  # noqa: F401
 from metrics.gains import gain_values
 from metrics.ranking import RankedLists, _numpy
 
@@ -112,8 +114,6 @@ _SINGLE = {
     "num_nonrel_judged_ret": "num_nonrel_judged_ret", "utility": "utility",
 }
 TREC_KINDS = tuple(sorted(set(_SINGLE.values()) | {"iprec", "relative_p", "rprec_mult", "trec_ndcg"}))
-COUNT_KINDS = ("num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret", "utility")
-GAIN_KINDS = ("trec_ndcg", "ndcg_rel", "rndcg", "g")
 GEOMETRIC_KINDS = ("gm_map", "gm_bpref")
 
 _INT_FAMILIES = {"p": "P", "recall": "recall", "relative_p": "relative_P", "map_cut": "map_cut",

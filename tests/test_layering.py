@@ -256,3 +256,132 @@ def test_allowed_imports_pass(tmp_path, monkeypatch):
         "from . import report\n"
     )
     assert violations(path) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# No import circles: no set of modules may import each other in a loop, lazy imports included.
+# The graph has an edge a -> b for every import statement of a (at any depth: inside functions too)
+# naming the toolkit module b; ``from pkg import name`` points at ``pkg.name`` when that is a module,
+# else at ``pkg`` (its __init__). The implicit import of a parent package is not an edge (every
+# module would otherwise loop with its package's __init__). Cycles are the strongly connected
+# components (Tarjan) of more than one module, or a module importing itself.
+#
+# CYCLE_PACKAGES lists the top packages whose modules are checked. ``ltr`` joins it once its own
+# circles are opened: add "ltr" to the tuple (the graph already covers every file under metrics/,
+# losses/ and ltr/).
+CYCLE_PACKAGES = ("metrics", "losses")
+
+
+def module_graph(root: Path, files: list[Path]) -> dict[str, set[str]]:
+    """``{module: set of toolkit modules it imports}`` over ``files`` (paths under ``root``)."""
+    names = {}
+    for path in files:
+        rel = path.relative_to(root).with_suffix("")
+        parts = list(rel.parts)
+        names[path] = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    known = set(names.values())
+    graph: dict[str, set[str]] = {}
+    for path, module in names.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names if alias.name in known)
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")
+                    base = base[: len(base) - node.level + 1]
+                    name = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    name = node.module or ""
+                for alias in node.names:
+                    sub = f"{name}.{alias.name}"
+                    if sub in known:
+                        targets.add(sub)
+                    elif name in known:
+                        targets.add(name)
+        graph[module] = targets
+    return graph
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components, iteratively (no recursion limit on long chains)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    components = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph.get(start, ()))))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                components.append(sorted(component))
+    return components
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``graph``: components of several modules, and self-imports."""
+    return [c for c in strongly_connected(graph) if len(c) > 1 or c[0] in graph.get(c[0], ())]
+
+
+@pytest.mark.parametrize("top", CYCLE_PACKAGES)
+def test_no_import_cycles(top):
+    cycles = import_cycles(module_graph(ROOT, package_files()))
+    mine = [c for c in cycles if any(m == top or m.startswith(top + ".") for m in c)]
+    assert not mine, f"import circles among {top} modules:\n" + "\n".join(" <-> ".join(c) for c in mine)
+
+
+def test_the_cycle_checker_finds_lazy_and_relative_circles(tmp_path):
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/a.py": "from pkg.b import f\n",
+        "pkg/b.py": "def f():\n    from . import c\n",        # lazy and relative
+        "pkg/c.py": "import pkg.a\nimport numpy\n",             # closes a -> b -> c -> a
+        "pkg/d.py": "from pkg import a\n",                       # reaches the circle, is not in it
+        "pkg/e.py": "def g():\n    import pkg.e\n",              # imports itself
+        "pkg/sub/__init__.py": "from .x import y\n",
+        "pkg/sub/x.py": "from pkg.sub import z\n",               # x <-> the package's __init__
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    graph = module_graph(tmp_path, sorted(tmp_path.rglob("*.py")))
+    assert graph["pkg.d"] == {"pkg.a"} and graph["pkg.c"] == {"pkg.a"}
+    assert sorted(import_cycles(graph)) == [["pkg.a", "pkg.b", "pkg.c"], ["pkg.e"], ["pkg.sub", "pkg.sub.x"]]
+
+
+def test_tarjan_handles_a_long_chain_without_recursion():
+    n = 5000  # deeper than Python's default recursion limit
+    graph = {f"m{i}": {f"m{i + 1}"} for i in range(n)}
+    graph[f"m{n}"] = {"m0"}
+    (cycle,) = import_cycles(graph)
+    assert len(cycle) == n + 1
+    del graph[f"m{n}"]
+    assert import_cycles(graph) == []

@@ -334,7 +334,7 @@ def test_registry_builds_every_loss_and_names_the_valid_ones():
     assert (built.k, built.sigma) == (10, 2.0)
     with pytest.raises(ValueError, match="valid names: approx_ndcg, arp_loss1, arp_loss2, bce, hinge, lambdarank, "
                                          "listmle, listnet, mse, ndcg_loss1, ndcg_loss2, ndcg_loss2pp, neural_ndcg, "
-                                         "ranknet, softmax"):
+                                         "neural_sort_ce, ranknet, softmax"):
         losses.get_loss("lambdamart")
     with pytest.raises(TypeError, match="'ranknet'"):
         losses.get_loss("ranknet", k=10)
