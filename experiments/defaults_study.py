@@ -54,6 +54,10 @@ CANDIDATES: dict[str, tuple[str, list[str]]] = {
     "auto_softmax_p10": ("train", ["--normalize", "auto", "--loss", "softmax", "--patience", "10", "--epochs", "60"]),
     "auto_softmax_qz": ("train", ["--normalize", "auto", "--loss", "softmax", "--query-norm", "zscore"]),
     "auto_softmax_noise_qz": ("train", ["--normalize", "auto", "--loss", "softmax", "--input-noise", "0.1", "--query-norm", "zscore"]),
+    "auto_softmax_noise_qa": ("train", ["--normalize", "auto", "--loss", "softmax", "--input-noise", "0.1", "--query-norm", "append_zscore"]),
+    "auto_softmax_qa": ("train", ["--normalize", "auto", "--loss", "softmax", "--query-norm", "append_zscore"]),
+    "auto_softmax_noise_qa_ens3": ("train", ["--normalize", "auto", "--loss", "softmax", "--input-noise", "0.1",
+                                             "--query-norm", "append_zscore", "--ensemble", "3"]),
 }
 NDCG10 = "ndcg@10[gain=exp2,discount=log2,ideal=min(R,K),empty=skip,ties=stable]"
 

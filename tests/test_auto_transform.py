@@ -184,3 +184,18 @@ def test_query_norm_model_scores_whole_queries_and_round_trips(run, tmp_path):
         a, b = test.query_offsets[0], test.query_offsets[1]
         alone = model(torch.from_numpy(test.features[a:b])).double().numpy()
     np.testing.assert_allclose(scores[a:b], alone, rtol=1e-5, atol=1e-6)
+
+
+def test_appended_query_norm_doubles_the_first_layer_and_keeps_the_global_values():
+    from ltr.train.models import build_model
+
+    model = build_model({"type": "mlp", "n_features": 5, "hidden": [4], "query_norm": "append_zscore"})
+    assert model.input_width == 10 and model.linears[0].in_features == 10 and model.listwise
+    x = torch.from_numpy(columns(6).astype(np.float32))[None]           # one list of 6 items
+    mask = torch.ones(1, 6, dtype=torch.bool)
+    prepared = model._prepare(x, mask)
+    assert torch.equal(prepared[..., :5], x)                              # no input transform here
+    z = (x - x.mean(dim=1, keepdim=True)) / x.std(dim=1, unbiased=False, keepdim=True).clamp(min=1e-30)
+    z[..., 2] = 0.0                                                        # constant within the list
+    torch.testing.assert_close(prepared[..., 5:], z, rtol=1e-5, atol=1e-5)
+    assert build_model(model.config()).config() == model.config()

@@ -49,8 +49,8 @@ def register(subparsers) -> None:
     p.add_argument("--width", type=MODEL_RULES["width"], default=None, help="attention: embedding width, a multiple of --heads (default 64)")
     p.add_argument("--heads", type=MODEL_RULES["heads"], default=None, help="attention: heads per layer (default 2)")
     p.add_argument("--layers", type=MODEL_RULES["layers"], default=None, help="attention: encoder blocks (default 2)")
-    p.add_argument("--query-norm", default=None, choices=("none", "zscore", "minmax"),
-                   help="also normalise each feature within its query after the input transform (LETOR's QueryLevelNorm); the model then scores whole queries (default none)")
+    p.add_argument("--query-norm", default=None, choices=("none", "zscore", "minmax", "append_zscore", "append_minmax"),
+                   help="normalise each feature within its query after the input transform (LETOR's QueryLevelNorm): zscore / minmax replace the features, append_zscore / append_minmax add the normalised copies beside them; the model then scores whole queries (default none)")
     p.add_argument("--input-noise", type=MODEL_RULES["input_noise"], default=None, metavar="STD",
                    help="Gaussian noise of this standard deviation on the (normalised) inputs while training (default 0)")
     p.add_argument("--ensemble", type=MODEL_RULES["ensemble"], default=None, metavar="N",

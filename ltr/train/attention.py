@@ -53,8 +53,8 @@ class ContextAwareScorer(_Scorer):
     listwise = True  # type: ignore[assignment]
 
     def __init__(self, n_features: int, width: int = 64, heads: int = 2, layers: int = 2, dropout: float = 0.1,
-                 input_noise: float = 0.0):
-        super().__init__(n_features, input_noise)
+                 input_noise: float = 0.0, query_norm: str = "none"):
+        super().__init__(n_features, input_noise, query_norm)
         width, heads, layers = int(width), int(heads), int(layers)
         if width < 1 or heads < 1 or layers < 1:
             raise LtrError(f"width, heads and layers must be >= 1, got {width}, {heads}, {layers}")
@@ -63,7 +63,7 @@ class ContextAwareScorer(_Scorer):
         if not 0.0 <= float(dropout) < 1.0:
             raise LtrError(f"dropout must be in [0, 1), got {dropout}")
         self.width, self.heads, self.layers, self.dropout = width, heads, layers, float(dropout)
-        self.embed = nn.Linear(self.n_features, width)
+        self.embed = nn.Linear(self.input_width, width)
         block = nn.TransformerEncoderLayer(width, heads, dim_feedforward=2 * width, dropout=self.dropout,
                                            activation="gelu", batch_first=True, norm_first=True)
         self.encoder = nn.TransformerEncoder(block, layers, enable_nested_tensor=False)

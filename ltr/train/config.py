@@ -62,7 +62,7 @@ MODEL_TYPE_NAMES = ("mlp", "linear", "attention")
 MODEL_RULES: dict[str, checks.Rule] = {
     "type": text(choices=MODEL_TYPE_NAMES), "hidden": list_of(integer(min=1, max=MAX_WIDTH), min_len=1),
     "activation": text(choices=ACTIVATION_NAMES), "dropout": number(min=0, below=1), "batch_norm": boolean(),
-    "normalize": text(choices=NORMALIZE_CHOICES), "query_norm": text(choices=("none", "zscore", "minmax")),
+    "normalize": text(choices=NORMALIZE_CHOICES), "query_norm": text(choices=("none", "zscore", "minmax", "append_zscore", "append_minmax")),
     # the context-aware scorer, input noise (every scorer) and seed ensembles
     "width": integer(min=1, max=MAX_WIDTH), "heads": integer(min=1, max=1024), "layers": integer(min=1, max=256),
     "input_noise": number(min=0), "ensemble": integer(min=1, max=1000),

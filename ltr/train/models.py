@@ -73,7 +73,6 @@ def build_model(config: dict[str, Any]) -> _Scorer:
     kind = cfg.pop("type", None)
     norm = cfg.pop("normalizer", None)
     names = cfg.pop("feature_names", None)
-    query_norm = cfg.pop("query_norm", "none")
     try:
         if kind == "linear":
             model: _Scorer = LinearScorer(**cfg)
@@ -96,7 +95,7 @@ def build_model(config: dict[str, Any]) -> _Scorer:
         raise LtrError(f"bad model configuration {config}: {exc}") from None
     if norm is not None:
         model.set_normalizer(FeatureTransform(model.n_features, norm))
-    return model.set_query_norm(query_norm).set_feature_names(names)
+    return model.set_feature_names(names)
 
 
 def save_model(model: nn.Module, folder: str | os.PathLike) -> Path:

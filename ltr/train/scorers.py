@@ -159,7 +159,9 @@ class MaskedBatchNorm1d(nn.BatchNorm1d):
         return out.reshape(shape)
 
 
-QUERY_NORMS = ("none", "zscore", "minmax")
+#: none; zscore / minmax: each feature replaced by its value normalised within the list; append_zscore /
+#: append_minmax: the list-normalised values appended to the (transformed) features (input width 2F)
+QUERY_NORMS = ("none", "zscore", "minmax", "append_zscore", "append_minmax")
 
 
 def query_normalize(x: torch.Tensor, mask: torch.Tensor | None, how: str) -> torch.Tensor:
@@ -190,17 +192,21 @@ class _Scorer(nn.Module):
     """Common parts: the optional input transform and the JSON description."""
 
     kind = "base"
-    query_norm = "none"  # per-list normalisation of the (transformed) inputs: none, zscore, minmax
 
     @property
     def listwise(self) -> bool:
         """True when an item's score depends on the other items of its query (then it is scored by query)."""
         return self.query_norm != "none"
 
-    def __init__(self, n_features: int, input_noise: float = 0.0):
+    def __init__(self, n_features: int, input_noise: float = 0.0, query_norm: str = "none"):
         super().__init__()
         if int(n_features) < 1:
             raise LtrError(f"n_features must be >= 1, got {n_features}")
+        if query_norm not in QUERY_NORMS:
+            raise LtrError(f"query_norm must be one of {', '.join(QUERY_NORMS)}, got {query_norm!r}")
+        self.query_norm = query_norm
+        #: the width of what the first layer sees: 2F when the list-normalised features are appended
+        self.input_width = int(n_features) * (2 if query_norm.startswith("append_") else 1)
         if not float(input_noise) >= 0.0:
             raise LtrError(f"input_noise must be >= 0 (a standard deviation), got {input_noise}")
         self.n_features = int(n_features)
@@ -215,20 +221,13 @@ class _Scorer(nn.Module):
         self.normalizer = transform
         return self
 
-    def set_query_norm(self, how: str) -> "_Scorer":
-        """Normalise each feature within its list after the input transform (:func:`query_normalize`);
-        the scorer then scores whole queries (``listwise``)."""
-        if how not in QUERY_NORMS:
-            raise LtrError(f"query_norm must be one of {', '.join(QUERY_NORMS)}, got {how!r}")
-        self.query_norm = how
-        return self
-
     def _prepare(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         if x.shape[-1] != self.n_features:
             raise LtrError(f"model expects {self.n_features} features, got input with {x.shape[-1]}")
         x = self.normalizer(x) if self.normalizer is not None else x
-        if self.query_norm != "none":
-            x = query_normalize(x, mask, self.query_norm)
+        if self.query_norm != "none":  # after the transform: the list's statistics of well-scaled values
+            per_list = query_normalize(x, mask, self.query_norm.removeprefix("append_"))
+            x = torch.cat([x, per_list], dim=-1) if self.query_norm.startswith("append_") else per_list
         if self.training and self.input_noise > 0:
             x = x + self.input_noise * torch.randn_like(x)
         return x
@@ -262,9 +261,9 @@ class LinearScorer(_Scorer):
 
     kind = "linear"
 
-    def __init__(self, n_features: int, input_noise: float = 0.0):
-        super().__init__(n_features, input_noise)
-        self.linear = nn.Linear(self.n_features, 1)
+    def __init__(self, n_features: int, input_noise: float = 0.0, query_norm: str = "none"):
+        super().__init__(n_features, input_noise, query_norm)
+        self.linear = nn.Linear(self.input_width, 1)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         return self.linear(self._prepare(x, mask)).squeeze(-1)
@@ -290,8 +289,9 @@ class MLPScorer(_Scorer):
         dropout: float = 0.0,
         batch_norm: bool = False,
         input_noise: float = 0.0,
+        query_norm: str = "none",
     ):
-        super().__init__(n_features, input_noise)
+        super().__init__(n_features, input_noise, query_norm)
         if activation not in ACTIVATIONS:
             raise LtrError(f"unknown activation {activation!r}; choose one of {', '.join(ACTIVATIONS)}")
         if not 0.0 <= float(dropout) < 1.0:
@@ -302,7 +302,7 @@ class MLPScorer(_Scorer):
         self.hidden, self.activation, self.dropout, self.batch_norm = hidden, activation, float(dropout), bool(batch_norm)
         self.linears = nn.ModuleList()
         self.norms = nn.ModuleList()
-        width = self.n_features
+        width = self.input_width
         for h in hidden:
             self.linears.append(nn.Linear(width, h))
             if batch_norm:

@@ -26,9 +26,9 @@ MODEL_KEYS = tuple(MODEL_RULES)
 #: normalize "auto": issue 20's defaults study (experiments/defaults_study.py, docs/experiments.md "Defaults")
 MODEL_DEFAULTS = {"type": "mlp", "hidden": [128, 64], "activation": "relu", "dropout": 0.0, "batch_norm": False, "normalize": "auto"}
 ARCH_KEYS = {
-    "mlp": ("hidden", "activation", "dropout", "batch_norm", "input_noise"),
-    "linear": ("input_noise",),
-    "attention": ("width", "heads", "layers", "dropout", "input_noise"),
+    "mlp": ("hidden", "activation", "dropout", "batch_norm", "input_noise", "query_norm"),
+    "linear": ("input_noise", "query_norm"),
+    "attention": ("width", "heads", "layers", "dropout", "input_noise", "query_norm"),
 }
 
 
@@ -62,5 +62,4 @@ def build_scorer(model_cfg: dict[str, Any], train_ds):
     model = build_model({**arch, "n_features": train_ds.n_features})
     if model_cfg.get("normalize", "none") != "none":  # fitted in one streaming pass (a store stays on disk)
         model.set_normalizer(FeatureTransform.fit(train_ds.features, model_cfg["normalize"]))
-    model.set_query_norm(model_cfg.get("query_norm", "none"))
     return model.set_feature_names(getattr(train_ds, "feature_names", None))  # written into model.json
