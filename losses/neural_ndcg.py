@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from torch.autograd.function import once_differentiable
 
 from losses._inputs import check_inputs, check_reduction, reduce_per_query
 from metrics.dcg import normalised_gains
@@ -154,6 +155,7 @@ class _ScaledNeuralNDCG(torch.autograd.Function):
         return -((d * u) * _bvm(v * h, pt)).sum(dim=1)
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, grad_out):
         p, pt, coef, mask, real_rows, h, d, *rounds = ctx.saved_tensors
         go = grad_out[:, None].to(p.dtype)
