@@ -15,9 +15,21 @@ and the discount d of :mod:`metrics` (d(i) = 1/log2(1 + i))::
 (0 when IDCG@K = 0). As tau -> 0, P tends to the sorting permutation and the loss to -NDCG@K.
 Padding is left out of n, A, the softmax and the scaling, so it changes nothing; shifting the
 scores of a query adds a constant to each row of logits and changes nothing either. Item weights
-w multiply the gains (w_i g_i). Cost: O(B L^2) time and memory per Sinkhorn round. Computed in
-at least float32, returned in the dtype of the scores; the gains enter as g / IDCG@K
-(:func:`metrics.normalised_gains`), finite for labels up to 1023.
+w multiply the gains (w_i g_i). Computed in at least float32, returned in the dtype of the scores;
+the gains enter as g / IDCG@K (:func:`metrics.normalised_gains`), finite for labels up to 1023.
+
+How it is computed (the values are those of the formulas above; :func:`neural_sort` and
+:func:`sinkhorn` remain the direct, matrix-at-every-round form of the same thing): each Sinkhorn
+round multiplies rows and columns by factors, so after any number of rounds the scaled matrix is
+``diag(u) P diag(v)`` and a round needs only the two products ``P^T u`` and ``P v``. P is built
+once, in blocks of rows, and the loss ``-(d * u)^T P (v * w g)`` comes from those vectors. The
+backward pass runs the rounds in reverse on the same vectors (a custom autograd function), so the
+gradient of P is a sum of 2T + 1 outer products, formed block by block and pushed straight
+through the softmax into the scores. Memory: P and a row-major copy of P^T plus O(block + T B L),
+i.e. 2 B L^2 values instead of the ~2T copies of P that autograd through the matrix rounds kept
+(about 7 GB at B = 16, L = 1000; see docs/benchmarks.md); time: 2 matrix-vector products per
+round each way. (A_v 1)_j =
+sum_k |v_j - v_k| is computed in O(L log L) from a sort, in float64.
 
 >>> import torch
 >>> s = torch.tensor([[5.0, 0.0]]); y = torch.tensor([[1.0, 0.0]])
@@ -29,6 +41,7 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from torch.autograd.function import once_differentiable
 
 from losses._inputs import check_inputs, check_reduction, reduce_per_query
 from metrics.dcg import normalised_gains
@@ -74,6 +87,106 @@ def sinkhorn(p: torch.Tensor, mask: torch.Tensor, iterations: int, tol: float) -
     return p
 
 
+#: Entries of P (rows x items x batch) materialised at once outside P itself (4M: 16 MB in float32).
+BLOCK_ELEMENTS = 1 << 22
+
+
+def spread(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``(A 1)_j = sum_{real k} |s_j - s_k|`` for real j (0 on padding), from one sort, in float64.
+
+    With the real values sorted ascending, x_p at position p of n: ``x_p p - sum_{q<p} x_q +
+    sum_{q>p} x_q - x_p (n - 1 - p)``. Differentiable (through the sort's values).
+    """
+    x = scores.double().masked_fill(~mask, float("inf"))
+    values, index = torch.sort(x, dim=1)
+    n = mask.sum(dim=1, keepdim=True)
+    pos = torch.arange(x.shape[1], device=x.device)[None, :]
+    real = pos < n
+    values = values.masked_fill(~real, 0.0)
+    csum = values.cumsum(dim=1)
+    before = csum - values
+    after = csum[:, -1:] - csum
+    posf = pos.to(values.dtype)
+    out = values * posf - before + after - values * (n.to(values.dtype) - 1.0 - posf)
+    out = torch.zeros_like(out).scatter(1, index, out.masked_fill(~real, 0.0))
+    return out.to(scores.dtype)
+
+
+def _bvm(x: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+    """``x^T m`` = ``m^T x`` for batches ``[B, L]`` and ``[B, L, L]`` (reads m row by row)."""
+    return torch.bmm(x[:, None, :], m).squeeze(1)
+
+
+def _row_blocks(batch: int, length: int, block_elements: int):
+    rows = max(1, block_elements // max(1, batch * length))
+    return [(r, min(length, r + rows)) for r in range(0, length, rows)]
+
+
+class _ScaledNeuralNDCG(torch.autograd.Function):
+    """Per-query ``-(d * u)^T P (v * h)`` with P = NeuralSort(s) and u, v the Sinkhorn factors."""
+
+    @staticmethod
+    def forward(ctx, s, spread_s, mask, h, d, temperature, iterations, tol, block_elements):
+        s, spread_s = s.detach(), spread_s.detach()
+        real_rows = torch.arange(s.shape[1], device=s.device)[None, :] < mask.sum(dim=1, keepdim=True)
+        coef = (mask.sum(dim=1, keepdim=True).to(s.dtype) + 1.0
+                - 2.0 * torch.arange(1, s.shape[1] + 1, device=s.device, dtype=s.dtype)[None, :])
+        p = torch.empty(s.shape[0], s.shape[1], s.shape[1], dtype=s.dtype, device=s.device)
+        for r0, r1 in _row_blocks(s.shape[0], s.shape[1], block_elements):
+            logits = (coef[:, r0:r1, None] * s[:, None, :] - spread_s[:, None, :]) / temperature
+            logits = logits.masked_fill(~mask[:, None, :], torch.finfo(s.dtype).min)
+            p[:, r0:r1] = torch.softmax(logits, dim=2) * real_rows[:, r0:r1, None].to(s.dtype)
+        # P and P^T both row-major: x^T M reads M row by row, which measured 2x faster than M x.
+        pt = p.transpose(1, 2).contiguous()
+        u = torch.ones_like(s)
+        rounds = [u]  # u_0, then (v_t, u_t) pairs
+        a = _bvm(u, p)
+        for _ in range(iterations):
+            v = torch.where(mask & (a > 0), 1.0 / torch.where(a > 0, a, torch.ones_like(a)), torch.ones_like(a))
+            b = _bvm(v, pt)
+            u = torch.where(real_rows & (b > 0), 1.0 / torch.where(b > 0, b, torch.ones_like(b)), torch.ones_like(b))
+            rounds += [v, u]
+            a = _bvm(u, p)
+            if tol > 0 and s.numel() and float(((v * a - 1.0).abs() * mask).max()) < tol:
+                break
+        v = rounds[-2] if len(rounds) > 1 else torch.ones_like(s)
+        ctx.save_for_backward(p, pt, coef, mask, real_rows, h, d, *rounds)
+        ctx.temperature, ctx.block_elements = temperature, block_elements
+        return -((d * u) * _bvm(v * h, pt)).sum(dim=1)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_out):
+        p, pt, coef, mask, real_rows, h, d, *rounds = ctx.saved_tensors
+        go = grad_out[:, None].to(p.dtype)
+        u_t = rounds[-1]
+        v_t = rounds[-2] if len(rounds) > 1 else torch.ones_like(u_t)
+        left, right = [-go * d * u_t], [v_t * h]  # the loss's own dependence on P
+        gu = -go * d * _bvm(v_t * h, pt)
+        gv = -go * h * _bvm(d * u_t, p)
+        for t in range(len(rounds) // 2, 0, -1):  # round t: v_t = 1/(P^T u_{t-1}), u_t = 1/(P v_t)
+            u_prev, v_t, u_t = rounds[2 * t - 2], rounds[2 * t - 1], rounds[2 * t]
+            gb = torch.where(real_rows, -gu * u_t * u_t, torch.zeros_like(gu))
+            left.append(gb)
+            right.append(v_t)
+            gv = gv + _bvm(gb, p)
+            ga = torch.where(mask, -gv * v_t * v_t, torch.zeros_like(gv))
+            left.append(u_prev)
+            right.append(ga)
+            gu = _bvm(ga, pt)
+            gv = torch.zeros_like(gv)
+        lf, rf = torch.stack(left, dim=2), torch.stack(right, dim=1)  # [B, L, R], [B, R, L]
+        grad_s = torch.zeros_like(u_t)
+        grad_spread = torch.zeros_like(u_t)
+        for r0, r1 in _row_blocks(p.shape[0], p.shape[1], ctx.block_elements):
+            g = torch.bmm(lf[:, r0:r1], rf)  # d loss / d P for these rows
+            pb = p[:, r0:r1]
+            g = pb * (g - (g * pb).sum(dim=2, keepdim=True))  # through the softmax (0 where P is)
+            grad_s += (g * coef[:, r0:r1, None]).sum(dim=1) / ctx.temperature
+            grad_spread -= g.sum(dim=1) / ctx.temperature
+        return grad_s, grad_spread, None, None, None, None, None, None, None
+
+
 class NeuralNDCG(nn.Module):
     """NeuralNDCG loss module: ``loss(scores, labels, mask, weights=None, item_gain=None)``.
 
@@ -84,10 +197,12 @@ class NeuralNDCG(nn.Module):
         sinkhorn_iters, tol: Sinkhorn scaling rounds (default 50) and the tolerance that ends
             them early (default 1e-6; 0 = always run every round).
         reduction: ``"mean"`` (default), ``"sum"`` or ``"none"`` (``[B]``).
+        block_elements: entries of P handled at once beyond P itself (memory only).
     """
 
     def __init__(self, temperature: float = 1.0, k: int | None = None, gain="exp2", reduction: str = "mean",
-                 *, discount="log2", sinkhorn_iters: int = 50, tol: float = 1e-6):
+                 *, discount="log2", sinkhorn_iters: int = 50, tol: float = 1e-6,
+                 block_elements: int = BLOCK_ELEMENTS):
         super().__init__()
         if not float(temperature) > 0:
             raise ValueError(f"temperature must be > 0, got {temperature!r}")
@@ -98,6 +213,7 @@ class NeuralNDCG(nn.Module):
         self.sinkhorn_iters = int(sinkhorn_iters)
         self.tol = float(tol)
         self.reduction = check_reduction(reduction)
+        self.block_elements = int(block_elements)
 
     def forward(self, scores, labels, mask=None, weights=None, item_gain=None) -> torch.Tensor:
         out_dtype = getattr(scores, "dtype", None)
@@ -106,11 +222,12 @@ class NeuralNDCG(nn.Module):
             item_gain = torch.as_tensor(item_gain, device=scores.device).to(scores.dtype).masked_fill(~mask, 0.0)
         # G = g / IDCG@K, formed without 2^label (finite for labels up to 1023); P is linear.
         gains = normalised_gains(labels, self.k, self.gain, self.discount, mask, item_gain).to(scores.dtype)
-        p = sinkhorn(neural_sort(scores, mask, self.temperature), mask, self.sinkhorn_iters, self.tol)
         weighted = gains if weights is None else gains * weights
-        sorted_gains = torch.bmm(p, weighted[:, :, None]).squeeze(2)  # (P g)_i
         d = discount_values(rank_positions(scores.shape[1], scores), self.discount, self.k)
-        return reduce_per_query(-(sorted_gains * d[None, :]).sum(dim=1), mask, self.reduction).to(out_dtype)
+        s = scores.masked_fill(~mask, 0.0)
+        per_query = _ScaledNeuralNDCG.apply(s, spread(s, mask), mask, weighted.detach(), d[None, :].expand_as(s),
+                                            self.temperature, self.sinkhorn_iters, self.tol, self.block_elements)
+        return reduce_per_query(per_query, mask, self.reduction).to(out_dtype)
 
     def extra_repr(self) -> str:
         return (f"temperature={self.temperature}, k={self.k}, gain={self.gain!r}, "

@@ -3,10 +3,11 @@
 Metric name grammar (case-insensitive kind, optional ``@K``)::
 
     ndcg | dcg | map | ap | mrr | rr | p | precision | recall | hit | hitrate | rprec   [@K]
-    err[@K] | rbp[.P] | rbp_resid[.P] | opa | arp | dcg_burges[@K] | ndcg_burges[@K]
+    err[@K] | rbp[.P] | rbp_resid[.P] | opa | arp | arp_graded | dcg_burges[@K] | ndcg_burges[@K]
 
 ``rbp.95``, ``rbp.0.95`` and ``rbp.p=0.95`` set the persistence (default 0.8); ``dcg_burges`` and
-``ndcg_burges`` are DCG / NDCG with the exponential gain 2^rel - 1 (ranx's names). trec_eval's
+``ndcg_burges`` are DCG / NDCG with the exponential gain 2^rel - 1 (ranx's names); ``arp_graded``
+is ARP weighted by the graded label (:mod:`metrics.order_metrics`). trec_eval's
 names work too: ``ndcg_cut_K``, ``map_cut_K``, ``P_K``, ``recall_K``, ``success_K``,
 ``recip_rank``, ``Rprec`` and every other per-query measure of ``trec_eval -m all_trec`` (see
 :mod:`metrics.trec_eval`), with trec_eval's parameter syntax (``P.5,10``) and ``all_trec``.
@@ -44,12 +45,13 @@ _EXTRA = {
     "opa": ("opa", {}),
     "ordered_pair_accuracy": ("opa", {}),
     "arp": ("arp", {}),
+    "arp_graded": ("arp_graded", {}),
     "dcg_burges": ("dcg", {"gain": "exp2"}),
     "ndcg_burges": ("ndcg", {"gain": "exp2"}),
 }
-_NO_CUTOFF = ("rbp", "rbp_resid", "opa", "arp")
+_NO_CUTOFF = ("rbp", "rbp_resid", "opa", "arp", "arp_graded")
 _NO_AVERAGE_TIES = ("err", "rbp", "rbp_resid", *TREC_KINDS)
-LOWER_IS_BETTER = ("arp", "num_nonrel_judged_ret", "rbp_resid")
+LOWER_IS_BETTER = ("arp", "arp_graded", "num_nonrel_judged_ret", "rbp_resid")
 DEFAULT_RBP_P = 0.8
 
 _KIND_ALIASES = {
@@ -132,7 +134,7 @@ def _parse(name: str) -> MetricSpec:
     if not m or param or (word not in _KIND_ALIASES and word not in _EXTRA):
         raise ValueError(
             f"unknown metric {name!r}: use ndcg, dcg, map/ap, mrr/rr, p/precision, recall, hit/hitrate, rprec, "
-            "err, rbp, rbp_resid, opa, arp, dcg_burges or ndcg_burges, optionally with @K (e.g. ndcg@10), "
+            "err, rbp, rbp_resid, opa, arp, arp_graded, dcg_burges or ndcg_burges, optionally with @K (e.g. ndcg@10), "
             "or a trec_eval measure name (all_trec lists them all)"
         )
     k = None if m.group(2) is None else int(m.group(2))
@@ -369,8 +371,8 @@ def _values(spec: MetricSpec, conv: Conventions, lists: _Lists) -> np.ndarray:
     if spec.kind == "opa":
         values, pairs = opa_values(rl)
         return _fill(values, pairs <= 0, conv.empty)
-    if spec.kind == "arp":
-        values, n_rel = arp_values(rl)
+    if spec.kind in ("arp", "arp_graded"):
+        values, n_rel = arp_values(rl, graded=spec.kind == "arp_graded")
         return _fill(values, n_rel <= 0, conv.empty)
     raise ValueError(f"unknown metric kind {spec.kind!r}")
 

@@ -673,6 +673,39 @@ class RankedLists:
         self._cache[key] = out
         return out
 
+    def _ndcg_rescaled(self, q: int, k: int | None) -> float:
+        """NDCG@k of query ``q`` whose ideal DCG overflows float64 (exp2 gains of labels near 1023).
+
+        NDCG does not change when every gain of the query is multiplied by the same factor, so the
+        gains are taken as ``2^(y - m) - 2^(-m)`` = ``(2^y - 1) / 2^m``, m = the query's largest
+        label (ranked or judged); the same rules as :meth:`_gains_of` zero unjudged and floored labels.
+        """
+        conv = self.conventions
+        if conv.gain != "exp2" or self.item_gain is not None:
+            return float("nan")  # other gains do not overflow from labels the readers accept
+        a, n = int(self.starts[q]), int(self.lengths[q])
+        ranked = self.labels[self.perm[a:a + n]]
+        labels, offsets = self._ideal_source()
+        judged = labels[offsets[q]:offsets[q + 1]]
+        m = max(0.0, float(np.fmax.reduce(np.concatenate([ranked, judged]), initial=0.0)))
+
+        def gains(y):
+            with np.errstate(invalid="ignore"):
+                g = np.exp2(np.nan_to_num(y, nan=-np.inf) - m) - np.exp2(-m)
+            floor = conv.gain_floor
+            zero = np.isnan(y) if floor is None else np.isnan(y) | (y < floor)
+            return np.where(zero, 0.0, g)
+
+        g = gains(ranked)
+        if conv.ties == "average" and n:
+            gid = self._tie_groups[a:a + n]
+            gid = gid - gid[0]
+            g = (np.bincount(gid, weights=g) / np.bincount(gid))[gid]
+        ideal_g = -np.sort(-np.maximum(gains(judged), 0.0))
+        dcg = float(np.sum(g * self._discount_table(n, k)))
+        ideal = float(np.sum(ideal_g * self._discount_table(ideal_g.size, k)))
+        return dcg / ideal if ideal > 0 else float("nan")
+
     # ---- the metrics ----------------------------------------------------------------------
     def _empty(self, values: np.ndarray, is_empty: np.ndarray) -> np.ndarray:
         rule = self.conventions.empty
@@ -689,12 +722,19 @@ class RankedLists:
         t = float(conv.threshold)
         if conv.ties == "average" and kind == "ap" and k is not None:
             raise ValueError(f"ties='average' is defined for AP without a cutoff only (not ap@{k})")
-        with np.errstate(divide="ignore", invalid="ignore"):
+        # over: exp2 gains of labels near 1023 overflow to inf; NDCG handles it (_ndcg_rescaled)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             if kind == "dcg":
                 return self.dcg(k).copy()
             if kind == "ndcg":
                 ideal = self.ideal_dcg(k)
-                return self._empty(self.dcg(k) / ideal, ideal <= 0)
+                dcg = self.dcg(k)
+                values = dcg / ideal
+                overflow = ~np.isfinite(ideal) | ~np.isfinite(dcg)  # (a tie group's summed gains may overflow)
+                if overflow.any():
+                    values = values.copy()
+                    values[overflow] = [self._ndcg_rescaled(q, k) for q in np.flatnonzero(overflow)]
+                return self._empty(values, ideal <= 0)
             r = self.n_relevant(t)
             empty = r <= 0
             if kind == "p":

@@ -76,3 +76,13 @@ def test_alpha_ndcg_takes_the_discount_convention():
         expected = (1 * d(1) + 1.5 * d(2) + 0.5 * d(3)) / (2 * d(1) + 0.5 * d(2) + 0.5 * d(3))
         got = metrics.alpha_ndcg(scores, judged, alpha=0.5, discount=discount)
         assert got.tolist() == pytest.approx([expected], rel=1e-12)
+
+
+def test_evaluate_knows_arp_graded():
+    scores, labels = np.array([3.0, 2.0, 1.0]), np.array([2.0, 0.0, 1.0])
+    result = metrics.evaluate(scores, labels, metrics=["arp_graded", "arp"])
+    assert result.mean == {"arp_graded[empty=skip,ties=stable]": pytest.approx(5.0 / 3.0),
+                           "arp[rel>=1,empty=skip,ties=stable]": 2.0}
+    assert not metrics.higher_is_better("arp_graded")
+    with pytest.raises(ValueError, match="takes no @K"):
+        metrics.evaluate(scores, labels, metrics=["arp_graded@3"])
