@@ -35,7 +35,7 @@ def register(subparsers) -> None:
         "--metrics",
         default=DEFAULT_METRICS,
         help="comma-separated metrics: ndcg, dcg, map/ap, mrr/rr, p/precision, recall, hit/hitrate, rprec, err, "
-        "dcg_burges, ndcg_burges, each with an optional @K; rbp[.P], rbp_resid[.P], opa, arp; every trec_eval "
+        "dcg_burges, ndcg_burges, each with an optional @K; rbp[.P], rbp_resid[.P], opa, arp, arp_graded; every trec_eval "
         "measure by its name (P_10, ndcg_cut_10, bpref, infAP, iprec_at_recall_0.10, ...), trec_eval's "
         "parameter syntax (P.5,10) and all_trec for all of them",
     )
