@@ -32,7 +32,7 @@ def test_help_states_each_default_once_and_none_for_required_options():
             if action.required:
                 assert "%(default)" not in shown, (name, action.dest)
     train_help = " ".join(dict(_parsers(build_parser()))["ltr train"].format_help().split())
-    assert "(default lambdarank)" in train_help and "lambdarank) (default" not in train_help
+    assert "(default softmax: the defaults study of docs/experiments.md)" in train_help and "softmax) (default" not in train_help
 
 
 def test_every_command_reading_data_files_takes_zero_based_and_query_file():

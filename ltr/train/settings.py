@@ -19,12 +19,16 @@ from typing import Any
 from ltr.errors import LtrError
 from ltr.train.config import MODEL_RULES, NORMALIZE_CHOICES
 
-__all__ = ["MODEL_KEYS", "NORMALIZE_CHOICES", "MODEL_DEFAULTS", "ARCH_KEYS", "model_defaults", "build_loss",
+__all__ = ["MODEL_KEYS", "NORMALIZE_CHOICES", "MODEL_DEFAULTS", "DEFAULT_LOSS", "ARCH_KEYS", "model_defaults", "build_loss",
            "build_scorer"]
 
 MODEL_KEYS = tuple(MODEL_RULES)
-#: normalize "auto": issue 20's defaults study (experiments/defaults_study.py, docs/experiments.md "Defaults")
-MODEL_DEFAULTS = {"type": "mlp", "hidden": [128, 64], "activation": "relu", "dropout": 0.0, "batch_norm": False, "normalize": "auto"}
+#: normalize "auto" and input_noise 0.1 (with the softmax loss of ltr train): chosen by issue 20's defaults
+#: study, experiments/defaults_study.py (docs/experiments.md, "Defaults of ltr train and ltr gbdt")
+MODEL_DEFAULTS = {"type": "mlp", "hidden": [128, 64], "activation": "relu", "dropout": 0.0, "batch_norm": False, "normalize": "auto",
+                  "input_noise": 0.1}
+#: ltr train's default loss (same study)
+DEFAULT_LOSS = "softmax"
 ARCH_KEYS = {
     "mlp": ("hidden", "activation", "dropout", "batch_norm", "input_noise", "query_norm"),
     "linear": ("input_noise", "query_norm"),

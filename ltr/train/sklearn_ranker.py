@@ -103,10 +103,12 @@ class NeuralRanker(BaseEstimator):
     Parameters
     ----------
     model : "mlp" or "linear".
-    loss : a ``losses.get_loss`` name (lambdarank, ranknet, ndcg_loss2, ndcg_loss2pp, listnet, bce, mse).
+    loss : a ``losses.get_loss`` name (softmax (default), lambdarank, ranknet, ndcg_loss2, ndcg_loss2pp, listnet, bce, mse).
     hidden, activation, dropout, batch_norm : the MLP's layers (ignored by "linear").
     normalize : "auto" (default), "standard", "log1p", "log1p_standard" or "none"; fitted on the training rows, kept
         inside the model.
+    input_noise : standard deviation of Gaussian noise on the normalised inputs while training (default 0.1;
+        with loss "softmax" and normalize "auto", the defaults study of docs/experiments.md chose it).
     loss_params : keyword arguments of the loss (e.g. ``{"k": 10}`` for LambdaRank@10).
     epochs, batch_size, lr, weight_decay, patience, monitor, seed, device : the trainer's settings
         (:class:`ltr.train.config.TrainConfig`); ``batch_size`` counts queries.
@@ -120,13 +122,14 @@ class NeuralRanker(BaseEstimator):
     def __init__(
         self,
         model: str = "mlp",
-        loss: str = "lambdarank",
+        loss: str = "softmax",
         *,
         hidden: Sequence[int] = (128, 64),
         activation: str = "relu",
         dropout: float = 0.0,
         batch_norm: bool = False,
         normalize: str = "auto",
+        input_noise: float = 0.1,
         loss_params: dict[str, Any] | None = None,
         epochs: int = 30,
         batch_size: int = 64,
@@ -145,6 +148,7 @@ class NeuralRanker(BaseEstimator):
         self.dropout = dropout
         self.batch_norm = batch_norm
         self.normalize = normalize
+        self.input_noise = input_noise
         self.loss_params = loss_params
         self.epochs = epochs
         self.batch_size = batch_size
@@ -205,10 +209,10 @@ class NeuralRanker(BaseEstimator):
         from ltr.train.models import FeatureTransform, build_model
 
         if self.model == "linear":
-            arch = {"type": "linear"}
+            arch = {"type": "linear", "input_noise": self.input_noise}
         elif self.model == "mlp":
             arch = {"type": "mlp", "hidden": list(self.hidden), "activation": self.activation, "dropout": self.dropout,
-                    "batch_norm": self.batch_norm}
+                    "batch_norm": self.batch_norm, "input_noise": self.input_noise}
         else:
             raise ValueError(f"model must be 'mlp' or 'linear', got {self.model!r}")
         net = build_model({**arch, "n_features": train.n_features})
