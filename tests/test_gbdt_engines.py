@@ -187,3 +187,77 @@ def test_validation_monitor_rule():
     assert stops == [False, False, False, True] and mon.best_round == 2 and mon.best_value == 0.7
     assert mon.name.startswith("ndcg@10[gain=exp2")
     assert mon.update(np.array([0.0, 1.0])) is True and mon.curve[-1] == pytest.approx(1 / np.log2(3))
+
+
+@pytest.fixture(scope="module")
+def synth_files(tmp_path_factory):
+    from ltr.cli import main
+
+    d = tmp_path_factory.mktemp("engines_cli")
+    assert main(["synth", "--out", str(d), "--queries", "70", "--features", "10", "--mean-length", "20",
+                 "--valid-share", "0.2", "--test-share", "0.2", "--seed", "7", "--quiet"]) == 0
+    return d
+
+
+@pytest.mark.parametrize("engine, objective, params", [
+    ("xgboost", "rank:pairwise", ["max_depth=3", "nthread=1"]),
+    ("catboost", "QuerySoftMax", ["depth=3", "thread_count=1"]),
+    ("lightgbm", "rank_xendcg", ["num_leaves=7", "min_data_in_leaf=5", "num_threads=1"]),
+])  # fmt: skip
+def test_cli_gbdt_engine_end_to_end(synth_files, tmp_path, engine, objective, params, capsys):
+    """``ltr gbdt --engine E --objective O --param ...``: a run folder whose summary names the engine,
+    whose test NDCG@10 is the metric of ``ltr predict``'s scores from the saved model, and whose
+    parameters reached the library."""
+    pytest.importorskip(engine)
+    from ltr.cli import main
+    from ltr.data import load_svmlight
+
+    out = tmp_path / "run"
+    argv = ["gbdt", "--engine", engine, "--objective", objective, "--train", str(synth_files / "train.txt"),
+            "--valid", str(synth_files / "valid.txt"), "--test", str(synth_files / "test.txt"), "--num-boost-round", "25",
+            "--early-stopping-rounds", "5", "--seed", "3", "--out", str(out), "--quiet"]
+    for p in params:
+        argv += ["--param", p]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["engine"] == engine and summary["objective"] == objective
+    key = params[0].split("=")[0]
+    assert summary["config"][engine][key] == int(params[0].split("=")[1])
+    assert json.loads((out / "model.json").read_text())["type"] == engine
+    assert (out / "importance.json").exists() and (out / "importance.png").exists()
+    run_file = tmp_path / "test.tsv"
+    assert main(["predict", "--model", str(out), "--data", str(synth_files / "test.txt"), "--out", str(run_file),
+                 "--format", "tsv"]) == 0
+    test = load_svmlight(synth_files / "test.txt", n_features=10, cache=False)
+    scores = np.loadtxt(run_file)
+    name = next(n for n in summary["metrics"]["test"] if n.startswith("ndcg@10["))
+    assert ndcg10(scores, test) == pytest.approx(summary["metrics"]["test"][name], abs=1e-9)
+    assert f"test\t{name}" in printed
+    if engine != "lightgbm":
+        stop = summary["early_stopping"]
+        assert summary["best_iteration"] == 1 + int(np.argmax(stop["curve"])) and stop["monitor"] == name
+        assert summary["metrics"]["valid"][name] == pytest.approx(stop["best_value"], abs=1e-12)
+
+
+def test_cli_gbdt_refuses_what_an_engine_cannot_take(synth_files, tmp_path, monkeypatch, capsys):
+    from ltr.cli import main
+
+    base = ["gbdt", "--train", str(synth_files / "train.txt"), "--valid", str(synth_files / "valid.txt"), "--quiet"]
+    cases = [
+        (["--engine", "xgboost", "--num-leaves", "7"], "--num-leaves is a LightGBM option"),
+        (["--engine", "catboost", "--objective", "rank:ndcg"], "catboost objective 'rank:ndcg' is not one of"),
+        (["--engine", "xgboost", "--param", "depth"], "expected KEY=VALUE"),
+        (["--engine", "xgboost", "--dask-workers", "2"], "train LightGBM only"),
+    ]
+    for extra, message in cases:
+        assert main(base + extra + ["--out", str(tmp_path / "x")]) == 2
+        assert message in capsys.readouterr().err
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("[xgboost]\nmax_depth = {a = 1}\n")
+    assert main(base + ["--engine", "xgboost", "--config", str(cfg), "--out", str(tmp_path / "y")]) == 2
+    assert "[xgboost] max_depth must be a number" in capsys.readouterr().err
+    monkeypatch.setitem(sys.modules, "catboost", None)
+    assert main(base + ["--engine", "catboost", "--out", str(tmp_path / "z")]) == 2
+    assert "pip install 'ltr[catboost]'" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists() and not (tmp_path / "z").exists()

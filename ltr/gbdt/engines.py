@@ -8,8 +8,9 @@ same :func:`ltr.runs.scoring.evaluate_scores`.
 What each engine optimises (``OBJECTIVES``; the first is the default):
 
 - LightGBM ``lambdarank`` (NDCG-weighted pairs, ``label_gain`` built from the toolkit's gain, see
-  :mod:`ltr.gbdt.lightgbm`) and ``rank_xendcg`` (XE-NDCG, a listwise cross-entropy whose targets
-  come from the labels, ``label_gain`` too);
+  :mod:`ltr.gbdt.lightgbm`) and ``rank_xendcg`` (XE-NDCG: a cross-entropy between each query's
+  softmax of the scores and targets proportional to ``2^label - u``, u drawn from [0, 1) each round;
+  it reads the integer labels LightGBM is given, not ``label_gain``);
 - XGBoost ``rank:ndcg`` (LambdaMART, NDCG-weighted pairs) and ``rank:pairwise`` (RankNet pairs,
   unweighted). XGBoost reads the gain of an item from its label (``ndcg_exp_gain=false``) and is
   given the toolkit's gain of each label as the label, so ``rank:ndcg`` optimises the NDCG the
