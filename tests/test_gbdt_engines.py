@@ -261,3 +261,44 @@ def test_cli_gbdt_refuses_what_an_engine_cannot_take(synth_files, tmp_path, monk
     assert main(base + ["--engine", "catboost", "--out", str(tmp_path / "z")]) == 2
     assert "pip install 'ltr[catboost]'" in capsys.readouterr().err
     assert not (tmp_path / "x").exists() and not (tmp_path / "z").exists()
+
+
+@pytest.mark.slow
+def test_ablate_methods_by_engine_name():
+    """``xgboost``, ``catboost:QuerySoftMax``, ``lightgbm:rank_xendcg`` and a variant: each cell's test
+    scores are those of the engine trained directly with the cell's seed, [ENGINE] table and [gbdt]."""
+    pytest.importorskip("xgboost")
+    pytest.importorskip("catboost")
+    from ltr.study import ablation
+    from ltr.study.ablation import AblationConfig, Cell, DatasetSpec
+    from ltr.study.methods import resolve_method, split_method
+
+    cfg = AblationConfig(
+        datasets=[DatasetSpec("tiny", "synthetic", dict(n_queries=60, n_features=8, mean_list_length=12, seed=3))],
+        methods=["xgboost", "catboost:QuerySoftMax", "lightgbm:rank_xendcg", "deep"], seeds=[4], reference="xgboost",
+        n_resamples=100, xgboost={"max_depth": 3}, catboost={"depth": 3}, lightgbm={"num_leaves": 5, "min_data_in_leaf": 3},
+        gbdt={"num_boost_round": 12, "early_stopping_rounds": 4},
+        variants={"deep": {"method": "xgboost/rank_pairwise", "xgboost": {"max_depth": 5}}})
+    assert split_method("catboost:QuerySoftMax") == (None, "catboost", None)
+    deep = resolve_method("deep", cfg)
+    assert (deep.kind, deep.objective, deep.xgboost) == ("xgboost", "rank:pairwise", {"max_depth": 5})
+    assert "objective" not in resolve_method("lightgbm", cfg).as_dict()  # older fingerprints stay valid
+    train, valid, test = ablation.load_splits(cfg.datasets[0], None)
+    for method, engine, objective, params in (("xgboost", "xgboost", None, {"max_depth": 3}),
+                                              ("catboost:QuerySoftMax", "catboost", "QuerySoftMax", {"depth": 3}),
+                                              ("deep", "xgboost", "rank:pairwise", {"max_depth": 5})):
+        rec = ablation.run_cell(Cell("tiny", method, 4), cfg)
+        model, info = train_gbdt(engine, train, valid, params, objective=objective, seed=4, threads=1,
+                                 num_boost_round=12, early_stopping_rounds=4)
+        name = rec["metric_names"]["ndcg@10"]
+        assert rec["mean"][name] == ndcg10(predict_gbdt(engine, model, test.features), test), method
+        assert rec["train_info"]["best_iteration"] == info["best_iteration"]
+    xendcg = ablation.run_cell(Cell("tiny", "lightgbm:rank_xendcg", 4), cfg)
+    plain_cfg = AblationConfig(**{**{k: getattr(cfg, k) for k in ("datasets", "seeds", "n_resamples", "lightgbm", "gbdt")},
+                                  "methods": ["lightgbm"], "reference": "lightgbm"})
+    plain = ablation.run_cell(Cell("tiny", "lightgbm", 4), plain_cfg)
+    assert xendcg["mean"] != plain["mean"]  # another objective, another model
+    fps = {ablation.cell_fingerprint(Cell("tiny", m, 4), cfg) for m in cfg.methods}
+    assert len(fps) == 4
+    with pytest.raises(LtrError, match="xgboost objective 'yetirank' is not one of"):
+        split_method("xgboost:yetirank")
