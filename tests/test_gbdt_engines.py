@@ -167,10 +167,14 @@ def test_objectives_and_parameters_the_toolkit_sets():
     pytest.importorskip("xgboost")
     pytest.importorskip("catboost")
     train, valid, _ = make_synthetic_splits(20, 4, seed=1, mean_list_length=8)
-    for engine, key in (("xgboost", "objective"), ("xgboost", "ndcg_exp_gain"), ("catboost", "iterations"),
+    for engine, key in (("xgboost", "eval_metric"), ("xgboost", "ndcg_exp_gain"), ("catboost", "iterations"),
                         ("catboost", "use_best_model")):
         with pytest.raises(LtrError, match=f"{engine} parameter '{key}' is set by the toolkit"):
             train_gbdt(engine, train, valid, {key: 1}, num_boost_round=2)
+    # the objective may come in the engine's table (as in a TOML [xgboost] / [catboost] table)
+    assert train_gbdt("xgboost", train, valid, {"objective": "rank:pairwise"}, num_boost_round=2)[1]["objective"] == "rank:pairwise"
+    _, info = train_gbdt("catboost", train, valid, {"loss_function": "QuerySoftMax"}, num_boost_round=2)
+    assert info["objective"] == "QuerySoftMax" and info["params"]["loss_function"] == "QuerySoftMax"
     train.labels[3] = -1.0
     for engine in ("xgboost", "catboost"):
         with pytest.raises(LtrError, match="training set: .* row 3 has label -1.0"):
@@ -302,3 +306,47 @@ def test_ablate_methods_by_engine_name():
     assert len(fps) == 4
     with pytest.raises(LtrError, match="xgboost objective 'yetirank' is not one of"):
         split_method("xgboost:yetirank")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine, space", [
+    ("xgboost", "max_depth = { int = [2, 5] }\neta = { float = [0.05, 0.3], log = true }"),
+    ("catboost", "depth = { int = [2, 5] }"),
+])
+def test_tune_space_of_an_engine_and_its_best_toml(synth_files, tmp_path, engine, space):
+    """``ltr tune`` with kind = ENGINE: the best trial's value is what ``ltr gbdt --engine ENGINE --config
+    best.toml`` reaches on the same validation set (the objective travels in the engine's table)."""
+    pytest.importorskip(engine)
+    pytest.importorskip("optuna")
+    from ltr.cli import main
+
+    key = "objective" if engine == "xgboost" else "loss_function"
+    objective = "rank:pairwise" if engine == "xgboost" else "QuerySoftMax"
+    cfg = tmp_path / "space.toml"
+    cfg.write_text(f"""[tune]
+kind = "{engine}"
+startup_trials = 2
+[data]
+train = "{synth_files / 'train.txt'}"
+valid = "{synth_files / 'valid.txt'}"
+[{engine}]
+{key} = "{objective}"
+{'nthread' if engine == 'xgboost' else 'thread_count'} = 1
+[gbdt]
+num_boost_round = 12
+early_stopping_rounds = 4
+[space.{engine}]
+{space}
+""")
+    out = tmp_path / "study"
+    assert main(["tune", "--config", str(cfg), "--trials", "2", "--out", str(out)]) == 0
+    trials = json.loads((out / "trials.json").read_text())["trials"]
+    best = max((t for t in trials if t["state"] == "complete"), key=lambda t: t["value"])
+    assert f"ltr gbdt --engine {engine} --config" in (out / "best.toml").read_text()
+    run_dir = tmp_path / "run"
+    assert main(["gbdt", "--engine", engine, "--config", str(out / "best.toml"), "--train", str(synth_files / "train.txt"),
+                 "--valid", str(synth_files / "valid.txt"), "--quiet", "--out", str(run_dir)]) == 0
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["objective"] == objective
+    name = next(n for n in summary["metrics"]["valid"] if n.startswith("ndcg@10["))
+    assert summary["metrics"]["valid"][name] == pytest.approx(best["value"], abs=1e-12)

@@ -73,7 +73,7 @@ def resolve_settings(args) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(engine parameters, [gbdt] options)``: the config's ``[ENGINE]`` table, then --param, then the
     named options; ``opts["engine"]`` and ``opts["objective"]`` name what trains."""
     from ltr.checks import check_table
-    from ltr.gbdt.engines import resolve_objective
+    from ltr.gbdt.engines import take_objective
     from ltr.train.config import DEFAULT_METRICS, check_lightgbm_params, load_toml
 
     engine = getattr(args, "engine", "lightgbm")
@@ -102,8 +102,8 @@ def resolve_settings(args) -> tuple[dict[str, Any], dict[str, Any]]:
     opts["engine"] = engine
     if engine == "lightgbm" and objective is None:  # [lightgbm] objective (any LightGBM alias) or lambdarank
         opts["objective"] = params.get("objective", "lambdarank")
-    else:
-        opts["objective"] = resolve_objective(engine, objective)
+    else:  # --objective, else the table's objective / loss_function, else the engine's default
+        opts["objective"], params = take_objective(engine, params, objective)
         if engine == "lightgbm":
             params["objective"] = opts["objective"]
     return params, opts

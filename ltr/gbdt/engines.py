@@ -44,7 +44,7 @@ import numpy as np
 from ltr.errors import LtrError
 from ltr.gbdt.common import ValidationMonitor, checked_labels, engine_threads, query_ids
 
-__all__ = ["ENGINES", "OBJECTIVES", "MODEL_FILES", "import_engine", "resolve_objective", "query_ids",
+__all__ = ["ENGINES", "OBJECTIVES", "MODEL_FILES", "import_engine", "resolve_objective", "take_objective", "query_ids",
            "checked_labels", "engine_threads", "ValidationMonitor", "train_gbdt", "predict_gbdt",
            "save_gbdt", "load_gbdt", "write_model_meta", "model_file_path"]
 
@@ -96,6 +96,24 @@ def resolve_objective(engine: str, objective: str | None) -> str:
     raise LtrError(f"{engine} objective {objective!r} is not one of {', '.join(choices)}")
 
 
+def take_objective(engine: str, params: dict[str, Any], objective: str | None = None) -> tuple[str, dict[str, Any]]:
+    """``(objective, params without it)``: ``objective``, else the one the parameters name (XGBoost's
+    ``objective``, CatBoost's ``loss_function`` or ``objective``, as in a ``[xgboost]`` table), else
+    the engine's default. LightGBM keeps ``objective`` in its parameters.
+
+    >>> take_objective("catboost", {"depth": 4, "loss_function": "QuerySoftMax"})
+    ('QuerySoftMax', {'depth': 4})
+    """
+    params = dict(params)
+    keys = {"lightgbm": (), "xgboost": ("objective",), "catboost": ("loss_function", "objective")}[check_engine(engine)]
+    named = [params.pop(k) for k in keys if k in params]
+    if objective is None and named:
+        objective = named[0]
+    if engine == "lightgbm" and objective is None and "objective" in params:
+        return str(params["objective"]), params  # any of LightGBM's names: LightGBM judges it
+    return resolve_objective(engine, objective), params
+
+
 # --- one interface over the engines ---------------------------------------------------------
 
 def train_gbdt(engine: str, train_ds, valid_ds=None, params: dict[str, Any] | None = None, *, objective: str | None = None,
@@ -104,14 +122,13 @@ def train_gbdt(engine: str, train_ds, valid_ds=None, params: dict[str, Any] | No
                threads: int | None = None, progress: bool = False, record_train: bool = False):  # fmt: skip
     """Train ``engine`` with ``objective``; ``(model, info)`` with ``info["best_iteration"]`` (rounds
     kept) and ``info["params"]`` (what the library was given). See each engine's ``train_*``."""
-    objective = resolve_objective(engine, objective)
-    params = dict(params or {})
+    objective, params = take_objective(engine, dict(params or {}), objective)
     common = dict(gain=gain, num_boost_round=num_boost_round, early_stopping_rounds=early_stopping_rounds,
                   eval_at=eval_at, monitor_k=monitor_k, seed=seed, progress=progress)
     if engine == "lightgbm":
         from ltr.gbdt.lightgbm import train_lightgbm
 
-        params.setdefault("objective", objective)
+        params["objective"] = objective
         n = engine_threads(threads)
         if n is not None:
             params.setdefault("num_threads", n)
