@@ -166,7 +166,7 @@ class _Callback:
         valid = info.metrics.get("validation", {})
         for name, values in valid.items():
             if name.startswith("NDCG"):
-                self.own[name] = [float(v) for v in values]
+                self.own.setdefault(name, []).append(float(values[-1]))
         return not self.monitor.record(float(valid[ToolkitNDCG.__name__][-1]))
 
 
