@@ -111,12 +111,17 @@ def test_xgboost_gains_follow_the_toolkit_convention():
     train, valid, _ = make_synthetic_splits(60, 8, seed=4, mean_list_length=20, valid_share=0.3, test_share=0.1)
     train.labels[:] = train.labels * 0.75
     valid.labels[:] = valid.labels * 0.75
+    valid.labels[valid.query_offsets[0]:valid.query_offsets[2]] = 0.0  # two queries without a relevant item
     booster, info = train_gbdt("xgboost", train, valid, gain="linear", **ROUNDS)
     scores = predict_gbdt("xgboost", booster, valid.features)
     ev = metrics.evaluate(scores, valid.labels, valid.query_offsets, ["ndcg@10"], preset="lightgbm", gain="linear")
     own = info["own_metrics"]["per_round"]["valid"]["ndcg@10"][info["best_iteration"] - 1]
     assert ev.mean[ev.names["ndcg@10"]] == pytest.approx(own, abs=1e-6)
     assert "gain=linear" in info["monitor"]
+    # early stopping skips those queries (empty=skip): its best value is the mean over the others
+    skip = metrics.evaluate(scores, valid.labels, valid.query_offsets, ["ndcg@10"], gain="linear")
+    assert np.isnan(skip.per_query[skip.names["ndcg@10"]][:2]).all()
+    assert info["best_score"] == pytest.approx(np.nanmean(skip.per_query[skip.names["ndcg@10"]]), abs=1e-12)
 
 
 @pytest.mark.parametrize("engine", ["xgboost", "catboost", "lightgbm"])
