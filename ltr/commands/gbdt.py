@@ -47,7 +47,7 @@ def register(subparsers) -> None:
     p.add_argument("--valid", required=True, metavar="FILE", help="validation data for early stopping")
     p.add_argument("--test", default=None, metavar="FILE", help="optional test data, scored with the best iteration")
     p.add_argument("--engine", default="lightgbm", choices=ENGINES, help="the GBDT library: lightgbm, or xgboost / catboost (pip install 'ltr[xgboost]' / 'ltr[catboost]')")
-    p.add_argument("--objective", default=None, metavar="NAME", help="the engine's ranking objective: lightgbm lambdarank (default) | rank_xendcg; xgboost rank:ndcg (default) | rank:pairwise; catboost YetiRank (default) | YetiRankPairwise | QuerySoftMax")
+    p.add_argument("--objective", default=None, metavar="NAME", help="the engine's ranking objective, its first one when not given: lightgbm lambdarank | rank_xendcg; xgboost rank:ndcg | rank:pairwise; catboost YetiRank | YetiRankPairwise | QuerySoftMax")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="an engine parameter (repeatable; VALUE read as TOML: 4, 0.1, true, lossguide), over the config's [ENGINE] table")
     p.add_argument("--config", default=None, metavar="FILE.toml", help="TOML with [lightgbm] / [xgboost] / [catboost] (the engine's parameters) and [gbdt] (gain, num_boost_round, early_stopping_rounds, eval_at, monitor_k, seed, metrics, preset)")
     p.add_argument("--gain", default=None, choices=("exp2", "linear"), help="gain convention for label_gain and the metrics (default exp2)")
