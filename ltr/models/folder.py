@@ -1,4 +1,4 @@
-"""Model folders of either kind (a torch scorer from ``ltr train``, a LightGBM, XGBoost or CatBoost model from ``ltr gbdt``)
+"""Model folders of either kind (a torch scorer from ``ltr train``, a LightGBM booster from ``ltr gbdt``)
 behind one function that returns a scoring callable."""
 
 from __future__ import annotations
