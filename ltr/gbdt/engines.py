@@ -27,8 +27,9 @@ improved for ``early_stopping_rounds`` rounds and the model keeps the first roun
 (LightGBM: its own NDCG with the same gains, where such queries score 1: the same ranking of rounds
 up to ties in the scores). The engines' own per-round NDCG is recorded beside it (``own_metrics``).
 
-Queries without a relevant item are passed to every engine as they are (their pairs and gradients
-are zero) and skipped by the metrics, as on the LightGBM path. Labels must be finite and >= 0.
+Queries without a relevant item are passed to every engine as they are, as on the LightGBM path
+(the pairwise objectives and QuerySoftMax draw no gradient from them; XE-NDCG's random targets do),
+and skipped by the metrics. Labels must be finite and >= 0.
 Threads: ``threads`` (``LTR_THREADS`` when None, else the library's default); with one thread each
 engine is deterministic given ``seed``.
 """
