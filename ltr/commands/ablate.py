@@ -24,11 +24,12 @@ def register(subparsers) -> None:
         "Re-running on the same --out re-runs only missing or stale cells. Methods: any loss of `losses` by "
         "name (ranknet, hinge, lambdarank, ndcg_loss1, ndcg_loss2, ndcg_loss2pp, arp_loss1, arp_loss2, listnet, "
         "softmax, listmle, approx_ndcg, neural_ndcg, bce, mse), LOSS@K for a cutoff, MODEL/LOSS[@K] for another "
-        "scorer (mlp, linear, attention), lightgbm, or a [variants.NAME] table of the config (settings, "
+        "scorer (mlp, linear, attention), a GBDT engine (lightgbm, xgboost, catboost; ENGINE:OBJECTIVE for another "
+        "objective, e.g. xgboost:rank_pairwise, catboost:QuerySoftMax, lightgbm:rank_xendcg), or a [variants.NAME] table of the config (settings, "
         "ensemble = N, a tune grid tried tuning_budget times on the validation split).",
     )
     p.add_argument("--config", metavar="FILE.toml", default=None,
-                   help="ablation TOML ([ablation], [train], [model], [models.TYPE], [lightgbm], [gbdt], [loss_options], "
+                   help="ablation TOML ([ablation], [train], [model], [models.TYPE], [lightgbm], [xgboost], [catboost], [gbdt], [loss_options], "
                    "[variants.NAME], [[datasets]]); without it: the built-in synthetic study (or the quick one with --quick)")
     p.add_argument("--out", metavar="DIR", default=None,
                    help="output folder, reused to resume (default runs/ablate, or runs/ablate-quick with --quick)")

@@ -24,6 +24,7 @@ import numpy as np
 from ltr.checks import integer, number
 from ltr.data.files import add_data_options, add_format_options
 from ltr.errors import LtrError
+from ltr.gbdt.engines import ENGINES
 from ltr.train.config import GBDT_RULES as R
 
 GBDT_KEYS = tuple(R)
@@ -33,25 +34,30 @@ SPLITS = ("train", "valid", "test")  # the data options, for --query-file OPTION
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "gbdt",
-        help="train the LightGBM lambdarank baseline and judge it with the project's metrics",
+        help="train a GBDT baseline (LightGBM, XGBoost or CatBoost) and judge it with the project's metrics",
         description="Train LightGBM (objective=lambdarank) with label_gain built from the metrics' gain "
         "convention, early stopping on the validation set, and write a run folder (model.txt, "
         "summary.json, tensorboard/). Non-integer labels are mapped to the index of their distinct "
-        "value with the original gains (exact for NDCG); negative labels are refused.",
+        "value with the original gains (exact for NDCG); negative labels are refused. --engine xgboost "
+        "(the gains as labels) or catboost (the raw labels) train the same data, stop early on the "
+        "toolkit's validation NDCG and write xgboost.json / catboost.cbm instead of model.txt.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument("--train", required=True, metavar="FILE", help="training data: SVMlight/LETOR, a Parquet file or folder, or a store from `ltr convert`")
     p.add_argument("--valid", required=True, metavar="FILE", help="validation data for early stopping")
     p.add_argument("--test", default=None, metavar="FILE", help="optional test data, scored with the best iteration")
-    p.add_argument("--config", default=None, metavar="FILE.toml", help="TOML with [lightgbm] (LightGBM parameters) and [gbdt] (gain, num_boost_round, early_stopping_rounds, eval_at, monitor_k, seed, metrics, preset)")
+    p.add_argument("--engine", default="lightgbm", choices=ENGINES, help="the GBDT library: lightgbm, or xgboost / catboost (pip install 'ltr[xgboost]' / 'ltr[catboost]')")
+    p.add_argument("--objective", default=None, metavar="NAME", help="the engine's ranking objective, its first one when not given: lightgbm lambdarank | rank_xendcg; xgboost rank:ndcg | rank:pairwise; catboost YetiRank | YetiRankPairwise | QuerySoftMax")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="an engine parameter (repeatable; VALUE read as TOML: 4, 0.1, true, lossguide), over the config's [ENGINE] table")
+    p.add_argument("--config", default=None, metavar="FILE.toml", help="TOML with [lightgbm] / [xgboost] / [catboost] (the engine's parameters) and [gbdt] (gain, num_boost_round, early_stopping_rounds, eval_at, monitor_k, seed, metrics, preset)")
     p.add_argument("--gain", default=None, choices=("exp2", "linear"), help="gain convention for label_gain and the metrics (default exp2)")
     p.add_argument("--num-boost-round", type=R["num_boost_round"], default=None, help="maximum boosting rounds (default 1000)")
     p.add_argument("--early-stopping-rounds", type=R["early_stopping_rounds"], default=None, help="rounds without validation improvement before stopping (default 50; 0: no early stopping)")
-    p.add_argument("--learning-rate", type=number(above=0), default=None, help="LightGBM learning_rate (default 0.05)")
-    p.add_argument("--num-leaves", type=integer(min=2), default=None, help="LightGBM num_leaves (default 31)")
+    p.add_argument("--learning-rate", type=number(above=0), default=None, help="the engine's learning rate (default: LightGBM 0.05, XGBoost 0.3, CatBoost 0.03)")
+    p.add_argument("--num-leaves", type=integer(min=2), default=None, help="LightGBM num_leaves (default 31); other engines: --param max_depth=N")
     p.add_argument("--metrics", default=None, metavar="M1,M2,...", help="project metrics for valid/test (default ndcg@1,ndcg@3,ndcg@5,ndcg@10,map,mrr)")
     p.add_argument("--preset", default=None, help="metric conventions preset for the reported metrics (default: the toolkit's own)")
-    p.add_argument("--seed", type=R["seed"], default=None, help="LightGBM seed (default 0)")
+    p.add_argument("--seed", type=R["seed"], default=None, help="the engine's seed (default 0)")
     g = p.add_argument_group("LightGBM on a Dask cluster (pip install 'ltr[dask]')")
     g.add_argument("--dask-workers", type=integer(min=1), default=None, metavar="N", help="train lightgbm.DaskLGBMRanker on a local Dask cluster of N worker processes")
     g.add_argument("--dask-scheduler", default=None, metavar="ADDRESS", help="train on an existing Dask cluster (e.g. tcp://host:8786); a Parquet --train folder is read by its workers")
@@ -64,15 +70,20 @@ def register(subparsers) -> None:
 
 
 def resolve_settings(args) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(engine parameters, [gbdt] options)``: the config's ``[ENGINE]`` table, then --param, then the
+    named options; ``opts["engine"]`` and ``opts["objective"]`` name what trains."""
     from ltr.checks import check_table
+    from ltr.gbdt.engines import take_objective
     from ltr.train.config import DEFAULT_METRICS, check_lightgbm_params, load_toml
 
-    tables = {"lightgbm": {}, "gbdt": {}}
+    engine = getattr(args, "engine", "lightgbm")
+    tables: dict[str, dict[str, Any]] = {name: {} for name in ("gbdt",) + ENGINES}
     if args.config:
-        tables = load_toml(args.config, ("lightgbm", "gbdt"))
+        tables = load_toml(args.config, ("gbdt",) + ENGINES)
         check_table(tables["gbdt"], R, where=f"{args.config} [gbdt]")
-        check_lightgbm_params(tables["lightgbm"], where=f"{args.config} [lightgbm]")
-    params = dict(tables["lightgbm"])
+        for name in ENGINES:
+            check_lightgbm_params(tables[name], where=f"{args.config} [{name}]")
+    params = {**tables[engine], **parse_params(getattr(args, "param", []))}
     opts: dict[str, Any] = {"gain": "exp2", "num_boost_round": 1000, "early_stopping_rounds": 50, "eval_at": [1, 3, 5, 10],
                             "monitor_k": 10, "seed": 0, "metrics": list(DEFAULT_METRICS), "preset": None}
     opts.update(tables["gbdt"])
@@ -84,8 +95,42 @@ def resolve_settings(args) -> tuple[dict[str, Any], dict[str, Any]]:
     if args.learning_rate is not None:
         params["learning_rate"] = args.learning_rate
     if args.num_leaves is not None:
+        if engine != "lightgbm":
+            raise LtrError(f"--num-leaves is a LightGBM option; for {engine} use --param max_depth=N")
         params["num_leaves"] = args.num_leaves
+    objective = getattr(args, "objective", None)
+    opts["engine"] = engine
+    if engine == "lightgbm" and objective is None:  # [lightgbm] objective (any LightGBM alias) or lambdarank
+        opts["objective"] = params.get("objective", "lambdarank")
+    else:  # --objective, else the table's objective / loss_function, else the engine's default
+        opts["objective"], params = take_objective(engine, params, objective)
+        if engine == "lightgbm":
+            params["objective"] = opts["objective"]
     return params, opts
+
+
+def parse_params(items) -> dict[str, Any]:
+    """``["max_depth=4", "grow_policy=lossguide"]`` -> ``{"max_depth": 4, "grow_policy": "lossguide"}``:
+    each value read as a TOML value, else kept as text.
+
+    >>> parse_params(["max_depth=4", "eta=0.1", "grow_policy=lossguide", "x=true"])
+    {'max_depth': 4, 'eta': 0.1, 'grow_policy': 'lossguide', 'x': True}
+    """
+    import tomllib
+
+    from ltr.train.config import check_lightgbm_params
+
+    out: dict[str, Any] = {}
+    for item in items:
+        key, eq, text = str(item).partition("=")
+        if not eq or not key.strip():
+            raise LtrError(f"--param {item!r}: expected KEY=VALUE")
+        try:
+            value = tomllib.loads(f"v = {text.strip()}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = text.strip()
+        out[key.strip()] = value
+    return check_lightgbm_params(out, where="--param")
 
 
 def lightgbm_metric_names(names, gain) -> dict[str, str]:
@@ -119,8 +164,6 @@ def _lightgbm_own_metrics(info: dict[str, Any], gain) -> dict[str, Any]:
 
 
 def run(args) -> int:
-    from ltr.gbdt.lightgbm import save_booster, train_lightgbm
-    from ltr.models.importance import write_importance
     from ltr.runs.folder import check_destination, print_run_metrics, run_folder
     from ltr.runs.scoring import check_metric_names
 
@@ -138,27 +181,72 @@ def run(args) -> int:
     inputs = [("--train", args.train), ("--valid", args.valid), ("--test", args.test), ("--config", args.config)]
     check_destination(out, overwrite=args.force, inputs=inputs)
     if args.dask_workers is not None or args.dask_scheduler is not None:
+        if opts["engine"] != "lightgbm":
+            raise LtrError(f"--dask-workers / --dask-scheduler train LightGBM only, not --engine {opts['engine']}")
         from ltr.gbdt.dask_run import run_on_dask
 
         return run_on_dask(args, params, opts, out, inputs)
+    if opts["engine"] != "lightgbm":
+        from ltr.gbdt.engines import import_engine
+
+        import_engine(opts["engine"])  # a missing library fails before the data are read
     train_ds, valid_ds, test_ds = _load_splits(args)
 
     with run_folder(out, overwrite=args.force, kind="gbdt", inputs=inputs) as tmp:
-        booster, info = train_lightgbm(
-            train_ds, valid_ds, params,
-            gain=opts["gain"], num_boost_round=opts["num_boost_round"], early_stopping_rounds=opts["early_stopping_rounds"],
-            eval_at=opts["eval_at"], monitor_k=opts["monitor_k"], seed=opts["seed"], progress=not args.quiet,
-            record_train=True,
-        )
-        metrics_out = _judge_booster(booster, {"valid": valid_ds, "test": test_ds}, opts, metric_kw)
-        save_booster(booster, tmp, n_features=train_ds.n_features, best_iteration=info["best_iteration"], feature_names=train_ds.feature_names)
-
-        own = _lightgbm_own_metrics(info, opts["gain"])
-        write_importance(tmp, info["importance"])
-        tags = _write_tensorboard(tmp / "tensorboard", own, info, opts, metrics_out)
-        _write_summary(tmp, args, opts, info, own, metrics_out, tags, (train_ds, valid_ds, test_ds), t0)
+        fit = _run_lightgbm if opts["engine"] == "lightgbm" else _run_engine
+        metrics_out = fit(tmp, args, params, opts, metric_kw, (train_ds, valid_ds, test_ds), t0)
     print_run_metrics(out, metrics_out, None)
     return 0
+
+
+def _run_lightgbm(tmp: Path, args, params, opts, metric_kw, datasets, t0: float) -> dict[str, dict[str, float]]:
+    """Train LightGBM into the run folder ``tmp`` (model, importance, TensorBoard, summary)."""
+    from ltr.gbdt.lightgbm import save_booster, train_lightgbm
+    from ltr.models.importance import write_importance
+
+    train_ds, valid_ds, test_ds = datasets
+    booster, info = train_lightgbm(
+        train_ds, valid_ds, params,
+        gain=opts["gain"], num_boost_round=opts["num_boost_round"], early_stopping_rounds=opts["early_stopping_rounds"],
+        eval_at=opts["eval_at"], monitor_k=opts["monitor_k"], seed=opts["seed"], progress=not args.quiet,
+        record_train=True,
+    )
+    metrics_out = _judge_booster(booster, {"valid": valid_ds, "test": test_ds}, opts, metric_kw)
+    save_booster(booster, tmp, n_features=train_ds.n_features, best_iteration=info["best_iteration"], feature_names=train_ds.feature_names)
+
+    own = _lightgbm_own_metrics(info, opts["gain"])
+    write_importance(tmp, info["importance"])
+    tags = _write_tensorboard(tmp / "tensorboard", own, info, opts, metrics_out)
+    _write_summary(tmp, args, opts, info, own, metrics_out, tags, datasets, t0)
+    return metrics_out
+
+
+def _run_engine(tmp: Path, args, params, opts, metric_kw, datasets, t0: float) -> dict[str, dict[str, float]]:
+    """Train XGBoost or CatBoost into the run folder ``tmp`` (model, importance, TensorBoard, summary)."""
+    from ltr.gbdt.engines import predict_gbdt, save_gbdt, train_gbdt
+    from ltr.models.importance import write_importance
+    from ltr.runs.scoring import evaluate_scores
+
+    train_ds, valid_ds, test_ds = datasets
+    engine = opts["engine"]
+    model, info = train_gbdt(engine, train_ds, valid_ds, params, objective=opts["objective"], gain=opts["gain"],
+                             num_boost_round=opts["num_boost_round"], early_stopping_rounds=opts["early_stopping_rounds"],
+                             eval_at=opts["eval_at"], monitor_k=opts["monitor_k"], seed=opts["seed"], progress=not args.quiet)
+    metrics_out = {}
+    for split, ds in (("valid", valid_ds), ("test", test_ds)):
+        if ds is not None:
+            ev = evaluate_scores(predict_gbdt(engine, model, ds.features), ds, opts["metrics"], opts["preset"], metric_kw)
+            metrics_out[split] = {k: float(v) for k, v in ev.mean.items()}
+    save_gbdt(engine, model, tmp, info, n_features=train_ds.n_features, feature_names=train_ds.feature_names)
+    write_importance(tmp, info["importance"])
+    # the curves: the toolkit's validation NDCG that early stopping watched, and the engine's own
+    per_round = {"valid": {info["monitor"]: info["curve"]}} if info["monitor"] else {}
+    for split, series in info["own_metrics"]["per_round"].items():
+        per_round.setdefault(split, {}).update({f"{engine}:{name}": v for name, v in series.items()})
+    own = {"convention": info["own_metrics"]["convention"], "per_round": per_round}
+    tags = _write_tensorboard(tmp / "tensorboard", own, {**info, "engine": engine}, opts, metrics_out)
+    _write_summary(tmp, args, opts, info, own, metrics_out, tags, datasets, t0)
+    return metrics_out
 
 
 def _load_splits(args):
@@ -203,7 +291,7 @@ def _write_tensorboard(log_dir: Path, own: dict[str, Any], info: dict[str, Any],
             for name, values in series.items():
                 for i, value in enumerate(values, 1):
                     logger.metrics(split, {name: value}, i)
-        hp = {f"lightgbm.{k}": v for k, v in info["params"].items()} | {f"gbdt.{k}": v for k, v in opts.items()}
+        hp = {f"{info.get('engine', 'lightgbm')}.{k}": v for k, v in info["params"].items()} | {f"gbdt.{k}": v for k, v in opts.items()}
         logger.hparams(hp, metrics_out, info["best_iteration"])
     finally:
         logger.close()
@@ -217,20 +305,28 @@ def _write_summary(tmp: Path, args, opts, info, own, metrics_out, tags, datasets
     from ltr.runs.folder import versions
 
     train_ds, valid_ds, test_ds = datasets
+    engine = opts.get("engine", "lightgbm")
     summary = {
         "kind": "gbdt",
+        "engine": engine,
+        "objective": opts.get("objective"),
         "arguments": {k: v for k, v in vars(args).items() if k != "func"},
         "seed": opts["seed"],
         "metrics": metrics_out,
         "best_iteration": info["best_iteration"],
-        "lightgbm_own_metrics": own,
+        f"{engine}_own_metrics": own,
         "importance": {"json": "importance.json", "png": "importance.png"},
-        "label_gain": info["label_gain"],
-        "label_values": info["label_values"],
-        "config": {"lightgbm": info["params"], "gbdt": opts},
+        "config": {engine: info["params"], "gbdt": {k: v for k, v in opts.items() if k in GBDT_KEYS}},
         "data": {k: data_facts(p, d) for k, p, d in (("train", args.train, train_ds), ("valid", args.valid, valid_ds), ("test", args.test, test_ds)) if d is not None},
         "versions": versions(),
         "tensorboard": {"log_dir": "tensorboard", "tags": tags},
         "wall_time_s": time.time() - t0,
     }
+    if engine == "lightgbm":
+        summary.update(label_gain=info["label_gain"], label_values=info["label_values"])
+    else:
+        summary.update(rounds_run=info["rounds_run"], early_stopping={
+            "monitor": info["monitor"], "best_value": info["best_score"], "curve": info["curve"],
+            "rule": "the toolkit's validation metric after every round; stop after early_stopping_rounds "
+                    "rounds without improvement; the model keeps the first best round"})
     atomic_write_json(tmp / "summary.json", summary)

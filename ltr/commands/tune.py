@@ -64,6 +64,7 @@ def run(args) -> int:
     print()
     print(markdown_table(["trials", *result.counts], [["count", *result.counts.values()]]))
     print(f"\nbest: trial {result.best_trial}, validation {cfg.metric} = {result.best_value:.4f}")
-    print(f"wrote {result.best_toml} (use it with ltr {'train' if cfg.kind == 'neural' else 'gbdt'} --config), "
+    command = {"neural": "train", "lightgbm": "gbdt"}.get(cfg.kind, f"gbdt --engine {cfg.kind}")
+    print(f"wrote {result.best_toml} (use it with ltr {command} --config), "
           f"{Path(args.out) / 'trials.json'}, {Path(args.out) / 'tensorboard'}/")
     return 0

@@ -24,14 +24,15 @@ def load_scorer(folder: str | os.PathLike, device: str = "cpu", option: str = "-
     if not (folder / "model.json").exists():
         raise LtrError(f"{option} {folder}: no model.json (not a run folder written by ltr train / ltr gbdt)")
     meta = read_json_object(folder / "model.json")
-    if meta.get("type") == "lightgbm":
+    if meta.get("type") in ("lightgbm", "xgboost", "catboost"):  # ltr.gbdt.engines.ENGINES
         from ltr.data.store import row_blocks
-        from ltr.gbdt.lightgbm import load_booster, predict_booster
+        from ltr.gbdt.engines import load_gbdt, predict_gbdt
 
-        booster, meta = load_booster(folder)
+        engine = meta["type"]
+        booster, meta = load_gbdt(folder, engine)
 
         def score(x, query_offsets=None):  # in blocks: a memory-mapped store is never read whole
-            return np.concatenate([predict_booster(booster, block) for _, block in row_blocks(x, 65536)] or [np.zeros(0)])
+            return np.concatenate([predict_gbdt(engine, booster, block) for _, block in row_blocks(x, 65536)] or [np.zeros(0)])
 
         return score, int(meta["n_features"])
     from ltr.train.models import load_model

@@ -110,14 +110,15 @@ def permutation_importance(
 def importance_figure(importance: dict[str, Any], top: int = 20):
     """A matplotlib figure of horizontal bars, the ``top`` features first.
 
-    LightGBM importances get two panels (gain, split); permutation importances one, with the
+    LightGBM and XGBoost importances get two panels (gain, split), CatBoost's one
+    (prediction_values_change); permutation importances one, with the
     bootstrap interval as error bars.
     """
     from matplotlib.figure import Figure
 
     names = np.asarray(importance["feature"])
-    if importance["kind"] == "lightgbm":
-        panels = [("gain", np.asarray(importance["gain"], dtype=float), None), ("split", np.asarray(importance["split"], dtype=float), None)]
+    if importance["kind"] in ("lightgbm", "xgboost", "catboost"):  # the engines' own importances
+        panels = [(k, np.asarray(importance[k], dtype=float), None) for k in ("gain", "split", "prediction_values_change") if k in importance]
         order = np.argsort(-panels[0][1], kind="stable")[:top]
     else:
         value = np.asarray(importance["importance"], dtype=float)

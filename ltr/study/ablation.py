@@ -116,7 +116,7 @@ class AblationConfig:
     train: dict = field(default_factory=dict)  # TrainConfig fields (not seed / progress / paths)
     model: dict = field(default_factory=lambda: {"type": "mlp", "hidden": [64, 32], "normalize": "auto"})
     lightgbm: dict = field(default_factory=dict)  # LightGBM parameters
-    gbdt: dict = field(default_factory=dict)  # train_lightgbm keyword arguments
+    gbdt: dict = field(default_factory=dict)  # train_lightgbm / ltr.gbdt.engines.train_gbdt keyword arguments
     loss_options: dict = field(default_factory=dict)  # method name -> extra loss kwargs
     threads_per_cell: int = 1
     models: dict = field(default_factory=dict)  # scorer type -> its options, for MODEL/LOSS methods
@@ -124,6 +124,8 @@ class AblationConfig:
     tuning_budget: int = 1  # candidates tried per cell (on the validation split) for a method with a tune grid
     quality_reference: str | None = None  # method whose validation value the time-to-quality table targets
     source: str = "built-in"
+    xgboost: dict = field(default_factory=dict)  # XGBoost parameters (methods xgboost[:OBJECTIVE])
+    catboost: dict = field(default_factory=dict)  # CatBoost parameters (methods catboost[:OBJECTIVE])
 
     def __post_init__(self) -> None:
         if not self.datasets:
@@ -221,7 +223,8 @@ def quick_config() -> AblationConfig:
     )
 
 
-_CONFIG_TABLES = ("ablation", "train", "model", "models", "lightgbm", "gbdt", "loss_options", "variants", "datasets")
+_CONFIG_TABLES = ("ablation", "train", "model", "models", "lightgbm", "xgboost", "catboost", "gbdt", "loss_options",
+                  "variants", "datasets")
 _ABLATION_KEYS = ("methods", "seeds", "metrics", "reference", "primary", "confidence", "n_resamples", "threads_per_cell",
                   "tuning_budget", "quality_reference")
 
@@ -248,7 +251,7 @@ def _check_tables(data: dict, path: Path) -> None:
     from ltr import checks
     from ltr.train.config import GBDT_RULES, LOSS_RULES, MODEL_RULES, TRAIN_RULES, check_lightgbm_params
 
-    for name in ("ablation", "train", "model", "models", "lightgbm", "gbdt", "loss_options", "variants"):
+    for name in ("ablation", "train", "model", "models", "lightgbm", "xgboost", "catboost", "gbdt", "loss_options", "variants"):
         if name in data and not isinstance(data[name], dict):
             raise LtrError(f"{path}: [{name}] must be a table")
     for kind, opts in data.get("models", {}).items():
@@ -271,7 +274,8 @@ def _check_tables(data: dict, path: Path) -> None:
     checks.check_table(data.get("model", {}), MODEL_RULES, where=f"{path} [model]")
     gbdt_rules = {k: v for k, v in GBDT_RULES.items() if k not in ("seed", "metrics", "preset")}
     checks.check_table(data.get("gbdt", {}), gbdt_rules, where=f"{path} [gbdt]")
-    check_lightgbm_params(data.get("lightgbm", {}), where=f"{path} [lightgbm]")
+    for engine in ("lightgbm", "xgboost", "catboost"):
+        check_lightgbm_params(data.get(engine, {}), where=f"{path} [{engine}]")
     for method, opts in data.get("loss_options", {}).items():
         if not isinstance(opts, dict):
             raise LtrError(f"{path} [loss_options.{method}] must be a table")
@@ -301,7 +305,7 @@ def load_config(path: str | os.PathLike) -> AblationConfig:
 
     Top level: ``[ablation]`` (methods, seeds, metrics, reference, primary, confidence,
     n_resamples, threads_per_cell), ``[train]`` (TrainConfig fields), ``[model]``, ``[lightgbm]``,
-    ``[gbdt]``, ``[loss_options."<method>"]``, ``[models.<mlp|linear|attention>]`` (options of a
+    ``[xgboost]``, ``[catboost]``, ``[gbdt]``, ``[loss_options."<method>"]``, ``[models.<mlp|linear|attention>]`` (options of a
     named scorer), ``[variants.<name>]`` (see :mod:`ltr.study.methods`; also ``tuning_budget`` and
     ``quality_reference`` in ``[ablation]``) and one ``[[datasets]]`` table per data set
     (``name``, ``kind`` and the kind's options). Relative data paths are taken from the current
@@ -345,6 +349,8 @@ def load_config(path: str | os.PathLike) -> AblationConfig:
     kwargs["model"] = dict(data.get("model", base.model))
     kwargs["lightgbm"] = dict(data.get("lightgbm", base.lightgbm))
     kwargs["gbdt"] = dict(data.get("gbdt", base.gbdt))
+    kwargs["xgboost"] = dict(data.get("xgboost", {}))
+    kwargs["catboost"] = dict(data.get("catboost", {}))
     kwargs["loss_options"] = {k: dict(v) for k, v in data.get("loss_options", {}).items()}
     kwargs["models"] = {k: dict(v) for k, v in data.get("models", {}).items()}
     kwargs["variants"] = {k: dict(v) for k, v in data.get("variants", {}).items()}
@@ -412,6 +418,8 @@ def cell_fingerprint(cell: Cell, config: AblationConfig) -> str:
             parts["tuning_budget"] = int(config.tuning_budget)
     elif spec.kind == "lightgbm":
         parts.update(lightgbm=config.lightgbm, gbdt=config.gbdt)
+    elif spec.kind in ("xgboost", "catboost"):
+        parts.update({spec.kind: getattr(spec, spec.kind), "gbdt": config.gbdt})
     else:
         parts.update(train=config.train, model=config.model, loss=config.loss_options.get(cell.method, {}))
     return hashlib.sha256(_canonical(parts).encode()).hexdigest()[:16]

@@ -3,7 +3,7 @@ seed ensemble), and score the test split.
 
 For each candidate of :func:`ltr.study.methods.tuning_candidates` a model is trained on the training
 split with the cell's seed and judged on the validation split by the monitored metric (``[train]
-monitor``, ``ndcg@10`` by default; LightGBM's booster is judged by the same ``metrics.evaluate``
+monitor``, ``ndcg@10`` by default; a GBDT engine's model is judged by the same ``metrics.evaluate``
 call). The best candidate is kept; with ``ensemble = N`` it becomes member 0 of an ensemble whose
 members 1..N-1 are trained with seeds ``seed + 1000 k`` and whose scores are averaged.
 
@@ -33,7 +33,7 @@ __all__ = ["train_method"]
 def train_method(spec: MethodSpec, train, valid, test, *, seed: int, metrics, monitor: str, budget: int,
                  threads: int) -> tuple[np.ndarray, dict[str, Any]]:
     """Tune ``spec`` (up to ``budget`` candidates), train the chosen model(s); ``(test scores, info)``."""
-    fit_one = _fit_lightgbm if spec.kind == "lightgbm" else _fit_neural
+    fit_one = {"lightgbm": _fit_lightgbm, "xgboost": _fit_engine, "catboost": _fit_engine}.get(spec.kind, _fit_neural)
     timed = ("seconds", "curve_seconds")
     trials, tuning_seconds, best = [], [], None
     for overrides in tuning_candidates(spec, budget):
@@ -108,6 +108,8 @@ def _fit_lightgbm(spec: MethodSpec, train, valid, *, seed, metrics, monitor, thr
 
     t0 = time.perf_counter()
     params = {"num_threads": int(threads), **spec.lightgbm}
+    if spec.objective is not None:  # lightgbm:rank_xendcg
+        params["objective"] = spec.objective
     booster, ginfo = train_lightgbm(train, valid, params, seed=seed, progress=False, **spec.gbdt)
     seconds = time.perf_counter() - t0
     ev = evaluate_scores(predict_booster(booster, valid.features), valid, [monitor])
@@ -119,5 +121,26 @@ def _fit_lightgbm(spec: MethodSpec, train, valid, *, seed, metrics, monitor, thr
 
     def predict(ds):
         return predict_booster(booster, ds.features)
+
+    return predict, facts
+
+
+def _fit_engine(spec: MethodSpec, train, valid, *, seed, metrics, monitor, threads):
+    """XGBoost or CatBoost (:func:`ltr.gbdt.engines.train_gbdt`), judged like LightGBM."""
+    from ltr.gbdt.engines import predict_gbdt, train_gbdt
+    from ltr.runs.scoring import evaluate_scores
+
+    t0 = time.perf_counter()
+    model, ginfo = train_gbdt(spec.kind, train, valid, dict(getattr(spec, spec.kind)), objective=spec.objective,
+                              seed=seed, threads=int(threads), progress=False, **spec.gbdt)
+    seconds = time.perf_counter() - t0
+    ev = evaluate_scores(predict_gbdt(spec.kind, model, valid.features), valid, [monitor])
+    best, rounds = int(ginfo["best_iteration"]), int(ginfo["num_boost_round"])
+    value = float(ev.mean[ev.names[monitor]])
+    facts = {"valid_best": value, "best_iteration": best, "num_boost_round": rounds, "rounds_run": int(ginfo["rounds_run"]),
+             "hit_cap": best == rounds, "curve": [value], "seconds": seconds, "curve_seconds": [round(seconds, 4)]}
+
+    def predict(ds):
+        return predict_gbdt(spec.kind, model, ds.features)
 
     return predict, facts

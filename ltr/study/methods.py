@@ -6,9 +6,13 @@ Names (``[ablation] methods``):
 - ``MODEL/LOSS[@K]``: the same loss on another scorer, ``MODEL`` one of ``mlp``, ``linear``,
   ``attention`` (the context-aware scorer); its options come from ``[models.MODEL]`` (and the input
   normalisation from ``[model]``);
-- ``lightgbm``: LightGBM lambdarank with ``[lightgbm]`` and ``[gbdt]``;
+- ``lightgbm``: LightGBM lambdarank with ``[lightgbm]`` and ``[gbdt]``; ``xgboost`` (rank:ndcg) and
+  ``catboost`` (YetiRank) with ``[xgboost]`` / ``[catboost]`` and ``[gbdt]``; ``ENGINE:OBJECTIVE``
+  (or ``ENGINE/OBJECTIVE``) picks another objective of the engine, case-insensitive, ``_`` for ``:``
+  (``xgboost:rank_pairwise``, ``catboost:QuerySoftMax``, ``lightgbm:rank_xendcg``; see
+  :mod:`ltr.gbdt.engines`);
 - the name of a ``[variants.NAME]`` table, which sets ``method`` (one of the names above) and may
-  override ``model``, ``train``, ``loss``, ``lightgbm`` and ``gbdt`` settings, average a seed
+  override ``model``, ``train``, ``loss``, ``lightgbm``, ``xgboost``, ``catboost`` and ``gbdt`` settings, average a seed
   ensemble (``ensemble = N``) and give a search space (``tune = {"train.lr" = [...], ...}``).
 
 Tuning (``[ablation] tuning_budget = N``): a method's candidates are the combinations of its
@@ -17,8 +21,8 @@ is trained on the training split and the one with the best validation value of t
 is kept (ties: the earlier candidate). Every method gets the same N (fewer only if its grid is
 smaller); a method without ``tune`` trains its one configuration.
 
->>> split_method("attention/softmax@10"), split_method("lightgbm")
-(('attention', 'softmax', 10), (None, 'lightgbm', None))
+>>> split_method("attention/softmax@10"), split_method("lightgbm"), split_engine("catboost/querysoftmax")
+(('attention', 'softmax', 10), (None, 'lightgbm', None), ('catboost', 'QuerySoftMax'))
 """
 
 from __future__ import annotations
@@ -33,13 +37,30 @@ from typing import Any
 
 from ltr.errors import LtrError
 
-__all__ = ["MODEL_NAMES", "VARIANT_KEYS", "TUNE_SECTIONS", "MethodSpec", "split_method", "known_losses",
+__all__ = ["MODEL_NAMES", "VARIANT_KEYS", "TUNE_SECTIONS", "MethodSpec", "split_method", "split_engine", "known_losses",
            "check_variant", "resolve_method", "tuning_candidates", "with_overrides"]
 
 MODEL_NAMES = ("mlp", "linear", "attention")
-VARIANT_KEYS = ("method", "model", "train", "loss", "lightgbm", "gbdt", "ensemble", "tune")
-TUNE_SECTIONS = ("model", "train", "loss", "lightgbm", "gbdt")
+ENGINE_NAMES = ("lightgbm", "xgboost", "catboost")  # = ltr.gbdt.engines.ENGINES
+VARIANT_KEYS = ("method", "model", "train", "loss", "lightgbm", "xgboost", "catboost", "gbdt", "ensemble", "tune")
+TUNE_SECTIONS = ("model", "train", "loss", "lightgbm", "xgboost", "catboost", "gbdt")
 _NAME_RE = re.compile(r"^(?:([a-z_0-9]+)/)?([a-z_0-9]+?)(?:@(\d+))?$")
+_ENGINE_RE = re.compile(r"^(lightgbm|xgboost|catboost)(?:[:/]([A-Za-z_:]+))?$")
+
+
+def split_engine(name: str, *, where: str = "config") -> tuple[str, str | None] | None:
+    """``"ENGINE[:OBJECTIVE]"`` -> ``(engine, objective or None)``; None when ``name`` names no engine."""
+    m = _ENGINE_RE.match(str(name))
+    if not m:
+        return None
+    if m.group(2) is None:
+        return m.group(1), None
+    from ltr.gbdt.engines import resolve_objective
+
+    try:
+        return m.group(1), resolve_objective(m.group(1), m.group(2))
+    except LtrError as exc:
+        raise LtrError(f"{where}: method {name!r}: {exc}") from None
 
 
 def known_losses() -> tuple[str, ...]:
@@ -50,12 +71,16 @@ def known_losses() -> tuple[str, ...]:
 
 
 def split_method(name: str, *, where: str = "config") -> tuple[str | None, str, int | None]:
-    """``"[MODEL/]LOSS[@K]"`` or ``"lightgbm"`` -> ``(model or None, loss or "lightgbm", K or None)``."""
+    """``"[MODEL/]LOSS[@K]"`` or ``"ENGINE[:OBJECTIVE]"`` -> ``(model or None, loss or engine, K or None)``."""
+    engine = split_engine(name, where=where)
+    if engine is not None:
+        return None, engine[0], None
     m = _NAME_RE.match(str(name))
     valid = known_losses() + ("lightgbm",)
     if not m or m.group(2) not in valid or (m.group(1) is not None and m.group(1) not in MODEL_NAMES):
         raise LtrError(f"{where}: unknown method {name!r}; use LOSS, LOSS@K, MODEL/LOSS[@K] (MODEL: "
-                       f"{', '.join(MODEL_NAMES)}), lightgbm or a [variants] name; losses: {', '.join(valid[:-1])}")
+                       f"{', '.join(MODEL_NAMES)}), lightgbm, xgboost, catboost (ENGINE:OBJECTIVE) or a [variants] name; "
+                       f"losses: {', '.join(valid[:-1])}")
     model, base, k = m.group(1), m.group(2), m.group(3)
     if base == "lightgbm" and (model is not None or k is not None):
         raise LtrError(f"{where}: method {name!r}: lightgbm takes no model and no cutoff @K")
@@ -69,7 +94,7 @@ class MethodSpec:
     """A method resolved against a configuration: what one cell trains (before tuning)."""
 
     name: str
-    kind: str  # "neural" or "lightgbm"
+    kind: str  # "neural" or a GBDT engine: "lightgbm", "xgboost", "catboost"
     loss: str | None = None
     loss_options: dict = field(default_factory=dict)
     model: dict = field(default_factory=dict)
@@ -78,21 +103,26 @@ class MethodSpec:
     gbdt: dict = field(default_factory=dict)
     ensemble: int = 1
     tune: dict = field(default_factory=dict)
+    objective: str | None = None  # a GBDT engine's objective (None: the engine's default)
+    xgboost: dict = field(default_factory=dict)
+    catboost: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """The fields; the engine fields only when set (a fingerprint of an older spec is unchanged)."""
+        d = dataclasses.asdict(self)
+        return {k: v for k, v in d.items() if k not in ("objective", "xgboost", "catboost") or v}
 
 
 def check_variant(name: str, variant: Any, *, where: str) -> None:
     """Refuse a malformed ``[variants.NAME]`` table with a message naming it."""
     where = f"{where} [variants.{name}]"
     if not isinstance(variant, dict) or "method" not in variant:
-        raise LtrError(f"{where}: a variant is a table with at least method = \"LOSS\", \"MODEL/LOSS@K\" or \"lightgbm\"")
+        raise LtrError(f"{where}: a variant is a table with at least method = \"LOSS\", \"MODEL/LOSS@K\" or an engine (\"lightgbm\", \"xgboost:rank_ndcg\")")
     unknown = sorted(set(variant) - set(VARIANT_KEYS))
     if unknown:
         raise LtrError(f"{where}: unknown key {unknown[0]!r} (allowed: {', '.join(VARIANT_KEYS)})")
     split_method(str(variant["method"]), where=where)
-    for key in ("model", "train", "loss", "lightgbm", "gbdt", "tune"):
+    for key in ("model", "train", "loss", "lightgbm", "xgboost", "catboost", "gbdt", "tune"):
         if not isinstance(variant.get(key, {}), dict):
             raise LtrError(f"{where}: {key} must be a table")
     ensemble = variant.get("ensemble", 1)
@@ -110,9 +140,11 @@ def resolve_method(name: str, config) -> MethodSpec:
     variant = dict(config.variants.get(name, {}))
     model_name, base, k = split_method(variant.get("method", name), where=config.source)
     common = {"ensemble": int(variant.get("ensemble", 1)), "tune": dict(variant.get("tune", {}))}
-    if base == "lightgbm":
-        return MethodSpec(name, "lightgbm", lightgbm={**config.lightgbm, **variant.get("lightgbm", {})},
-                          gbdt={**config.gbdt, **variant.get("gbdt", {})}, **common)
+    if base in ENGINE_NAMES:
+        objective = split_engine(variant.get("method", name), where=config.source)[1]
+        params = {**getattr(config, base, {}), **variant.get(base, {})}
+        return MethodSpec(name, base, gbdt={**config.gbdt, **variant.get("gbdt", {})}, objective=objective,
+                          **{base: params}, **common)
     model = copy.deepcopy(dict(config.model))
     if model_name is not None and model_name != model.get("type", "mlp"):
         model = {"type": model_name, "normalize": model.get("normalize", "auto"),

@@ -388,8 +388,8 @@ def write_tensorboard(records: list[dict], config: AblationConfig, folder: str |
             hp: dict[str, Any] = {"dataset": r["dataset"], "method": r["method"], "seed": int(r["seed"]),
                                   "fold": -1 if r.get("fold") is None else int(r["fold"])}
             spec = resolve_method(r["method"], config)
-            if spec.kind == "lightgbm":
-                hp.update({f"lightgbm.{k}": v for k, v in spec.lightgbm.items()})
+            if spec.kind in ("lightgbm", "xgboost", "catboost"):
+                hp.update({f"{spec.kind}.{k}": v for k, v in getattr(spec, spec.kind).items()})
                 hp.update({f"gbdt.{k}": v for k, v in spec.gbdt.items()})
             else:
                 hp.update({f"train.{k}": v for k, v in spec.train.items()})

@@ -4,7 +4,7 @@ SQLite study that survives an interruption, and the best configuration as a TOML
 The search space is a TOML file (example: ``experiments/tune_lambdarank.toml``)::
 
     [tune]
-    kind = "neural"              # neural: the trainer (ltr train); lightgbm: ltr gbdt
+    kind = "neural"              # neural: the trainer (ltr train); lightgbm, xgboost, catboost: ltr gbdt --engine KIND
     metric = "ndcg@10"           # validation metric to optimise (the trainer's monitor)
     seed = 0                     # TPE sampler seed
     startup_trials = 5           # random trials before TPE models the space
@@ -15,8 +15,8 @@ The search space is a TOML file (example: ``experiments/tune_lambdarank.toml``):
     train = "data/syn/train.txt"
     valid = "data/syn/valid.txt"
 
-    [train]                      # fixed settings, the tables of `ltr train --config` ([lightgbm], [gbdt]
-    epochs = 20                  # for kind = "lightgbm")
+    [train]                      # fixed settings, the tables of `ltr train --config` ([lightgbm] or
+    epochs = 20                  # [xgboost] or [catboost], and [gbdt], for the GBDT kinds)
     [model]
     normalize = "log1p_standard"
     [loss]
@@ -39,7 +39,10 @@ validation metric to Optuna after every epoch through a trainer callback; when t
 trial is behind, the callback asks the trainer to stop (:meth:`ltr.train.trainer.Trainer.request_stop`)
 and the trial is recorded as pruned. A LightGBM trial reports LightGBM's own validation NDCG per round
 (its convention: a query without relevant documents scores 1); both kinds are judged at the end by the
-toolkit's metric, which is the trial's value.
+toolkit's metric, which is the trial's value. An XGBoost or CatBoost trial (``kind = "xgboost"`` /
+``"catboost"``, ``[space.xgboost]`` e.g. ``max_depth = { int = [3, 8] }``, ``eta = { float = [0.02, 0.3],
+log = true }``; the objective as ``[xgboost] objective`` / ``[catboost] loss_function``) stops early on
+the toolkit's validation NDCG by itself and is not pruned.
 
 The output folder holds ``study.db`` (Optuna's SQLite storage: run the same command again and the
 search resumes; a trial that was running when the process was killed is marked failed and its settings
@@ -68,7 +71,8 @@ from ltr.io_utils import atomic_write_json, atomic_write_text
 
 __all__ = ["TuneConfig", "TuneResult", "load_tune_config", "run_tuning", "sample_settings", "PruningCallback"]
 
-KINDS = {"neural": ("train", "model", "loss"), "lightgbm": ("lightgbm", "gbdt")}
+KINDS = {"neural": ("train", "model", "loss"), "lightgbm": ("lightgbm", "gbdt"), "xgboost": ("xgboost", "gbdt"),
+         "catboost": ("catboost", "gbdt")}
 TUNE_KEYS = ("kind", "metric", "seed", "startup_trials", "pruner", "warmup_epochs")
 DATA_KEYS = ("train", "valid", "zero_based", "train_query_file", "valid_query_file")
 STUDY_NAME = "ltr-tune"
@@ -154,7 +158,7 @@ def load_tune_config(path: str | os.PathLike) -> TuneConfig:
     check_keys(tune, TUNE_KEYS, where=f"{path} [tune]")
     kind = tune.get("kind", "neural")
     if kind not in KINDS:
-        raise LtrError(f"{path} [tune] kind: {kind!r}; choose neural or lightgbm")
+        raise LtrError(f"{path} [tune] kind: {kind!r}; choose neural or lightgbm, xgboost, catboost")
     tables = KINDS[kind]
     check_keys(data, ("tune", "data", "space", *tables), where=str(path))
     space = data.get("space", {})
@@ -203,7 +207,7 @@ def _check_fixed(cfg: TuneConfig) -> None:
         check_table(cfg.fixed["gbdt"], GBDT_RULES, where=f"{where} [gbdt]")
         check_keys(cfg.space["gbdt"], GBDT_RULES, where=f"{where} [space.gbdt]")
         _check_space_values(f"{where} [space.gbdt]", cfg.space["gbdt"], GBDT_RULES)
-        check_lightgbm_params(cfg.fixed["lightgbm"], where=f"{where} [lightgbm]")
+        check_lightgbm_params(cfg.fixed[cfg.kind], where=f"{where} [{cfg.kind}]")
 
 
 # ---------------------------------------------------------------------------------------------- trials
@@ -332,6 +336,35 @@ def _lightgbm_trial(trial, cfg: TuneConfig, settings, data, log_dir: Path) -> tu
     return value, {"best_iteration": info["best_iteration"], "monitor": name, "pruned_at": None, "higher_is_better": True}
 
 
+def _engine_trial(trial, cfg: TuneConfig, settings, data, log_dir: Path) -> tuple[float, dict[str, Any]]:
+    """One XGBoost or CatBoost trial (:func:`ltr.gbdt.engines.train_gbdt`): its validation curve of the
+    toolkit's NDCG, then the trial's metric on the kept model."""
+    from ltr.gbdt.engines import import_engine, predict_gbdt, train_gbdt
+    from ltr.runs.scoring import evaluate_scores
+    from ltr.runs.tensorboard_log import TensorBoardLogger
+
+    import_engine(cfg.kind)
+    train_ds, valid_ds = data
+    opts = {"gain": "exp2", "num_boost_round": 1000, "early_stopping_rounds": 50, "eval_at": [1, 3, 5, 10], "monitor_k": 10,
+            "seed": 0, **settings["gbdt"]}
+    settings["gbdt"] = opts
+    keys = ("gain", "num_boost_round", "early_stopping_rounds", "eval_at", "monitor_k", "seed")
+    logger = TensorBoardLogger(log_dir)
+    try:
+        model, info = train_gbdt(cfg.kind, train_ds, valid_ds, dict(settings[cfg.kind]), **{k: opts[k] for k in keys})
+        ev = evaluate_scores(predict_gbdt(cfg.kind, model, valid_ds.features), valid_ds, [cfg.metric], opts.get("preset"),
+                             {"gain": opts["gain"]} if opts.get("preset") is None else {})
+        name = ev.names[cfg.metric]
+        value = float(ev.mean[name])
+        for i, v in enumerate(info["curve"], 1):
+            logger.scalar(f"valid/{info['monitor']}", v, i)
+        hp = {"trial": trial.number, "trial_state": "complete", "objective": info["objective"], **_flat(settings, cfg.space)}
+        logger.hparams(hp, {"valid": {name: value}}, info["best_iteration"])
+    finally:
+        logger.close()
+    return value, {"best_iteration": info["best_iteration"], "monitor": name, "pruned_at": None, "higher_is_better": True}
+
+
 # ---------------------------------------------------------------------------------------------- the study
 
 @contextlib.contextmanager
@@ -414,7 +447,7 @@ def run_tuning(cfg: TuneConfig, out: str | os.PathLike, n_trials: int, data, *, 
                                   optuna.pruners.MedianPruner(n_startup_trials=cfg.startup_trials, n_warmup_steps=cfg.warmup_epochs))
         if done:
             say(f"resuming {out / 'study.db'}: {done} of {n_trials} trials done")
-        run_one = _neural_trial if cfg.kind == "neural" else _lightgbm_trial
+        run_one = {"neural": _neural_trial, "lightgbm": _lightgbm_trial}.get(cfg.kind, _engine_trial)
 
         def objective(trial) -> float:
             t0 = time.perf_counter()
@@ -456,7 +489,7 @@ def _write_best(cfg: TuneConfig, out: Path, best, settings) -> Path:
     from ltr.train.config import toml_text
 
     monitor = best.user_attrs.get("info", {}).get("monitor", cfg.metric)
-    command = "ltr train" if cfg.kind == "neural" else "ltr gbdt"
+    command = {"neural": "ltr train", "lightgbm": "ltr gbdt"}.get(cfg.kind, f"ltr gbdt --engine {cfg.kind}")
     header = (f"# best of {out / 'study.db'}: trial {best.number}, validation {monitor} = {best.value:.6f}\n"
               f"# {command} --config {out / 'best.toml'} --train TRAIN --valid VALID reproduces it")
     path = out / "best.toml"

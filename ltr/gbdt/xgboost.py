@@ -1,0 +1,173 @@
+"""XGBoost ranking (``rank:ndcg`` / ``rank:pairwise``) on the same :class:`~ltr.data.RankingDataset`.
+
+``pip install 'ltr[xgboost]'`` (the ``xgboost-cpu`` wheel); the library is imported inside the functions.
+
+Gains. XGBoost's ``rank:ndcg`` and its ``ndcg`` metric take the gain of an item from its label:
+``2^label - 1`` with ``ndcg_exp_gain=true`` (its default, integer labels below 32 only) or the label
+itself with ``ndcg_exp_gain=false``. Here XGBoost always gets ``ndcg_exp_gain=false`` and, as labels,
+the toolkit's gains ``metrics.gains.gain_values(labels, gain)``: the lambda weights then use
+``|Δ NDCG|`` with exactly the gains the metrics use, for any label (non-integer, 31 and above) and
+either gain convention. Gains keep the order of the labels, so ``rank:pairwise`` (which only
+compares labels) forms the same pairs as on the raw labels.
+
+Early stopping (see :mod:`ltr.gbdt.engines`): after each round the validation scores (XGBoost's
+cached predictions of the validation matrix) are judged by the toolkit's ``ndcg@monitor_k``; the
+returned booster is cut to the best round (``booster[:best]``), so it predicts, and is saved, at
+that round. XGBoost's own ``ndcg@k`` on the validation set (a query without a relevant item
+scores 1 there) is kept per round in ``info["own_metrics"]``.
+
+Defaults: XGBoost's own (``eta`` 0.3, ``max_depth`` 6, ``tree_method`` hist, pairs
+``lambdarank_pair_method=topk``), plus ``seed`` and ``nthread``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Sequence
+
+import numpy as np
+
+from ltr.errors import LtrError
+
+__all__ = ["train_xgboost", "predict_xgboost", "load_xgboost", "xgboost_importance", "xgboost_gain_labels"]
+
+_SET_BY_TOOLKIT = {
+    "objective": "objective= (ltr gbdt --objective)",
+    "ndcg_exp_gain": "gain= (the labels passed are the gains)",
+    "eval_metric": "monitor_k= / eval_at= (early stopping uses the toolkit's NDCG)",
+}
+
+
+def xgboost_gain_labels(ds, gain: Any, where: str) -> np.ndarray:
+    """[N] float32 the toolkit's gain of each label, XGBoost's labels under ``ndcg_exp_gain=false``.
+
+    >>> from types import SimpleNamespace
+    >>> xgboost_gain_labels(SimpleNamespace(labels=[0, 1, 2, 3.5]), "exp2", "x").tolist()
+    [0.0, 1.0, 3.0, 10.313708305358887]
+    """
+    from ltr.gbdt.common import checked_labels
+    from metrics.gains import gain_values
+
+    with np.errstate(over="ignore"):
+        gains = np.asarray(gain_values(checked_labels(ds, where), gain), dtype=np.float64)
+    if not np.all(np.isfinite(gains)) or (gains.size and gains.max() > np.finfo(np.float32).max):
+        raise LtrError(f"{where}: a label's gain under gain={gain!r} does not fit XGBoost's float32 labels")
+    return gains.astype(np.float32)
+
+
+def _matrix(ds, gain: Any, where: str):
+    """XGBoost's matrix of a data set: features, gains as labels, queries as ``qid`` (feature names stay
+    in ``model.json``: XGBoost refuses some characters in them)."""
+    import xgboost as xgb
+
+    from ltr.gbdt.common import query_ids
+
+    return xgb.DMatrix(np.asarray(ds.features), label=xgboost_gain_labels(ds, gain, where), qid=query_ids(ds))
+
+
+def train_xgboost(train_ds, valid_ds=None, params: dict[str, Any] | None = None, *, objective: str = "rank:ndcg",
+                  gain: Any = "exp2", num_boost_round: int = 1000, early_stopping_rounds: int | None = 50,
+                  eval_at: Sequence[int] = (1, 3, 5, 10), monitor_k: int = 10, seed: int = 0,
+                  threads: int | None = None, progress: bool = False):  # fmt: skip
+    """Train XGBoost; ``(booster cut to the best round, info)``.
+
+    params: XGBoost parameters (``objective``, ``ndcg_exp_gain`` and ``eval_metric`` are set here);
+        ``seed`` and ``nthread`` default to ``seed`` and ``threads`` (``LTR_THREADS``).
+    info: ``best_iteration`` (rounds kept), ``rounds_run``, ``best_score`` (toolkit's validation
+        ``ndcg@monitor_k``), ``curve`` (its value after each round), ``monitor`` (its stamped name),
+        ``own_metrics`` (XGBoost's validation ``ndcg@k`` per round), ``params`` (exactly what
+        ``xgb.train`` got), ``objective``, ``importance``.
+    """
+    import xgboost as xgb
+
+    from ltr.data.dataset import feature_names_of
+    from ltr.gbdt.common import ValidationMonitor, engine_threads, progress_bar, refuse_keys
+
+    params = dict(params or {})
+    refuse_keys(params, _SET_BY_TOOLKIT, "xgboost")
+    merged: dict[str, Any] = {"seed": int(seed), **params, "objective": objective, "ndcg_exp_gain": False}
+    n = engine_threads(threads)
+    if n is not None:
+        merged.setdefault("nthread", n)
+    names = feature_names_of(train_ds)
+    dtrain = _matrix(train_ds, gain, "training set")
+    evals, monitor = [], None
+    if valid_ds is not None:
+        merged["eval_metric"] = [f"ndcg@{int(k)}" for k in sorted({int(k) for k in eval_at} | {int(monitor_k)})]
+        evals = [(_matrix(valid_ds, gain, "validation set"), "valid")]
+        monitor = ValidationMonitor(valid_ds, monitor_k, gain, early_stopping_rounds)
+    bar = progress_bar(num_boost_round, progress)
+    evals_log: dict[str, Any] = {}
+    try:
+        booster = xgb.train(merged, dtrain, num_boost_round=int(num_boost_round), evals=evals, evals_result=evals_log,
+                            verbose_eval=False, callbacks=[_callback(evals, monitor, bar)])  # fmt: skip
+    except xgb.core.XGBoostError as exc:
+        raise LtrError(f"XGBoost refused the data or parameters: {' '.join(str(exc).split())[:500]}") from None
+    finally:
+        if bar is not None:
+            bar.close()
+    rounds_run = booster.num_boosted_rounds()
+    best = monitor.best_round if monitor is not None and monitor.best_round > 0 else rounds_run
+    if best < rounds_run:
+        booster = booster[:best]
+    info = {
+        "best_iteration": int(best), "rounds_run": int(rounds_run), "objective": objective,
+        "best_score": None if monitor is None else monitor.best_value,
+        "monitor": None if monitor is None else monitor.name, "curve": [] if monitor is None else monitor.curve,
+        "own_metrics": {"convention": "XGBoost's ndcg@k with the toolkit's gains; a query without a relevant "
+                        "item scores 1 (empty=one)", "per_round": {s: dict(v) for s, v in evals_log.items()}},
+        "params": merged, "num_boost_round": int(num_boost_round), "early_stopping_rounds": early_stopping_rounds,
+        "importance": xgboost_importance(booster, names, best),
+    }  # fmt: skip
+    return booster, info
+
+
+def _callback(evals, monitor, bar):
+    """An XGBoost callback: progress, and the toolkit's early stopping on the validation matrix."""
+    import xgboost as xgb
+
+    class _Monitor(xgb.callback.TrainingCallback):
+        def after_iteration(self, model, epoch, evals_log) -> bool:
+            if bar is not None:
+                bar.update(1)
+            if monitor is None:
+                return False
+            return monitor.update(model.predict(evals[0][0], output_margin=True))
+
+    return _Monitor()
+
+
+def predict_xgboost(booster, features: np.ndarray) -> np.ndarray:
+    """Scores [N] float64 of every tree of ``booster`` (a trained booster is already cut to its best round)."""
+    import xgboost as xgb
+
+    return np.asarray(booster.predict(xgb.DMatrix(np.asarray(features)), output_margin=True), dtype=np.float64)
+
+
+def load_xgboost(path: str | os.PathLike, n_features: int):
+    """A booster from an XGBoost JSON model file (data only: nothing is executed)."""
+    import xgboost as xgb
+
+    booster = xgb.Booster()
+    try:
+        booster.load_model(str(path))
+    except xgb.core.XGBoostError as exc:
+        raise LtrError(f"{path}: not an XGBoost model XGBoost can read ({' '.join(str(exc).split())[:300]})") from None
+    if booster.num_features() != n_features:
+        raise LtrError(f"{path}: model.json says {n_features} features but the booster has {booster.num_features()}")
+    return booster
+
+
+def xgboost_importance(booster, names: Sequence[str], iteration: int) -> dict[str, Any]:
+    """XGBoost's total gain and split count of every feature (0 for unused ones), in column order."""
+    gain = booster.get_score(importance_type="total_gain")
+    split = booster.get_score(importance_type="weight")
+    keys = [f"f{i}" for i in range(booster.num_features())]
+    return {
+        "kind": "xgboost",
+        "feature": list(names),
+        "gain": [float(gain.get(k, 0.0)) for k in keys],
+        "split": [int(split.get(k, 0)) for k in keys],
+        "iteration": int(iteration),
+        "note": "gain: total loss reduction of the splits on the feature; split: how many splits use it",
+    }
