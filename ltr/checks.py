@@ -382,7 +382,7 @@ def output_folder(path: str | os.PathLike, what: str | None = None, *,
     """``path`` if a folder can be made (or filled) there; else an LtrError.
 
     Refused: an existing file at ``path``, an ancestor that is a file, a read-only place, the current
-    folder or one above it, and a folder holding one of ``inputs``.
+    folder or one above it, a folder holding one of ``inputs``, and a folder inside an input folder.
     """
     path = Path(os.path.expanduser(str(path)))
     who = _label(what, path)
@@ -399,6 +399,9 @@ def output_folder(path: str | os.PathLike, what: str | None = None, *,
     for option, p in inputs:
         if p is not None and _inside(Path(p), target):
             raise LtrError(f"{who}: holds the input {option} {p}; give a new folder for the outputs")
+        if p is not None and os.path.isdir(p) and _inside(target, Path(p).expanduser().resolve()):
+            # nothing new inside an input folder (a Parquet data set, a store, a model folder)
+            raise LtrError(f"{who}: is inside the input folder {option} {p}; write it outside that folder")
     if st is None:
         _writable_place(path / "x", who)
     elif not os.access(path, os.W_OK | os.X_OK):
