@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pytest
@@ -81,6 +82,51 @@ def dup_doc_ids(tmp: Path, w: dict) -> dict:
     return {"bad": str(tmp / "dup.parquet")}
 
 
+def lgb_space(body: str) -> Callable[[Path, dict], dict]:
+    """A LightGBM search space over the world's data (``{bad}``), 2 rounds, ``body`` added."""
+
+    def setup(tmp: Path, w: dict) -> dict:
+        head = (f'[tune]\nkind = "lightgbm"\nmetric = "ndcg@10"\n[data]\ntrain = "{w["train"]}"\nvalid = "{w["valid"]}"\n'
+                "[gbdt]\nnum_boost_round = 2\n")
+        (tmp / "space.toml").write_text(head + body)
+        return {"bad": str(tmp / "space.toml")}
+
+    return setup
+
+
+def study_db(content: bytes | None = None, mode: int | None = None) -> Callable[[Path, dict], dict]:
+    """A neural space as ``{bad}`` and ``{tmp}/tu/study.db`` holding ``content`` (None: a study of one
+    finished trial), then chmod ``mode``."""
+
+    def setup(tmp: Path, w: dict) -> dict:
+        d = space("[space.train]\nlr = { float = [1e-3, 1e-2] }\n")(tmp, w)
+        if content is None:
+            assert _quiet_main(["tune", "--config", d["bad"], "--trials", "1", "--out", str(tmp / "tu")]) == 0
+        else:
+            (tmp / "tu").mkdir()
+            (tmp / "tu" / "study.db").write_bytes(content)
+        if mode is not None:
+            os.chmod(tmp / "tu" / "study.db", mode)
+        return d
+
+    return setup
+
+
+def mlp_model(**changes) -> Callable[[Path, dict], dict]:
+    """An MLP model folder for the world's 5 features, its model.json changed by ``changes``."""
+
+    def setup(tmp: Path, w: dict) -> dict:
+        from ltr.train.models import MLPScorer, save_model
+
+        save_model(MLPScorer(5, hidden=(4,)), tmp / "mlp")
+        d = json.loads((tmp / "mlp" / "model.json").read_text())
+        d.update(changes)
+        (tmp / "mlp" / "model.json").write_text(json.dumps(d))
+        return {"bad": str(tmp / "mlp")}
+
+    return setup
+
+
 T = ["train", "--train", "{train}", "--valid", "{valid}", "--quiet", "--epochs", "1", "--out", "{tmp}/out"]
 TU = ["tune", "--config", "{bad}", "--trials", "1", "--out", "{tmp}/tu"]
 CASES: list[Case] = [
@@ -101,7 +147,38 @@ CASES: list[Case] = [
                                     "--out", "{store}/run"], ("--out", "inside the input folder")),
     Case("importance-out-inside-model", ["importance", "--model", "{lin}", "--data", "{test}", "--repeats", "1",
                                          "--out", "{lin}/imp"], ("--out", "inside the input folder")),
+    # ------------------------------------------------------------------ ltr tune: the study file, the spaces
+    Case("tune-study-db-garbage", TU, ("study.db", "not an sqlite database"), study_db(b"garbage garbage garbage\n")),
+    Case("tune-study-db-damaged-sqlite", TU, ("study.db",), study_db(b"SQLite format 3\x00" + bytes(range(256)) * 8)),
+    Case("tune-study-db-read-only", TU[:4] + ["2"] + TU[5:], ("study.db", "read-only"), study_db(None, 0o444)),
+    Case("tune-study-db-folder", TU, ("study.db", "not a file"),
+         lambda t, w: ((t / "tu" / "study.db").mkdir(parents=True), space(LR)(t, w))[1]),
+    Case("tune-lightgbm-num-leaves-0", TU, ("space.toml", "num_leaves", "[2, "), lgb_space("[space.lightgbm]\nnum_leaves = { int = [0, 8] }\n")),
+    Case("tune-lightgbm-learning-rate-negative", TU, ("space.toml", "learning_rate"),
+         lgb_space("[space.lightgbm]\nlearning_rate = { float = [-0.1, 0.1] }\n")),
+    Case("tune-lightgbm-fixed-num-leaves-1", TU, ("space.toml", "num_leaves"),
+         lgb_space("[lightgbm]\nnum_leaves = 1\n[space.lightgbm]\nlearning_rate = { float = [0.01, 0.1] }\n")),
+    Case("gbdt-toml-num-leaves-0", ["gbdt", "--train", "{train}", "--valid", "{valid}", "--quiet", "--num-boost-round", "2",
+                                    "--out", "{tmp}/o", "--config", "{bad}"], ("g.toml", "num_leaves"),
+         lambda t, w: ((t / "g.toml").write_text("[lightgbm]\nnum_leaves = 0\n"), {"bad": str(t / "g.toml")})[1]),
+    # ------------------------------------------------------------------ model.json values by the [model] rules
+    Case("predict-model-json-hidden-text", ["predict", "--model", "{bad}", "--data", "{test}", "--out", "{tmp}/r.run"],
+         ("model.json", "hidden"), mlp_model(hidden="xy")),
+    Case("predict-model-json-dropout-text", ["predict", "--model", "{bad}", "--data", "{test}", "--out", "{tmp}/r.run"],
+         ("model.json", "dropout"), mlp_model(dropout="x")),
+    Case("predict-model-json-activation-number", ["predict", "--model", "{bad}", "--data", "{test}", "--out", "{tmp}/r.run"],
+         ("model.json", "activation"), mlp_model(activation=3)),
+    # ------------------------------------------------------------------ stores: the checks of the files they came from
+    Case("predict-store-nan-feature", ["predict", "--model", "{lin}", "--data", "{bad}", "--out", "{tmp}/r.run"],
+         ("features.npy", "row 7", "nan"), store_with(features=_set((7, 2), np.nan))),
+    Case("train-store-label-5000", ["train", "--train", "{bad}", "--valid", "{valid}", "--quiet", "--epochs", "1",
+                                    "--out", "{tmp}/o"], ("labels.npy", "row 3", "5000", "1024"), store_with(labels=_set(3, 5000.0))),
+    Case("importance-store-label-5000", ["importance", "--model", "{lin}", "--data", "{bad}", "--repeats", "1"],
+         ("labels.npy", "5000"), store_with(labels=_set(3, 5000.0))),
+    Case("train-store-label-nan", ["train", "--train", "{bad}", "--valid", "{valid}", "--quiet", "--epochs", "1",
+                                   "--out", "{tmp}/o"], ("labels.npy", "nan"), store_with(labels=_set(0, np.nan))),
 ]
+LR = "[space.train]\nlr = { float = [1e-3, 1e-2] }\n"
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
@@ -119,3 +196,53 @@ def test_bad_input_is_refused_cleanly(case: Case, world, tmp_path, capsys, monke
         assert snapshot(values["bad"]) == mine, "the input folder changed"
     leftovers = [p for p in Path(world["root"]).rglob(".*partial*")] + list(tmp_path.rglob(".*partial*"))
     assert not leftovers, leftovers
+
+
+# --------------------------------------------------------------------------------------------------
+# NeuralRanker (the scikit-learn interface): scikit-learn's errors, one value per row, the label rule
+# --------------------------------------------------------------------------------------------------
+def _arrays(seed: int = 0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(12, 3)).astype(np.float32)
+    return X, rng.integers(0, 3, 12).astype(float), np.repeat([1, 2, 3], 4)
+
+
+def test_neural_ranker_predict_before_fit_raises_not_fitted_error():
+    from sklearn.exceptions import NotFittedError
+
+    from ltr.train.sklearn_ranker import NeuralRanker
+
+    with pytest.raises(NotFittedError):
+        NeuralRanker().predict(np.zeros((3, 2)))
+
+
+@pytest.mark.parametrize("which", ["y", "qid", "sample_weight"])
+def test_neural_ranker_refuses_a_2d_array_instead_of_flattening_it(which):
+    from ltr.train.sklearn_ranker import NeuralRanker
+
+    X, y, qid = _arrays()
+    given = {"y": y, "qid": qid, "sample_weight": np.ones(12)}
+    given[which] = given[which].reshape(6, 2)  # 12 values: flattened, they would pass for 12 rows
+    with pytest.raises(ValueError, match=rf"{which} must hold one value per row .* shape \(6, 2\)"):
+        NeuralRanker(epochs=1).fit(X, given["y"], qid=given["qid"], sample_weight=given["sample_weight"])
+
+
+def test_neural_ranker_takes_a_single_column_as_scikit_learn_does():
+    from ltr.train.sklearn_ranker import NeuralRanker
+
+    X, y, qid = _arrays()
+    a = NeuralRanker(model="linear", epochs=2).fit(X, y, qid=qid).predict(X)
+    b = NeuralRanker(model="linear", epochs=2).fit(X, y.reshape(-1, 1), qid=qid.reshape(-1, 1)).predict(X)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_neural_ranker_names_a_label_beyond_the_readers_rule():
+    from ltr.train.sklearn_ranker import NeuralRanker
+
+    X, y, qid = _arrays()
+    y[5] = 5000
+    with pytest.raises(ValueError, match=r"X: y\[5\]: label 5000 is too large: labels must be below 1024"):
+        NeuralRanker(epochs=1).fit(X, y, qid=qid)
+    y[5] = 1
+    with pytest.raises(ValueError, match=r"eval_set\[0\]: y\[0\]: label 5000"):
+        NeuralRanker(epochs=1).fit(X, y, qid=qid, eval_set=[(X, np.full(12, 5000.0), qid)])

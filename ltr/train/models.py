@@ -68,10 +68,18 @@ def build_model(config: dict[str, Any]) -> _Scorer:
     >>> build_model({"type": "attention", "n_features": 3, "width": 8, "heads": 2}).listwise
     True
     """
+    from ltr.checks import COUNT
+    from ltr.train.config import MODEL_RULES
+
     cfg = dict(config)
     kind = cfg.pop("type", None)
     norm = cfg.pop("normalizer", None)
     names = cfg.pop("feature_names", None)
+    if kind != "ensemble":  # the rules of [model] in TOML: "hidden": "xy" is refused by name, not by a ValueError
+        for key, value in cfg.items():
+            rule = COUNT if key == "n_features" else MODEL_RULES.get(key)
+            if rule is not None:
+                rule.check(value, key)
     try:
         if kind == "linear":
             model: _Scorer = LinearScorer(**cfg)
@@ -90,7 +98,7 @@ def build_model(config: dict[str, Any]) -> _Scorer:
             return model if names is None else model.set_feature_names(names)
         else:
             raise LtrError(f"unknown model type {kind!r}; choose one of {', '.join(MODEL_TYPES)}")
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:
         raise LtrError(f"bad model configuration {config}: {exc}") from None
     if norm is not None:
         model.set_normalizer(FeatureTransform(model.n_features, norm))
