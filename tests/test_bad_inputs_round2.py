@@ -127,6 +127,19 @@ def mlp_model(**changes) -> Callable[[Path, dict], dict]:
     return setup
 
 
+def pq_model_and_renamed_data(tmp: Path, w: dict, key: str = "bad") -> dict:
+    """A linear model trained on the world's Parquet file (features f1..f3), and ``other.parquet``
+    whose three feature columns are named g1..g3 (same values): matching by position would run."""
+    import pyarrow.parquet as pq
+
+    assert _quiet_main(["train", "--train", w["pq"], "--valid", w["pq"], "--quiet", "--epochs", "1", "--model", "linear",
+                        "--out", str(tmp / "m")]) == 0
+    table = pq.read_table(w["pq"])
+    pq.write_table(table.rename_columns([{"f1": "g1", "f2": "g2", "f3": "g3"}.get(c, c) for c in table.column_names]),
+                   tmp / "other.parquet")
+    return {key: str(tmp / "m")}
+
+
 T = ["train", "--train", "{train}", "--valid", "{valid}", "--quiet", "--epochs", "1", "--out", "{tmp}/out"]
 TU = ["tune", "--config", "{bad}", "--trials", "1", "--out", "{tmp}/tu"]
 CASES: list[Case] = [
@@ -177,6 +190,29 @@ CASES: list[Case] = [
          ("labels.npy", "5000"), store_with(labels=_set(3, 5000.0))),
     Case("train-store-label-nan", ["train", "--train", "{bad}", "--valid", "{valid}", "--quiet", "--epochs", "1",
                                    "--out", "{tmp}/o"], ("labels.npy", "nan"), store_with(labels=_set(0, np.nan))),
+    # ------------------------------------------------------------------ importance matches Parquet columns by name
+    Case("importance-parquet-other-column-names", ["importance", "--model", "{bad}", "--data", "{tmp}/other.parquet",
+                                                   "--repeats", "1"], ("f1",), pq_model_and_renamed_data),
+    Case("predict-parquet-other-column-names", ["predict", "--model", "{bad}", "--data", "{tmp}/other.parquet",
+                                                "--out", "{tmp}/r.run"], ("f1",), pq_model_and_renamed_data),
+    # ------------------------------------------------------------------ trec_eval names: every parameter in its domain
+    *[Case(f"eval-trec-param-{name}", ["eval", "--qrels", "{qrels}", "--run", "{run}", "--metrics", name], expect)
+      for name, expect in [
+          ("iprec_at_recall.1.5", ("iprec_at_recall", "[0, 1]", "1.5")),
+          ("iprec_at_recall_1.5", ("iprec_at_recall", "[0, 1]")),
+          ("iprec_at_recall.-0.5", ("iprec_at_recall",)),
+          ("11pt_avg.0,2", ("11pt_avg", "[0, 1]", "2")),
+          ("Rprec_mult.0", ("rprec_mult", "> 0")),
+          ("set_F.-1", ("set_f", ">= 0")),
+          ("utility.nan,1,1,1", ("utility", "finite")),
+      ]],
+    # ------------------------------------------------------------------ predict: a run names each document once
+    Case("predict-doc-ids-repeated-in-a-query", ["predict", "--model", "{m3}", "--data", "{bad}", "--doc-id-column", "docid",
+                                                 "--out", "{tmp}/r.run"], ("dup.parquet", "'d5'", "query 2", "rows 5 and 7"),
+         lambda t, w: {**dup_doc_ids(t, w), **pq_model_and_renamed_data(t, w, key="m3")}),
+    Case("predict-doc-ids-repeated-qrels", ["predict", "--model", "{m3}", "--data", "{bad}", "--doc-id-column", "docid",
+                                            "--out", "{tmp}/r.tsv", "--format", "tsv", "--qrels", "{tmp}/q.txt"], ("'d5'",),
+         lambda t, w: {**dup_doc_ids(t, w), **pq_model_and_renamed_data(t, w, key="m3")}),
 ]
 LR = "[space.train]\nlr = { float = [1e-3, 1e-2] }\n"
 
@@ -246,3 +282,60 @@ def test_neural_ranker_names_a_label_beyond_the_readers_rule():
     y[5] = 1
     with pytest.raises(ValueError, match=r"eval_set\[0\]: y\[0\]: label 5000"):
         NeuralRanker(epochs=1).fit(X, y, qid=qid, eval_set=[(X, np.full(12, 5000.0), qid)])
+
+
+# --------------------------------------------------------------------------------------------------
+# Leftovers and misleading answers
+# --------------------------------------------------------------------------------------------------
+def test_a_killed_convert_leaves_a_partial_store_that_the_next_run_removes(world, tmp_path, capsys):
+    """SIGKILL gives no chance to clean up: the next `ltr convert` to the same --out removes the
+    dead process's .NAME.partial-PID, as a run folder's command does."""
+    code = ("import os, signal, sys\nfrom ltr.data import store\nreal = store.StoreWriter.append\n"
+            "def append(self, block):\n    real(self, block)\n    os.kill(os.getpid(), signal.SIGKILL)\n"
+            "store.StoreWriter.append = append\nfrom ltr.cli import main\nsys.exit(main(sys.argv[1:]))\n")
+    out = tmp_path / "st"
+    proc = subprocess.run([sys.executable, "-c", code, "convert", world["train"], "--out", str(out), "--quiet"],
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -9, proc.stderr
+    stale = [p for p in tmp_path.iterdir() if p.name.startswith(".st.partial-")]
+    assert len(stale) == 1 and (stale[0] / "features.npy").is_file() and not out.exists()
+    code, err = run_cli(["convert", world["train"], "--out", str(out), "--quiet"], capsys)
+    assert code == 0, err
+    assert f"removed {stale[0]}, left by run process {stale[0].name.rsplit('-', 1)[1]}, which is gone" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["st"]
+
+
+def test_a_port_that_answers_but_is_not_dask_is_named_as_such(world, tmp_path, capsys):
+    """Not "out of memory": Dask reads an HTTP reply's first bytes as a frame length of ~3e18 bytes."""
+    pytest.importorskip("distributed")
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    port = server.getsockname()[1]
+
+    def answer():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            try:
+                conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n" * 4)
+                conn.recv(65536)
+            except OSError:
+                pass
+            finally:
+                conn.close()
+
+    threading.Thread(target=answer, daemon=True).start()
+    try:
+        code, err = run_cli(["gbdt", "--train", world["train"], "--valid", world["valid"], "--quiet", "--num-boost-round", "2",
+                             "--out", str(tmp_path / "o"), "--dask-scheduler", f"tcp://127.0.0.1:{port}"], capsys)
+    finally:
+        server.close()
+    assert_refused(code, err, ("--dask-scheduler", f"127.0.0.1:{port}", "not as a Dask scheduler"))
+    assert "memory" not in err.splitlines()[-1].replace("MemoryError", "")
+    assert not (tmp_path / "o").exists()
