@@ -440,6 +440,7 @@ _ERRNO_WORDS = {
     errno.EISDIR: "is a folder",
     errno.ENOTDIR: "a part of the path is a file, not a folder",
     errno.EEXIST: "already exists",
+    errno.EFBIG: "file too large (beyond the file-size limit of this process or file system)",
 }
 
 
@@ -454,6 +455,8 @@ def describe_os_error(exc: OSError) -> str:
     hint = ""
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         hint = " (nothing finished was replaced; free some space and run again)"
+    elif exc.errno == errno.EFBIG:
+        hint = " (nothing finished was replaced; raise the limit, ulimit -f, and run again)"
     elif exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
         hint = " (choose a writable place for the outputs, or check the input's permissions)"
     return f"{where}: {words}{hint}" if where else f"{words}{hint}"

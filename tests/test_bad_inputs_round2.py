@@ -339,3 +339,29 @@ def test_a_port_that_answers_but_is_not_dask_is_named_as_such(world, tmp_path, c
     assert_refused(code, err, ("--dask-scheduler", f"127.0.0.1:{port}", "not as a Dask scheduler"))
     assert "memory" not in err.splitlines()[-1].replace("MemoryError", "")
     assert not (tmp_path / "o").exists()
+
+
+_UNDER_LIMIT = ("import resource, signal, sys\nsignal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+                "limit = int(sys.argv[1])\nresource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))\n"
+                "from ltr.cli import main\nsys.exit(main(sys.argv[2:]))\n")
+
+
+@pytest.mark.parametrize("limit, extra, where", [
+    (3000, [], "tensorboard"),  # the event file passes 3 kB in TensorBoard's writer thread
+    (200_000, ["--hidden", "256,256", "--checkpoint-dir", "{tmp}/ck"], "ck/last.pt"),  # a 0.8 MB checkpoint
+])
+def test_a_file_size_limit_is_one_line_naming_the_file(world, tmp_path, limit, extra, where):
+    """RLIMIT_FSIZE with SIGXFSZ ignored: write() fails with EFBIG. Not torch's RuntimeError from its
+    zip writer, not a thread traceback before the error line."""
+    import shutil
+
+    for name in ("train", "valid"):
+        shutil.copy(world[name], tmp_path / f"{name}.txt")
+    argv = ["train", "--train", str(tmp_path / "train.txt"), "--valid", str(tmp_path / "valid.txt"), "--quiet",
+            "--epochs", "2", "--out", str(tmp_path / "run"), *[a.format(tmp=tmp_path) for a in extra]]
+    proc = subprocess.run([sys.executable, "-c", _UNDER_LIMIT, str(limit), *argv], cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=300)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    assert lines[0].startswith("ltr train: error: ") and where in lines[0] and "file too large" in lines[0], lines[0]
+    assert not (tmp_path / "run").exists() and not list(tmp_path.glob(".run.partial*"))

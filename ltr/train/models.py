@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from ltr.errors import LtrError
-from ltr.io_utils import atomic_path, atomic_write_json
+from ltr.io_utils import atomic_write_json
 from ltr.train.attention import ContextAwareScorer
 from ltr.train.ensemble import EnsembleScorer
 from ltr.train.scorers import (
@@ -109,9 +109,10 @@ def save_model(model: nn.Module, folder: str | os.PathLike) -> Path:
     """Write ``model.pt`` (state dict) and ``model.json`` (architecture) into ``folder``, atomically."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    from ltr.train.checkpoint import save_torch
+
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-    with atomic_path(folder / MODEL_FILE) as tmp:
-        torch.save(state, tmp)
+    save_torch(state, folder / MODEL_FILE)  # a failed write is an OSError naming the file
     atomic_write_json(folder / MODEL_JSON, model_config(model))
     return folder
 
