@@ -365,3 +365,43 @@ def test_a_file_size_limit_is_one_line_naming_the_file(world, tmp_path, limit, e
     assert proc.returncode == 2 and len(lines) == 1, proc.stderr
     assert lines[0].startswith("ltr train: error: ") and where in lines[0] and "file too large" in lines[0], lines[0]
     assert not (tmp_path / "run").exists() and not list(tmp_path.glob(".run.partial*"))
+
+
+# --------------------------------------------------------------------------------------------------
+# What a newcomer tripped on
+# --------------------------------------------------------------------------------------------------
+def test_shipped_ablation_config_with_datasets_synthetic_does_not_look_for_mq2008(tmp_path, monkeypatch):
+    """From a folder without ../shared/data, `--datasets synthetic` takes the shipped config; the
+    MQ2008 folder is still checked when its data set is asked for."""
+    from ltr.cli import build_parser
+    from ltr.commands.ablate import build_config
+    from ltr.errors import LtrError
+
+    monkeypatch.chdir(tmp_path)
+    shipped = str(ROOT / "experiments" / "ablate_pairwise_vs_lambda.toml")
+    args = build_parser().parse_args(["ablate", "--config", shipped, "--datasets", "synthetic", "--out", "abl"])
+    config = build_config(args)
+    assert [d.name for d in config.datasets] == ["synthetic"] and len(config.methods) == 7
+    args = build_parser().parse_args(["ablate", "--config", shipped, "--datasets", "mq2008", "--out", "abl"])
+    with pytest.raises(LtrError, match="letor4-mq2008: folder not found"):
+        build_config(args)
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["train", "--train", "a", "--valid", "b", "--epochs", "0"], "ltr train: error: argument --epochs: must be an integer >= 1, got '0'"),
+    (["train"], "ltr train: error: the following arguments are required: --train, --valid (see ltr train --help)"),
+    (["eval", "--qrels", "a", "--run", "b", "--bogus"], "ltr eval: error: unrecognized arguments: --bogus (see ltr eval --help)"),
+    (["clicks", "estimate", "--log", "a", "--bogus", "1"],
+     "ltr clicks estimate: error: unrecognized arguments: --bogus 1 (see ltr clicks estimate --help)"),
+    (["gbdt", "--train", "a", "--valid", "b", "--out", "c", "--gain", "cubic"],
+     "ltr gbdt: error: argument --gain: invalid choice: 'cubic' (choose from 'exp2', 'linear')"),
+])
+def test_an_option_error_is_one_line_without_the_usage_block(argv, line, capsys):
+    code, err = run_cli(argv, capsys)
+    assert code == 2 and err.splitlines() == [line], err
+
+
+def test_help_still_shows_the_usage(capsys):
+    capsys.readouterr()
+    assert _quiet_main(["train", "--help"]) == 0
+    assert capsys.readouterr().out.startswith("usage: ltr train [-h] --train FILE --valid FILE")

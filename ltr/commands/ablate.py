@@ -60,7 +60,8 @@ def build_config(args):
     if args.quick:
         config = ablation.quick_config()
     elif args.config:
-        config = ablation.load_config(args.config)
+        # the files of a data set left out by --datasets are not looked for (a shipped config names shared data)
+        config = ablation.load_config(args.config, only=None if args.datasets is None else _split(args.datasets))
     else:
         config = ablation.default_config()
     changes = {}
