@@ -405,3 +405,56 @@ def test_help_still_shows_the_usage(capsys):
     capsys.readouterr()
     assert _quiet_main(["train", "--help"]) == 0
     assert capsys.readouterr().out.startswith("usage: ltr train [-h] --train FILE --valid FILE")
+
+
+def _tiny_sets():
+    from ltr.train.sklearn_ranker import dataset_from_arrays
+
+    X, y, qid = _arrays()
+    return dataset_from_arrays(X, y, qid), dataset_from_arrays(X[:8], y[:8], qid[:8])
+
+
+def test_a_resumed_run_says_where_it_resumes(tmp_path, capsys):
+    import losses
+    from ltr.train.config import TrainConfig
+    from ltr.train.models import LinearScorer
+    from ltr.train.trainer import Trainer
+
+    train, valid = _tiny_sets()
+    ck = tmp_path / "ck"
+    for epochs in (2, 3):
+        cfg = TrainConfig(epochs=epochs, batch_size=2, checkpoint_dir=str(ck), resume=True, progress=False, patience=None)
+        Trainer(LinearScorer(3), losses.get_loss("ranknet"), cfg).fit(train, valid)
+        err = capsys.readouterr().err
+        if epochs == 2:
+            assert "resuming" not in err
+    assert f"resuming from {ck / 'last.pt'} at epoch 3 (2 of 3 epochs done)" in err
+
+
+def test_an_ensembles_progress_bar_names_the_member(capsys):
+    import losses
+    from ltr.train.config import TrainConfig
+    from ltr.train.ensemble import fit_ensemble
+    from ltr.train.models import LinearScorer
+
+    train, valid = _tiny_sets()
+    cfg = TrainConfig(epochs=1, batch_size=2, progress=True)
+    fit_ensemble(lambda seed: LinearScorer(3), losses.get_loss("ranknet"), cfg, train, valid, seeds=[4, 9])
+    err = capsys.readouterr().err
+    assert "member 1/2 (seed 4) epochs" in err and "member 2/2 (seed 9) epochs" in err
+
+
+def test_compare_announces_the_queries_its_statistics_use(tmp_path, capsys):
+    """Query 4 has no relevant document: NDCG and MAP skip it, so the tests use 3 of the 4 queries."""
+    qrels = "".join(f"{q} 0 d{d} {(q + d) % 3 if q < 4 else 0}\n" for q in range(1, 5) for d in range(4))
+    (tmp_path / "qrels.txt").write_text(qrels)
+    for name, sign in (("a", 1), ("b", -1)):
+        (tmp_path / f"{name}.run").write_text(
+            "".join(f"{q} Q0 d{d} {d + 1} {sign * (10 - d)} {name}\n" for q in range(1, 5) for d in range(4)))
+    capsys.readouterr()
+    assert main(["compare", "--qrels", str(tmp_path / "qrels.txt"), "--run", str(tmp_path / "a.run"), "--run",
+                 str(tmp_path / "b.run"), "--metrics", "ndcg@10,map", "--json", str(tmp_path / "c.json")]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("4 queries, 1 without relevant items skipped; "), first
+    report = json.loads((tmp_path / "c.json").read_text())
+    assert report["queries"] == 4 and report["queries_used"] == {"ndcg@10": 3, "map": 3}

@@ -93,7 +93,9 @@ def fit_ensemble(make_model: Callable[[int], nn.Module], loss: nn.Module, config
         if member_config is not None:
             cfg = member_config(cfg, k)
         seed_everything(seed)
-        fits.append(Trainer(make_model(seed), loss, cfg).fit(train_ds, valid_ds))
+        trainer = Trainer(make_model(seed), loss, cfg)
+        trainer.progress_label = f"member {k + 1}/{len(seeds)} (seed {seed}) epochs"  # which bar is which
+        fits.append(trainer.fit(train_ds, valid_ds))
     model = EnsembleScorer([f.model for f in fits]).eval()
 
     def judge(ds, where):
