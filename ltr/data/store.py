@@ -375,7 +375,8 @@ def _check_values(path: Path, features, labels) -> None:
     """The checks of the readers the store was converted from (:mod:`ltr.data.labels`; finite
     features), so a store changed since, or written by other means, is refused as its source file
     would be. Labels are in memory; the features are read once in blocks of about 64 MB whose pages
-    are released as the pass goes (the resident set stays bounded; 0.3 s per GB from the page cache)."""
+    are released as the pass goes (the resident set stays bounded). Cost: about 0.3 s for a
+    1,000,000 x 136 store (0.54 GB) whose pages are in the page cache."""
     from ltr.data.labels import LABEL_LIMIT, label_problem
 
     if labels is not None and getattr(labels, "dtype", None) is not None and labels.dtype.kind == "f":
