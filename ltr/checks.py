@@ -426,6 +426,9 @@ def _refuse_inputs(path: Path, who: str, inputs: Iterable[tuple[str, Any]]) -> N
         if os.path.isdir(p) and _inside(path, Path(p).resolve()):
             if path.exists():
                 raise LtrError(f"{who}: is a file of the input {option} {p}; writing there would destroy it, give another name")
+            anc, anc_st = _first_existing(path.parent)
+            if anc_st is not None and not stat.S_ISDIR(anc_st.st_mode):  # the more precise refusal first
+                raise LtrError(f"{who}: cannot be created ({anc} is a file, not a folder)")
             # a new file would change the input folder (a model or store folder, a Parquet data set)
             raise LtrError(f"{who}: is inside the input folder {option} {p}; write it outside that folder")
 
