@@ -9,9 +9,9 @@ limit) are tests of their own below it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -77,7 +77,7 @@ def _set(index, value):
 
 
 def dup_doc_ids(tmp: Path, w: dict) -> dict:
-    """A Parquet file whose query 2 holds document id d5 twice, and a model trained on 3 features."""
+    """A Parquet file whose query 2 (rows 4..7) holds document id d5 twice (rows 5 and 7)."""
     _parquet(tmp / "dup.parquet", docid=[f"d{i}" for i in range(7)] + ["d5"] + [f"d{i}" for i in range(8, 16)])
     return {"bad": str(tmp / "dup.parquet")}
 
@@ -452,6 +452,15 @@ def test_an_ensembles_progress_bar_names_the_member(capsys):
     fit_ensemble(lambda seed: LinearScorer(3), losses.get_loss("ranknet"), cfg, train, valid, seeds=[4, 9])
     err = capsys.readouterr().err
     assert "member 1/2 (seed 4) epochs" in err and "member 2/2 (seed 9) epochs" in err
+    # after the first member: how long the rest will take (the README's 5-member attention ensemble: an hour)
+    assert re.search(r"member 1/2 trained; about \d+ s more for the other 1\n", err), err
+    assert "member 2/2 trained" not in err
+
+
+def test_durations_read_in_the_unit_that_fits():
+    from ltr.train.ensemble import _duration
+
+    assert [_duration(s) for s in (44.6, 720, 5400)] == ["45 s", "12 min", "1.5 h"]
 
 
 def test_compare_announces_the_queries_its_statistics_use(tmp_path, capsys):
