@@ -382,7 +382,7 @@ def output_folder(path: str | os.PathLike, what: str | None = None, *,
     """``path`` if a folder can be made (or filled) there; else an LtrError.
 
     Refused: an existing file at ``path``, an ancestor that is a file, a read-only place, the current
-    folder or one above it, and a folder holding one of ``inputs``.
+    folder or one above it, a folder holding one of ``inputs``, and a folder inside an input folder.
     """
     path = Path(os.path.expanduser(str(path)))
     who = _label(what, path)
@@ -399,6 +399,9 @@ def output_folder(path: str | os.PathLike, what: str | None = None, *,
     for option, p in inputs:
         if p is not None and _inside(Path(p), target):
             raise LtrError(f"{who}: holds the input {option} {p}; give a new folder for the outputs")
+        if p is not None and os.path.isdir(p) and _inside(target, Path(p).expanduser().resolve()):
+            # nothing new inside an input folder (a Parquet data set, a store, a model folder)
+            raise LtrError(f"{who}: is inside the input folder {option} {p}; write it outside that folder")
     if st is None:
         _writable_place(path / "x", who)
     elif not os.access(path, os.W_OK | os.X_OK):
@@ -423,6 +426,9 @@ def _refuse_inputs(path: Path, who: str, inputs: Iterable[tuple[str, Any]]) -> N
         if os.path.isdir(p) and _inside(path, Path(p).resolve()):
             if path.exists():
                 raise LtrError(f"{who}: is a file of the input {option} {p}; writing there would destroy it, give another name")
+            anc, anc_st = _first_existing(path.parent)
+            if anc_st is not None and not stat.S_ISDIR(anc_st.st_mode):  # the more precise refusal first
+                raise LtrError(f"{who}: cannot be created ({anc} is a file, not a folder)")
             # a new file would change the input folder (a model or store folder, a Parquet data set)
             raise LtrError(f"{who}: is inside the input folder {option} {p}; write it outside that folder")
 
@@ -437,6 +443,7 @@ _ERRNO_WORDS = {
     errno.EISDIR: "is a folder",
     errno.ENOTDIR: "a part of the path is a file, not a folder",
     errno.EEXIST: "already exists",
+    errno.EFBIG: "file too large (beyond the file-size limit of this process or file system)",
 }
 
 
@@ -451,6 +458,8 @@ def describe_os_error(exc: OSError) -> str:
     hint = ""
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         hint = " (nothing finished was replaced; free some space and run again)"
+    elif exc.errno == errno.EFBIG:
+        hint = " (nothing finished was replaced; raise the limit, ulimit -f, and run again)"
     elif exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
         hint = " (choose a writable place for the outputs, or check the input's permissions)"
     return f"{where}: {words}{hint}" if where else f"{words}{hint}"

@@ -46,6 +46,17 @@ class HelpFormatter(argparse.HelpFormatter):
         return f"{text} (default: %(default)s)"
 
 
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose refusals are one line, as every other error of the toolkit:
+    ``ltr train: error: argument --epochs: must be an integer >= 1, got '0'`` and exit status 2,
+    without argparse's usage block (``--help`` shows it). The sub-commands' parsers are of this
+    class too (``add_subparsers`` makes them of the parent's class)."""
+
+    def error(self, message: str):
+        hint = f" (see {self.prog} --help)" if message.startswith(("the following arguments", "unrecognized")) else ""
+        self.exit(2, f"{self.prog}: error: {message}{hint}\n")
+
+
 def _use_formatter(parser: argparse.ArgumentParser) -> None:
     """Give ``parser`` and every sub-command's parser below it :class:`HelpFormatter`."""
     parser.formatter_class = HelpFormatter
@@ -56,7 +67,7 @@ def _use_formatter(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="ltr",
         description="Learning-to-rank toolkit: synthetic data, metric-aware training, LightGBM baseline, "
         "evaluation with stated conventions, ablations, calibration and click studies.",
@@ -85,7 +96,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ltr: error: {exc}", file=sys.stderr)
         return 2
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # named by the sub-command they were given to, not by the top-level parser
+        prog = " ".join(["ltr", args.command] + ([args.clicks_command] if getattr(args, "clicks_command", None) else []))
+        print(f"{prog}: error: unrecognized arguments: {' '.join(unknown)} (see {prog} --help)", file=sys.stderr)
+        return 2
     try:
         return int(args.func(args) or 0)
     except LtrError as exc:

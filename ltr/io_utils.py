@@ -56,9 +56,12 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
         # mkstemp creates 0600 files; give the result the mode a plain open() would have.
         os.chmod(tmp_path, 0o666 & ~_UMASK)
         os.replace(tmp_path, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             tmp_path.unlink()
+        if isinstance(exc, OSError) and exc.filename is None and exc.errno is not None:
+            # a write() that failed (a disk full, a file-size limit) names no file: name the destination
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
         raise
 
 

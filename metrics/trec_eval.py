@@ -54,6 +54,7 @@ arbitrarily there; here they are sorted exactly.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -184,7 +185,42 @@ def parse_trec_name(short: str) -> TrecSpec | None:
     TrecSpec(kind='utility', params=(2.0, -1.0, 0.0, 0.0))
     >>> parse_trec_name("ndcg.1=3,2=9")
     TrecSpec(kind='trec_ndcg', params=((1, 3.0), (2, 9.0)))
+    >>> parse_trec_name("iprec_at_recall_1.5")
+    Traceback (most recent call last):
+    ...
+    ValueError: metric 'iprec_at_recall_1.5': a recall level must be in [0, 1], got 1.5
     """
+    spec = _parse_trec_name(short)
+    return spec if spec is None else _check_params(short, spec)
+
+
+# the parameters each parameterised measure accepts: (test, what it must be)
+_PARAM_RULES = {
+    "iprec": (lambda x: 0.0 <= x <= 1.0, "a recall level must be in [0, 1]"),
+    "11pt_avg": (lambda x: 0.0 <= x <= 1.0, "a recall level must be in [0, 1]"),
+    "rprec_mult": (lambda x: 0.0 < x < math.inf, "the multiple of R must be a finite number > 0"),
+    "set_f": (lambda x: 0.0 <= x < math.inf, "the weight of recall must be a finite number >= 0"),
+    "utility": (math.isfinite, "the coefficients must be finite numbers"),
+}
+
+
+def _check_params(short: str, spec: TrecSpec) -> TrecSpec:
+    """Refuse a parameter outside the measure's domain (``iprec_at_recall_1.5`` would be 0 for every
+    query, silently; trec_eval itself takes any number)."""
+    if spec.kind in GAIN_KINDS:
+        bad = [g for _, g in spec.params if not math.isfinite(g)]
+        if bad:
+            raise ValueError(f"metric {short!r}: a gain must be a finite number, got {bad[0]}")
+        return spec
+    rule = _PARAM_RULES.get(spec.kind)
+    if rule is not None:
+        for x in spec.params:
+            if not rule[0](x):
+                raise ValueError(f"metric {short!r}: {rule[1]}, got {x:g}")
+    return spec
+
+
+def _parse_trec_name(short: str) -> TrecSpec | None:
     m = re.match(r"^(iprec_at_recall|rprec_mult|relative_p)_(\d*\.?\d+)$", short.lower())
     base, _, params = short.partition(".")
     low = base.lower()

@@ -61,7 +61,8 @@ def build_config(args):
     if args.quick:
         config = ablation.quick_config()
     elif args.config:
-        config = ablation.load_config(args.config)
+        # the files of a data set left out by --datasets are not looked for (a shipped config names shared data)
+        config = ablation.load_config(args.config, only=None if args.datasets is None else _split(args.datasets))
     else:
         config = ablation.default_config()
     changes = {}
@@ -102,7 +103,9 @@ def run(args) -> int:
     config = build_config(args)
     out = args.out or ("runs/ablate-quick" if args.quick else "runs/ablate")
     # an ablation folder is reused to resume; any other non-empty folder is refused
-    claim_folder(out, "ablate", inputs=[("--config", args.config)], legacy=_older_ablation,
+    data = [(f"[[datasets]] {d.name} {k}", d.options[k]) for d in config.datasets for k in ("train", "valid", "test", "path")
+            if isinstance(d.options.get(k), str)]  # nothing new inside a data set's folder either
+    claim_folder(out, "ablate", inputs=[("--config", args.config), *data], legacy=_older_ablation,
                  create=not args.report_only)
     n_cells = len(ablation.enumerate_cells(config))
     n_splits = sum(len(d.folds()) for d in config.datasets)

@@ -197,7 +197,7 @@ def run_simulate(args) -> int:
     from ltr.io_utils import atomic_write_json
     from ltr.runs.folder import check_destination, run_folder
 
-    inputs = [("--data", args.data), ("--logger-scores", args.logger_scores)]
+    inputs = [("--data", args.data), ("--logger-scores", args.logger_scores), ("--logger-model", args.logger_model)]
     check_destination(args.out, overwrite=args.force, inputs=inputs)
     if args.randomize_fraction + args.swap_fraction > 1.0 + 1e-12:
         raise LtrError(f"--randomize-fraction {args.randomize_fraction} + --swap-fraction {args.swap_fraction} "
@@ -281,7 +281,7 @@ def run_evaluate(args) -> int:
     say = functools.partial(print, file=text_stream(args))  # JSON on standard output: text to stderr
 
     if args.json and args.json != "-":
-        output_file(args.json, "--json", inputs=[("--log", args.log), ("--data", args.data), ("--scores", args.scores)])
+        output_file(args.json, "--json", inputs=[("--log", args.log), ("--data", args.data), ("--scores", args.scores), ("--ranker", args.ranker)])
     ds = load_data_file(args.data, "data", None, data_options(args), **format_options(args, "data"))
     log = _load_log(args.log)
     if (log.meta.get("n_rows") not in (None, ds.n_items) or (log.n_entries and log.doc.max() >= ds.n_items)
@@ -326,7 +326,7 @@ def run_open_bandit(args) -> int:
 
     input_folder(args.data, "--data")
     if args.json and args.json != "-":
-        output_file(args.json, "--json")
+        output_file(args.json, "--json", inputs=[("--data", args.data)])
     policies = ("random", "bts") if args.policy == "both" else (args.policy,)
     out: dict = {}
     logs = {}

@@ -100,6 +100,8 @@ def run(args) -> int:
         raise LtrError("the runs have no evaluated query in common")
     report = {"preset": args.preset, "queries": len(comparison.query_ids or []), **comparison.as_dict()}
     report["mean"] = {m: {r.run: r.mean for r in comparison.rows if r.metric == m} for m in comparison.metrics}
+    # the queries each metric's statistics use (those without a relevant item are skipped)
+    report["queries_used"] = {m: min(r.n for r in comparison.rows if r.metric == m) for m in comparison.metrics}
     if args.latex:
         atomic_write_text(args.latex, comparison_latex(comparison))
     if args.plot:

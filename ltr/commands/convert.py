@@ -55,6 +55,9 @@ def run(args) -> int:
     options = data_options(args)
     if options.sort_by_query:
         raise LtrError("--sort-by-query: a store is written in one streaming pass and cannot regroup rows; sort SRC by query first")
+    from ltr.runs.folder import clean_stale_partials
+
+    clean_stale_partials(args.out)  # a conversion killed with SIGKILL left .NAME.partial-PID, store-sized
     t0 = time.perf_counter()
     columns = options.parquet_kwargs()
     del columns["sort_by_query"]

@@ -21,11 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from ltr.checks import integer, number
+from ltr.checks import integer
 from ltr.data.files import add_data_options, add_format_options
 from ltr.errors import LtrError
 from ltr.gbdt.engines import ENGINES
 from ltr.train.config import GBDT_RULES as R
+from ltr.train.config import LIGHTGBM_RULES
 
 GBDT_KEYS = tuple(R)
 SPLITS = ("train", "valid", "test")  # the data options, for --query-file OPTION=FILE
@@ -53,8 +54,8 @@ def register(subparsers) -> None:
     p.add_argument("--gain", default=None, choices=("exp2", "linear"), help="gain convention for label_gain and the metrics (default exp2)")
     p.add_argument("--num-boost-round", type=R["num_boost_round"], default=None, help="maximum boosting rounds (default 1000)")
     p.add_argument("--early-stopping-rounds", type=R["early_stopping_rounds"], default=None, help="rounds without validation improvement before stopping (default 50; 0: no early stopping)")
-    p.add_argument("--learning-rate", type=number(above=0), default=None, help="the engine's learning rate (default: LightGBM 0.05, XGBoost 0.3, CatBoost 0.03)")
-    p.add_argument("--num-leaves", type=integer(min=2), default=None, help="LightGBM num_leaves (default 31); other engines: --param max_depth=N")
+    p.add_argument("--learning-rate", type=LIGHTGBM_RULES["learning_rate"], default=None, help="the engine's learning rate (default: LightGBM 0.05, XGBoost 0.3, CatBoost 0.03)")
+    p.add_argument("--num-leaves", type=LIGHTGBM_RULES["num_leaves"], default=None, help="LightGBM num_leaves (default 31); other engines: --param max_depth=N")
     p.add_argument("--metrics", default=None, metavar="M1,M2,...", help="project metrics for valid/test (default ndcg@1,ndcg@3,ndcg@5,ndcg@10,map,mrr)")
     p.add_argument("--preset", default=None, help="metric conventions preset for the reported metrics (default: the toolkit's own)")
     p.add_argument("--seed", type=R["seed"], default=None, help="the engine's seed (default 0)")

@@ -46,7 +46,7 @@ def run(args) -> int:
     from ltr.io_utils import write_json_report
     from ltr.study.report_table import format_interval, markdown_table
     from ltr.models.importance import permutation_importance, write_importance
-    from ltr.models.folder import check_width, load_scorer
+    from ltr.models.folder import check_width, load_scorer, model_feature_names
     from ltr.runs.scoring import check_metric_names
 
     from ltr.checks import output_file, output_folder
@@ -64,8 +64,9 @@ def run(args) -> int:
         raise LtrError(f"--metric {args.metric}: permutation importance here uses ranking metrics (e.g. ndcg@10, map, mrr)")
     check_metric_names([args.metric], args.preset)
     score, n_features = load_scorer(args.model, args.device)
-    # no width given: a narrower file must be refused, not zero-padded to the model's width
-    ds = load_data_file(args.data, "data", None, **format_options(args, "data"))
+    # no width given: a narrower file must be refused, not zero-padded to the model's width; a Parquet
+    # file's columns are matched by the model's feature names, as ltr predict does (never by position)
+    ds = load_data_file(args.data, "data", None, feature_names=model_feature_names(args.model), **format_options(args, "data"))
     check_width(ds, n_features, "--data", args.data)
     offsets = ds.query_offsets  # a listwise model (the context-aware scorer) scores whole queries
     imp = permutation_importance(lambda x: score(x, offsets), ds, metric=args.metric, n_repeats=args.repeats, seed=args.seed,

@@ -59,6 +59,25 @@ def doc_ids_of(ds) -> np.ndarray:
     return (np.arange(offsets[-1]) - np.repeat(offsets[:-1], np.diff(offsets))).astype(str)
 
 
+def check_unique_doc_ids(ds, path) -> None:
+    """Refuse document ids repeated within a query: a run or qrels file names each document of a
+    query once (``ltr eval`` refuses a run that repeats one), so the run is refused here, naming
+    the first repeat (by query, then id) and how many there are."""
+    if getattr(ds, "doc_ids", None) is None:
+        return
+    docs = np.asarray(ds.doc_ids)
+    off = np.asarray(ds.query_offsets)
+    q = np.repeat(np.arange(len(off) - 1), np.diff(off))
+    order = np.lexsort((docs, q))
+    repeat = (q[order][1:] == q[order][:-1]) & (docs[order][1:] == docs[order][:-1])
+    if repeat.any():
+        k = int(np.flatnonzero(repeat)[0])
+        first, second = sorted((int(order[k]), int(order[k + 1])))
+        raise LtrError(f"--data {path}: document id {str(docs[first])!r} appears twice in query {ds.query_ids[q[first]]} "
+                       f"(rows {first} and {second}; {int(repeat.sum())} repeat(s) in all): a run names each document "
+                       "of a query once; give ids unique within each query, or --format tsv")
+
+
 def write_run(ds, scores: np.ndarray, path: str | os.PathLike, tag: str) -> None:
     """Write the run file atomically with :func:`ltr.data.trec.write_run` (stable ranking, exact scores)."""
     from ltr.data.trec import run_from_arrays
@@ -145,9 +164,11 @@ def run(args) -> int:
     ds = load_data_file(args.data, "data", None, data_options(args), feature_names=model_feature_names(args.model),
                         **format_options(args, "data"))  # fmt: skip
     check_width(ds, n_features, "--data", args.data)
-    scores = score(ds.features, ds.query_offsets)
     if args.format is None:
         args.format = "parquet" if str(args.out).lower().endswith(".parquet") else "trec"
+    if args.format != "tsv" or args.qrels:
+        check_unique_doc_ids(ds, args.data)
+    scores = score(ds.features, ds.query_offsets)
     if args.format == "trec":
         write_run(ds, scores, args.out, tag)
     elif args.format == "tsv":

@@ -306,9 +306,41 @@ class ParquetSource(_Source):
             raise LtrError(f"{path}: the folder holds no Parquet files")
         self.partition_keys = [n for n in self.dataset.schema.names if n not in self.fragments[0].physical_schema.names]
         self.roles = resolve_roles(self.dataset.schema, exclude=self.partition_keys, source=self.name, **columns)
+        self._check_files()
         self.starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         self.n_rows = int(self.starts[-1])
         self.block_rows = int(block_rows)
+
+    def _check_files(self) -> None:
+        """Every file of a folder has the columns the roles read, of the kind the folder's schema
+        (the first file's) gives them: numbers for labels, weights and features, the same kind of
+        id (integers or text) for the query, document and user columns. pyarrow checks only the
+        first file; a later file without a column, or with text where numbers were, would stop the
+        read half-way or be parsed as numbers."""
+        if len(self.fragments) < 2:
+            return
+        import pyarrow as pa
+
+        r = self.roles
+        numeric = {r.label, *r.features} | ({r.weight} if r.weight else set())
+        first = self.dataset.schema
+        for fragment in self.fragments:
+            schema = fragment.physical_schema
+            where = f"{self.name}: file {os.path.relpath(fragment.path, self.path)}"
+            for name in r.columns():
+                if name in self.partition_keys:
+                    continue
+                if name not in schema.names:
+                    raise LtrError(f"{where} has no column {name!r}, which the folder's first file has; every file of a "
+                                   f"folder must hold the same columns (it has: {', '.join(schema.names)})")
+                t, t0 = schema.field(name).type, first.field(name).type
+                if name in numeric:
+                    ok = _is_numeric(t, allow_bool=pa.types.is_boolean(t0))
+                else:
+                    ok = _is_numeric(t, allow_bool=True) == _is_numeric(t0, allow_bool=True) or pa.types.is_dictionary(t)
+                if not ok:
+                    raise LtrError(f"{where}: column {name!r} has type {t} where the folder's first file has {t0}; "
+                                   f"{'it must hold numbers' if name in numeric else 'ids must be of one kind in every file'}")
 
     def describe(self, row: int) -> str:
         if len(self.fragments) == 1:

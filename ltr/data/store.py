@@ -353,10 +353,12 @@ def open_store(path: str | os.PathLike) -> RankingDataset:
     n, width = sizes
     if features is None or features.shape != (n, width) or features.dtype != np.float32:
         raise LtrError(f"{path}: features.npy does not hold [{n}, {width}] float32 as {STORE_JSON} says (damaged store)")
+    labels = load("labels")
+    _check_values(path, features, labels)
     try:
         return RankingDataset(
             features=features,
-            labels=load("labels"),
+            labels=labels,
             query_offsets=load("query_offsets"),
             query_ids=load("query_ids"),
             user_ids=load("user_ids"),
@@ -367,3 +369,25 @@ def open_store(path: str | os.PathLike) -> RankingDataset:
         )
     except ValueError as exc:
         raise LtrError(f"{path}: damaged store ({exc})") from None
+
+
+def _check_values(path: Path, features, labels) -> None:
+    """The checks of the readers the store was converted from (:mod:`ltr.data.labels`; finite
+    features), so a store changed since, or written by other means, is refused as its source file
+    would be. Labels are in memory; the features are read once in blocks of about 64 MB whose pages
+    are released as the pass goes (the resident set stays bounded). Cost: about 0.3 s for a
+    1,000,000 x 136 store (0.54 GB) whose pages are in the page cache."""
+    from ltr.data.labels import LABEL_LIMIT, label_problem
+
+    if labels is not None and getattr(labels, "dtype", None) is not None and labels.dtype.kind == "f":
+        bad = np.flatnonzero(~np.isfinite(labels) | (labels >= LABEL_LIMIT))
+        if bad.size:
+            r = int(bad[0])
+            raise LtrError(f"{path}: labels.npy row {r}: {label_problem(float(labels[r]))} (damaged store, or not written by ltr convert)")
+    rows = max(1, (64 << 20) // (4 * max(features.shape[1], 1)))
+    for start, block in row_blocks(features, rows):
+        finite = np.isfinite(block)
+        if not finite.all():
+            r, j = (int(v) for v in np.argwhere(~finite)[0])
+            raise LtrError(f"{path}: features.npy row {start + r}, feature {j + 1} holds {block[r, j]}; features must be finite "
+                           "numbers, as in the file it was converted from (damaged store)")

@@ -100,6 +100,12 @@ def dask_client(workers: int | None = None, scheduler: str | None = None, *, thr
             client = Client(scheduler, timeout="30s")
         except (OSError, TimeoutError) as exc:
             raise LtrError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
+        except (MemoryError, ValueError, TypeError, KeyError, EOFError) as exc:
+            # something listens there but speaks another protocol: Dask read its first bytes as a frame
+            # length (an HTTP reply is ~3e18 bytes long read that way) or as a message it cannot decode
+            raise LtrError(f"--dask-scheduler {scheduler}: something answers there, but not as a Dask scheduler "
+                           f"(its reply is not Dask's protocol: {type(exc).__name__}); check the address and the port "
+                           "(a scheduler listens on 8786 unless told otherwise)") from None
         with client:
             yield client
         return

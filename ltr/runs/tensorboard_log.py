@@ -49,6 +49,25 @@ def hparam_value(value: Any) -> bool | int | float | str:
     return str(value)
 
 
+def _quiet_writer_threads() -> None:
+    """Keep an OSError in TensorBoard's writer thread (a disk full, a file-size limit) from printing
+    a thread traceback: the thread keeps the error and the writer raises it in the main thread at
+    its next call, where the command reports it in one line. Other threads' errors print as before."""
+    import threading
+
+    previous = threading.excepthook
+    if getattr(previous, "ltr_tensorboard", False):
+        return
+
+    def hook(args) -> None:
+        if isinstance(args.exc_value, OSError) and type(args.thread).__name__ == "_AsyncWriterThread":
+            return
+        previous(args)
+
+    hook.ltr_tensorboard = True
+    threading.excepthook = hook
+
+
 class TensorBoardLogger:
     """Thin wrapper over ``SummaryWriter`` that knows the tag scheme above.
 
@@ -61,9 +80,26 @@ class TensorBoardLogger:
             SummaryWriter,  # imported lazily: it is slow to import
         )
 
+        _quiet_writer_threads()
         self.log_dir = str(log_dir)
         self.writer = SummaryWriter(log_dir=self.log_dir, purge_step=purge_step)
         self.tags: dict[str, str] = {}
+
+    def __getattribute__(self, name: str) -> Any:
+        # every method: an OSError of the writer (raised from its thread's error) names the log folder
+        value = object.__getattribute__(self, name)
+        if name.startswith("_") or not callable(value):
+            return value
+
+        def call(*args, **kwargs):
+            try:
+                return value(*args, **kwargs)
+            except OSError as exc:
+                if exc.filename is None and exc.errno is not None:
+                    raise OSError(exc.errno, exc.strerror, object.__getattribute__(self, "log_dir")) from exc
+                raise
+
+        return call
 
     def scalar(self, tag: str, value: float, step: int) -> None:
         self.writer.add_scalar(tag, float(value), step)

@@ -42,7 +42,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -300,7 +300,7 @@ def _check_dataset_paths(kind: str, opts: dict, where: str) -> None:
         checks.input_folder(opts["path"], f"{where}: path")
 
 
-def load_config(path: str | os.PathLike) -> AblationConfig:
+def load_config(path: str | os.PathLike, only: Sequence[str] | None = None) -> AblationConfig:
     """Read an ablation TOML file (see ``experiments/ablate_pairwise_vs_lambda.toml``).
 
     Top level: ``[ablation]`` (methods, seeds, metrics, reference, primary, confidence,
@@ -309,7 +309,8 @@ def load_config(path: str | os.PathLike) -> AblationConfig:
     named scorer), ``[variants.<name>]`` (see :mod:`ltr.study.methods`; also ``tuning_budget`` and
     ``quality_reference`` in ``[ablation]``) and one ``[[datasets]]`` table per data set
     (``name``, ``kind`` and the kind's options). Relative data paths are taken from the current
-    working directory. Unknown keys are errors naming the file and the key.
+    working directory. Unknown keys are errors naming the file and the key. ``only``: the names of
+    the data sets that will run (``--datasets``); the files of the others are not looked for.
     """
     from ltr.train.config import check_keys, read_toml
 
@@ -336,7 +337,8 @@ def load_config(path: str | os.PathLike) -> AblationConfig:
             raise LtrError(f"{where}: an svmlight data set needs train and test (valid is optional)")
         if kind == "folds" and "path" not in opts:
             raise LtrError(f"{where}: a folds data set needs path (a folder with S1.txt .. S5.txt)")
-        _check_dataset_paths(kind, opts, where)
+        if only is None or str(raw["name"]) in only:
+            _check_dataset_paths(kind, opts, where)
         datasets.append(DatasetSpec(str(raw["name"]), kind, opts))
     base = default_config()
     kwargs: dict[str, Any] = {"datasets": datasets, "source": str(path)}

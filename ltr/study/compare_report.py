@@ -50,10 +50,21 @@ def _header(comparison) -> list[str]:
             f"p ({comparison.correction})", "wins/ties/losses"]
 
 
+def queries_used(comparison) -> str:
+    """How many queries the statistics use: the common queries less those a metric skips (no
+    relevant item: NaN per-query values), e.g. ``50 queries, 3 without relevant items skipped``."""
+    n = len(comparison.query_ids) if comparison.query_ids is not None else max(r.n for r in comparison.rows)
+    skipped = sorted({n - r.n for r in comparison.rows})
+    if skipped == [0]:
+        return f"{n} queries"
+    if len(skipped) == 1:
+        return f"{n} queries, {skipped[0]} without relevant items skipped"
+    return f"{n} queries, {skipped[0]} to {skipped[-1]} without relevant items skipped (by metric)"
+
+
 def _summary(comparison) -> str:
-    n = len(comparison.query_ids) if comparison.query_ids is not None else comparison.rows[0].n
     m = len(comparison.runs) - 1
-    return (f"{n} queries; {_TEST_NAMES[comparison.test]}, p-values corrected ({comparison.correction}) for "
+    return (f"{queries_used(comparison)}; {_TEST_NAMES[comparison.test]}, p-values corrected ({comparison.correction}) for "
             f"{m} comparison{'s' if m != 1 else ''} per metric")
 
 

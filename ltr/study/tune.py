@@ -188,7 +188,8 @@ def load_tune_config(path: str | os.PathLike) -> TuneConfig:
 def _check_fixed(cfg: TuneConfig) -> None:
     """Check the fixed tables' keys and values, and the searched keys, before any trial runs."""
     from ltr.checks import check_table
-    from ltr.train.config import GBDT_RULES, LOSS_RULES, MODEL_RULES, TRAIN_RULES, check_keys, check_lightgbm_params
+    from ltr.train.config import (GBDT_RULES, LIGHTGBM_RULES, LOSS_RULES, MODEL_RULES, TRAIN_RULES, check_keys,
+                                  check_lightgbm_params)
 
     where = cfg.source
     if cfg.kind == "neural":
@@ -208,6 +209,8 @@ def _check_fixed(cfg: TuneConfig) -> None:
         check_keys(cfg.space["gbdt"], GBDT_RULES, where=f"{where} [space.gbdt]")
         _check_space_values(f"{where} [space.gbdt]", cfg.space["gbdt"], GBDT_RULES)
         check_lightgbm_params(cfg.fixed[cfg.kind], where=f"{where} [{cfg.kind}]")
+        if cfg.kind == "lightgbm":  # LightGBM keys with a stated range: the rules of ltr gbdt's options
+            _check_space_values(f"{where} [space.lightgbm]", cfg.space["lightgbm"], LIGHTGBM_RULES)
 
 
 # ---------------------------------------------------------------------------------------------- trials
@@ -384,9 +387,44 @@ def _exclusive(out: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def _check_study_file(db: Path) -> None:
+    """``study.db``, when it is there, must be an SQLite file this process may write: a search
+    resumes from it and adds its trials. Checked before Optuna opens it (SQLAlchemy would answer a
+    damaged file with a traceback); a file without write permission is refused even for root."""
+    if not os.path.lexists(db):
+        return
+    if not db.is_file():
+        raise LtrError(f"{db}: is not a file; ltr tune keeps its study there: remove it or use another --out")
+    try:
+        with open(db, "rb") as fh:
+            head = fh.read(len(SQLITE_MAGIC))
+    except OSError as exc:
+        raise LtrError(f"{db}: cannot be read ({exc.strerror or exc})") from None
+    if head and head != SQLITE_MAGIC:
+        raise LtrError(f"{db}: not an SQLite database (damaged, or not written by ltr tune); remove it or use another --out")
+    if not os.access(db, os.W_OK) or not db.stat().st_mode & 0o222:
+        raise LtrError(f"{db}: is read-only, and ltr tune adds its trials to it; make it writable or use another --out")
+
+
+@contextlib.contextmanager
+def _database_errors(db: Path) -> Iterator[None]:
+    """A database error of the study (a disk full, a file damaged while the search runs) as one line."""
+    import sqlalchemy.exc
+
+    try:
+        yield
+    except sqlalchemy.exc.SQLAlchemyError as exc:
+        raise LtrError(f"{db}: the study database failed ({getattr(exc, 'orig', None) or exc.__class__.__name__}); "
+                       "the trials finished before are kept") from None
+
+
 def _open_study(cfg: TuneConfig, out: Path, higher: bool):
     import optuna
 
+    _check_study_file(out / "study.db")
     storage = optuna.storages.RDBStorage(f"sqlite:///{(out / 'study.db').resolve()}")
     study = optuna.create_study(storage=storage, study_name=STUDY_NAME, load_if_exists=True,
                                 direction="maximize" if higher else "minimize")
@@ -437,7 +475,7 @@ def run_tuning(cfg: TuneConfig, out: str | os.PathLike, n_trials: int, data, *, 
     out = Path(out)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     higher = higher_is_better(cfg.metric) if cfg.kind == "neural" else True
-    with _exclusive(out):
+    with _exclusive(out), _database_errors(out / "study.db"):
         study = _open_study(cfg, out, higher)
         _recover_interrupted(study, out, say)
         done = _finished(study)

@@ -66,12 +66,24 @@ def set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda"]])
 
 
+def save_torch(obj: Any, path: str | os.PathLike) -> Path:
+    """``torch.save(obj)`` into memory, then written atomically: a failed write (a full disk, a
+    file-size limit) is the operating system's :class:`OSError` naming ``path``, where torch's own
+    file writer turns it into a RuntimeError without errno ("enforce fail at inline_container.cc")."""
+    import io
+
+    path = Path(path)
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as fh:
+            fh.write(buffer.getbuffer())
+    return path
+
+
 def save_checkpoint(path: str | os.PathLike, state: dict[str, Any]) -> Path:
     """``torch.save(state)`` atomically: the old checkpoint stays until the new one is complete."""
-    path = Path(path)
-    with atomic_path(path) as tmp:
-        torch.save(state, tmp)
-    return path
+    return save_torch(state, path)
 
 
 def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict[str, Any]:

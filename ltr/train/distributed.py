@@ -270,6 +270,9 @@ class DistributedTrainer(Trainer):
                     "statistics would differ from one process's; train it with one process"
                 )
 
+    def _announces(self) -> bool:
+        return not self.ctx.active or self.ctx.is_main
+
     def _resume_or_seed(self, train_ds, valid_ds) -> int:
         """Rank 0 reads the checkpoint and sends it to every rank; then the model is wrapped in DDP."""
         if not self.ctx.active:

@@ -14,6 +14,7 @@ seed ``seeds[k]`` (initial weights, batch order, dropout and input noise all fol
 from __future__ import annotations
 
 import dataclasses
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -69,6 +70,15 @@ class EnsembleFit:
     wall_time_s: float
 
 
+def _duration(seconds: float) -> str:
+    """``"45 s"``, ``"12 min"``, ``"1.5 h"``."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 def fit_ensemble(make_model: Callable[[int], nn.Module], loss: nn.Module, config, train_ds, valid_ds, test_ds=None,
                  *, seeds: Sequence[int], member_config: Callable[[Any, int], Any] | None = None) -> EnsembleFit:
     """Train one member per seed and average them.
@@ -93,7 +103,14 @@ def fit_ensemble(make_model: Callable[[int], nn.Module], loss: nn.Module, config
         if member_config is not None:
             cfg = member_config(cfg, k)
         seed_everything(seed)
-        fits.append(Trainer(make_model(seed), loss, cfg).fit(train_ds, valid_ds))
+        trainer = Trainer(make_model(seed), loss, cfg)
+        trainer.progress_label = f"member {k + 1}/{len(seeds)} (seed {seed}) epochs"  # which bar is which
+        fits.append(trainer.fit(train_ds, valid_ds))
+        left = len(seeds) - k - 1
+        if cfg.progress and left:  # a long ensemble says early how long it will take
+            took = time.perf_counter() - t0
+            print(f"member {k + 1}/{len(seeds)} trained; about {_duration(took / (k + 1) * left)} more for the "
+                  f"other {left}", file=sys.stderr)
     model = EnsembleScorer([f.model for f in fits]).eval()
 
     def judge(ds, where):

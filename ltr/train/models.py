@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from ltr.errors import LtrError
-from ltr.io_utils import atomic_path, atomic_write_json
+from ltr.io_utils import atomic_write_json
 from ltr.train.attention import ContextAwareScorer
 from ltr.train.ensemble import EnsembleScorer
 from ltr.train.scorers import (
@@ -69,10 +69,18 @@ def build_model(config: dict[str, Any]) -> _Scorer:
     >>> build_model({"type": "attention", "n_features": 3, "width": 8, "heads": 2}).listwise
     True
     """
+    from ltr.checks import COUNT
+    from ltr.train.config import MODEL_RULES
+
     cfg = dict(config)
     kind = cfg.pop("type", None)
     norm = cfg.pop("normalizer", None)
     names = cfg.pop("feature_names", None)
+    if kind != "ensemble":  # the rules of [model] in TOML: "hidden": "xy" is refused by name, not by a ValueError
+        for key, value in cfg.items():
+            rule = COUNT if key == "n_features" else MODEL_RULES.get(key)
+            if rule is not None:
+                rule.check(value, key)
     try:
         if kind == "linear":
             model: _Scorer = LinearScorer(**cfg)
@@ -91,7 +99,7 @@ def build_model(config: dict[str, Any]) -> _Scorer:
             return model if names is None else model.set_feature_names(names)
         else:
             raise LtrError(f"unknown model type {kind!r}; choose one of {', '.join(MODEL_TYPES)}")
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:
         raise LtrError(f"bad model configuration {config}: {exc}") from None
     if norm is not None:
         model.set_normalizer(FeatureTransform(model.n_features, norm))
@@ -102,9 +110,10 @@ def save_model(model: nn.Module, folder: str | os.PathLike) -> Path:
     """Write ``model.pt`` (state dict) and ``model.json`` (architecture) into ``folder``, atomically."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    from ltr.train.checkpoint import save_torch
+
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-    with atomic_path(folder / MODEL_FILE) as tmp:
-        torch.save(state, tmp)
+    save_torch(state, folder / MODEL_FILE)  # a failed write is an OSError naming the file
     atomic_write_json(folder / MODEL_JSON, model_config(model))
     return folder
 

@@ -53,6 +53,17 @@ def _split_qid(X, qid, where: str):
     return X, qid
 
 
+def _one_column(values, where: str) -> np.ndarray:
+    """``values`` as a 1-D array: a 2-D array is refused (one value per row; a single column
+    [N, 1] is taken, as scikit-learn's ``column_or_1d`` does), never flattened into rows."""
+    a = np.asarray(values)
+    if a.ndim == 2 and a.shape[1] == 1:
+        a = a[:, 0]
+    if a.ndim != 1:
+        raise ValueError(f"{where} must hold one value per row (a 1-D array), got an array of shape {a.shape}")
+    return a
+
+
 def query_offsets_from_qid(qid, n_rows: int, where: str = "qid") -> tuple[np.ndarray, np.ndarray]:
     """``(query_offsets [Q+1], query_ids [Q])`` from per-row ids whose queries are contiguous runs.
 
@@ -60,7 +71,7 @@ def query_offsets_from_qid(qid, n_rows: int, where: str = "qid") -> tuple[np.nda
     >>> offsets.tolist(), ids.tolist()
     ([0, 2, 5, 6], [7, 3, 9])
     """
-    q = np.asarray(qid).reshape(-1)
+    q = _one_column(qid, where)
     if q.shape[0] != n_rows:
         raise ValueError(f"{where} has {q.shape[0]} entries for {n_rows} rows of X")
     if n_rows == 0:
@@ -82,18 +93,20 @@ def query_offsets_from_qid(qid, n_rows: int, where: str = "qid") -> tuple[np.nda
 def dataset_from_arrays(X, y, qid, *, sample_weight=None, where: str = "X"):
     """A :class:`ltr.data.RankingDataset` from scikit-learn-style arrays (see the module docstring)."""
     from ltr.data.dataset import RankingDataset
+    from ltr.data.labels import LABEL_LIMIT, label_problem
 
     X, qid = _split_qid(X, qid, where)
     if qid is None:
         raise ValueError(f"{where}: query ids are needed: pass qid= (one id per row) or a data frame with a {QID_COLUMN!r} column")
     features = check_array(X, dtype=np.float32, order="C")
-    labels = np.asarray(y, dtype=np.float64).reshape(-1)
+    labels = _one_column(y, f"{where}: y").astype(np.float64)
     if labels.shape[0] != features.shape[0]:
         raise ValueError(f"{where}: y has {labels.shape[0]} entries for {features.shape[0]} rows")
-    if not np.all(np.isfinite(labels)):
-        raise ValueError(f"{where}: y holds NaN or infinite values")
+    bad = np.flatnonzero(~np.isfinite(labels) | (labels >= LABEL_LIMIT))
+    if bad.size:  # the readers' rule (ltr.data.labels): a label of 5000 would turn the gains into inf
+        raise ValueError(f"{where}: y[{int(bad[0])}]: {label_problem(float(labels[bad[0]]))}")
     offsets, ids = query_offsets_from_qid(qid, features.shape[0], f"{where}: qid")
-    weights = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64).reshape(-1)
+    weights = None if sample_weight is None else _one_column(sample_weight, f"{where}: sample_weight").astype(np.float64)
     return RankingDataset(features, labels, offsets, ids, weights=weights)
 
 
@@ -237,7 +250,8 @@ class NeuralRanker(BaseEstimator):
         """One score per row of ``X`` (a ``qid`` column of a data frame is ignored): higher ranks first."""
         from ltr.train.trainer import predict_scores
 
-        return predict_scores(self.model_, self._features(X))
+        features = self._features(X)  # first: NotFittedError before fit, as scikit-learn's estimators raise
+        return predict_scores(self.model_, features)
 
     def score(self, X, y, qid=None) -> float:
         """Mean NDCG@10 over the queries with a relevant item (the toolkit's conventions:

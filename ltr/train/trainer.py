@@ -42,6 +42,7 @@ from __future__ import annotations
 import hashlib
 import math
 import random
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -177,6 +178,7 @@ class Trainer:
         self.history: list[dict[str, Any]] = []
         self._fingerprints_now: dict[str, Any] | None = None
         self.stop_reason: str | None = None
+        self.progress_label = "epochs"  # the epochs bar's description (an ensemble names the member)
 
     def request_stop(self, reason: str) -> None:
         """Ask the running :meth:`fit` to stop after the current epoch (from a callback)."""
@@ -252,10 +254,17 @@ class Trainer:
             self.stopping.load_state_dict(ckpt)
             self.history = list(ckpt["history"])
             set_rng_state(ckpt["rng"])
-            return int(ckpt["epochs_done"])
+            done = int(ckpt["epochs_done"])
         except (KeyError, TypeError, ValueError, RuntimeError, AttributeError, IndexError) as exc:
             raise LtrError(f"{path}: damaged checkpoint ({type(exc).__name__}: {' '.join(str(exc).split())[:160]}); "
                            "delete it to start afresh") from None
+        if self._announces():  # a resumed run says so: its first epochs are not trained again
+            print(f"resuming from {path} at epoch {done + 1} ({done} of {self.config.epochs} epochs done)", file=sys.stderr)
+        return done
+
+    def _announces(self) -> bool:
+        """Whether this process prints notes (the distributed trainer: rank 0 only)."""
+        return True
 
     # ------------------------------------------------------------------ training
     def fit(self, train_ds, valid_ds, test_ds=None) -> FitResult:
@@ -331,7 +340,7 @@ class Trainer:
         cfg = self.config
         if self.stopping.should_stop:
             return True  # the checkpointed run had already stopped
-        bar = tqdm(range(start, cfg.epochs), desc="epochs", disable=not cfg.progress, initial=start, total=cfg.epochs)
+        bar = tqdm(range(start, cfg.epochs), desc=self.progress_label, disable=not cfg.progress, initial=start, total=cfg.epochs)
         try:
             for e in bar:
                 record, valid_scores = self.run_epoch(train_ds, valid_ds, e)
