@@ -101,6 +101,26 @@ def flat_from_padded(scores: Any, labels: Any, mask: Any = None, *extra: Any):
     return tuple(out)
 
 
+def sum_columns_in_order(matrix: np.ndarray) -> np.ndarray:
+    """Row sums of a [Q, K] matrix added left to right: ``(((m[:, 0] + m[:, 1]) + m[:, 2]) + ...)``.
+
+    numpy's ``sum(axis=1)`` adds pairwise in groups that depend on K, so the same row padded with
+    zero columns to another width (a share of the queries whose longest list is shorter) could
+    differ in the last bit; in order, trailing zeros change nothing, and the sum equals the one a
+    ``np.bincount`` over the rank-ordered items accumulates. The rows are the queries, so the loop
+    runs over the K columns only.
+
+    >>> sum_columns_in_order(np.array([[0.1, 0.2, 0.3], [1.0, 0.0, 0.0]])).tolist()
+    [0.6000000000000001, 1.0]
+    """
+    if matrix.shape[1] == 0:
+        return np.zeros(matrix.shape[0])
+    out = matrix[:, 0].astype(np.float64, copy=True)
+    for j in range(1, matrix.shape[1]):
+        out += matrix[:, j]
+    return out
+
+
 def _bit_length(n: int) -> int:
     return int(n).bit_length()
 
@@ -491,13 +511,32 @@ class RankedLists:
         return (sums / counts)[gid]
 
     def _avg_hits(self, k: Any, threshold: float) -> np.ndarray:
+        """[Q] expected relevant items in the top k when each tie group is in random order.
+
+        Whole groups inside the cutoff count their relevant items (an integer count); the group the
+        cutoff cuts adds ``w * r_g / m_g`` for its ``w`` places inside. Per query, from integer
+        prefix counts: no float running sum over all queries, whose rounding would depend on the
+        queries before.
+        """
         key = ("avgcum", threshold)
         if key not in self._cache:
-            rel = (self.labels >= threshold)[self.perm].astype(np.float64)
-            self._cache[key] = np.concatenate([[0.0], np.cumsum(self._tie_average(rel))])
-        c = self._cache[key]
+            rel = (self.labels >= threshold)[self.perm]
+            gid = self._tie_groups
+            g_start = np.flatnonzero(np.r_[True, gid[1:] != gid[:-1]]) if gid.size else np.zeros(0, np.int64)
+            g_size = np.diff(np.r_[g_start, gid.size])
+            g_rel = np.bincount(gid, weights=rel, minlength=g_start.size)
+            hits = np.concatenate([[0], np.cumsum(rel, dtype=np.int64)])
+            self._cache[key] = (hits, g_start, g_size, g_rel)
+        hits, g_start, g_size, g_rel = self._cache[key]
         end = self.starts + (self.lengths if k is None else np.minimum(k, self.lengths))
-        return c[end] - c[self.starts]
+        out = (hits[end] - hits[self.starts]).astype(np.float64)
+        q = np.flatnonzero(end > self.starts)
+        g = self._tie_groups[end[q] - 1]  # the group of the last place inside the cutoff
+        inside = end[q] - g_start[g]
+        cut = inside < g_size[g]
+        q, g, inside = q[cut], g[cut], inside[cut]
+        out[q] = (hits[g_start[g]] - hits[self.starts[q]]) + inside * g_rel[g] / g_size[g]
+        return out
 
     def _avg_first_hit(self, kind: str, k: int | None, threshold: float) -> np.ndarray:
         """[Q] expected RR@k or HitRate@k over uniformly random orders inside each tie group.
@@ -582,7 +621,7 @@ class RankedLists:
             g = self._gains_of(self.labels[rows], ig)
             g[~valid] = 0.0
             g *= self._discount_table(kc, k)
-            out = g.sum(axis=1)  # (not a BLAS matrix product: no thread start-up on small work)
+            out = sum_columns_in_order(g)  # in rank order, as the bincount paths add
         elif self.conventions.ties != "average":
             # block by block over the ranked items, keeping ranks <= k
             disc = self._discount_table(kc, k)
@@ -660,7 +699,7 @@ class RankedLists:
             else:
                 hi = np.cumsum(counts, axis=1)
                 dcum = np.concatenate([[0.0], np.cumsum(self._discount_table(max_len, k))])
-                out = ((dcum[hi] - dcum[hi - counts]) * gains).sum(axis=1)
+                out = sum_columns_in_order((dcum[hi] - dcum[hi - counts]) * gains)
         else:
             ig = self.item_gain if not self.has_qrels else None
             g = self._gains_of(labels, ig)
