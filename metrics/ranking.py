@@ -142,18 +142,33 @@ def _blocks(n: int, chunk: int | None = None):
         yield a, min(a + chunk, n)
 
 
-def _segment_runs(seg_offsets: np.ndarray, n: int):
-    """Yield ``(a, b, q0, lens)``: block [a, b) of [0, n) holds ``lens[j]`` items of segment q0 + j."""
-    for a, b in _blocks(n):
+def _whole_segment_blocks(seg_offsets: np.ndarray, n: int):
+    """Blocks ``[a, b)`` of about ``_CHUNK`` items that end at segment boundaries (or at ``n``)."""
+    a = 0
+    while a < n:
+        j = int(np.searchsorted(seg_offsets, min(a + _CHUNK, n), side="left"))
+        b = int(seg_offsets[j]) if j < seg_offsets.size else n
+        yield a, b
+        a = b
+
+
+def _segment_runs(seg_offsets: np.ndarray, n: int, whole: bool = False):
+    """Yield ``(a, b, q0, lens)``: block [a, b) of [0, n) holds ``lens[j]`` items of segment q0 + j.
+
+    ``whole=True`` never splits a segment between blocks: float sums per segment then come out of
+    one block, the same whatever comes before the segment (a share of the queries alone gives the
+    same bits).
+    """
+    for a, b in (_whole_segment_blocks(seg_offsets, n) if whole else _blocks(n)):
         q0 = int(np.searchsorted(seg_offsets, a, side="right")) - 1
         q1 = int(np.searchsorted(seg_offsets, b - 1, side="right")) - 1
         lens = np.minimum(seg_offsets[q0 + 1:q1 + 2], b) - np.maximum(seg_offsets[q0:q1 + 1], a)
         yield a, b, q0, lens
 
 
-def _segment_blocks(seg_offsets: np.ndarray, n: int):
+def _segment_blocks(seg_offsets: np.ndarray, n: int, whole: bool = False):
     """Yield ``(a, b, q0, q)`` over [0, n): ``q`` [b-a] is the segment of each element, q0 its minimum."""
-    for a, b, q0, lens in _segment_runs(seg_offsets, n):
+    for a, b, q0, lens in _segment_runs(seg_offsets, n, whole):
         yield a, b, q0, np.repeat(np.arange(q0, q0 + lens.size, dtype=np.int64), lens)
 
 
@@ -626,7 +641,7 @@ class RankedLists:
             # block by block over the ranked items, keeping ranks <= k
             disc = self._discount_table(kc, k)
             out = np.zeros(n_q)
-            for a, b, q0, q in _segment_blocks(self.offsets, self.n_items):
+            for a, b, q0, q in _segment_blocks(self.offsets, self.n_items, whole=True):
                 pos = np.arange(a, b) - self.starts[q]
                 rows = self.perm[a:b]
                 if kc < self.max_len:
@@ -772,7 +787,7 @@ class RankedLists:
                 # precision at each relevant item: (hits so far) / rank, both from its position
                 seg = np.append(first, ridx.size)
                 total = np.zeros(self.n_queries)
-                for a, b, q0, lens in _segment_runs(seg, ridx.size):
+                for a, b, q0, lens in _segment_runs(seg, ridx.size, whole=True):
                     qs = slice(q0, q0 + lens.size)
                     rank = ridx[a:b] - np.repeat(self.starts[qs] - 1, lens)
                     prec = np.arange(a, b, dtype=np.float64)

@@ -17,6 +17,7 @@ import pytest
 import metrics
 
 ev = importlib.import_module("metrics.evaluate")  # the module (metrics.evaluate is also the function)
+ranking = importlib.import_module("metrics.ranking")
 
 RANKED = "ndcg@10,ndcg,dcg@5,map,map@20,mrr@10,p@5,recall@20,hit@3,rprec,err@10,rbp.9,rbp_resid.9,opa,arp,ndcg_burges@10"
 
@@ -35,9 +36,12 @@ def workload(n_queries=37, seed=5, nan_labels=False):
     return scores, labels, offsets, doc_ids
 
 
-@pytest.fixture()
-def split_small_inputs(monkeypatch):
+@pytest.fixture(params=[1 << 18, 7], ids=["one-block", "blocks-of-7"])
+def split_small_inputs(monkeypatch, request):
+    """Shares of a few hundred items; and blocks of 7 items inside the metrics (their large inputs are
+    processed in blocks of 2^18 items, whose edges fall elsewhere in a share than in the whole)."""
     monkeypatch.setattr(ev, "MIN_ITEMS_PER_THREAD", 1)
+    monkeypatch.setattr(ranking, "_CHUNK", request.param)
 
 
 def assert_same(one, many):
@@ -125,3 +129,29 @@ def test_share_bounds_balance_items_and_keep_small_inputs_on_one_thread():
         assert ev._share_bounds(120, [0] * 119, offsets, 2) is None  # malformed: one thread words the error
     finally:
         ev.MIN_ITEMS_PER_THREAD = old
+
+
+def test_ltr_eval_threads_prints_the_same_report(tmp_path, monkeypatch):
+    from ltr.cli import main
+
+    monkeypatch.setattr(ev, "MIN_ITEMS_PER_THREAD", 1)
+    calls = []
+    original = ev._threaded_values
+    monkeypatch.setattr(ev, "_threaded_values", lambda *a: calls.append(a[1]) or original(*a))
+    from ltr.data.trec import write_qrels, write_run
+
+    rng = np.random.default_rng(0)
+    qrels = {f"q{i}": {f"d{j}": int(rng.integers(0, 3)) for j in range(0, 30, 3)} for i in range(40)}
+    run = {f"q{i}": [(f"d{j}", float(rng.normal())) for j in range(25)] for i in range(40)}
+    write_qrels(tmp_path / "qrels", qrels)
+    write_run(tmp_path / "run", run)
+    reports = []
+    for threads in ("1", "3"):
+        out = tmp_path / f"report{threads}.json"
+        argv = ["eval", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--per-query",
+                "--metrics", "ndcg@10,map,recall@20", "--threads", threads, "--output", str(out)]
+        assert main(argv) == 0
+        reports.append(out.read_text())
+    assert reports[0] == reports[1]
+    assert '"ndcg@10"' in reports[0]
+    assert calls == [3]  # --threads 3 reached metrics.evaluate; --threads 1 stayed on one thread

@@ -6,7 +6,8 @@ import argparse
 import functools
 
 from ltr.commands import (
-    add_convention_options, add_json_option, check_one_stdin, convention_overrides, text_stream,
+    add_convention_options, add_json_option, add_threads_option, check_one_stdin, convention_overrides, metric_threads,
+    text_stream,
 )
 from ltr.errors import LtrError
 
@@ -40,6 +41,7 @@ def register(subparsers) -> None:
         "parameter syntax (P.5,10) and all_trec for all of them",
     )
     add_convention_options(parser)
+    add_threads_option(parser)
     parser.add_argument("--diversity", action="store_true",
                         help="--qrels holds TREC diversity qrels (qid subtopic docno rel); the metrics are "
                         "alpha_ndcg@K (Clarke et al. 2008, greedy ideal over every judged document)")
@@ -81,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
         metric_names = DEFAULT_DIVERSITY if args.metrics == DEFAULT_METRICS else args.metrics
         result = evaluate_diversity(aligned, metric_names, args.alpha, args.preset, **convention_overrides(args))
     else:
-        result = evaluate_aligned(aligned, args.metrics, args.preset, **convention_overrides(args))
+        result = evaluate_aligned(aligned, args.metrics, args.preset, threads=metric_threads(args),
+                                  **convention_overrides(args))
     report = {
         "queries": {"evaluated": len(aligned.query_ids), "run_only": len(aligned.dropped_run_queries),
                     "qrels_only": len(aligned.dropped_qrels_queries)},
