@@ -72,7 +72,8 @@ def run_names(paths: list[str], names: list[str] | None) -> list[str]:
 
 def run(args) -> int:
     import metrics
-    from ltr.data.trec import align, evaluate_aligned, read_qrels, read_run
+    from ltr.data.trec import evaluate_aligned
+    from ltr.data.trec_tables import align_tables, read_qrels_table, read_run_table
     from ltr.io_utils import atomic_write_text, write_json_report
     from ltr.study.compare_report import comparison_latex, comparison_markdown, plot_differences
 
@@ -86,10 +87,10 @@ def run(args) -> int:
         if target and target != "-":
             output_file(target, option, inputs=inputs)
     names = run_names(args.run, args.name)
-    qrels = read_qrels(args.qrels)
+    qrels = read_qrels_table(args.qrels)
     results = {}
     for name, path in zip(names, args.run):
-        aligned = align(read_run(path), qrels, complete=args.complete)
+        aligned = align_tables(read_run_table(path), qrels, complete=args.complete)
         if not aligned.query_ids:
             raise LtrError(f"no query of {path} has judgments in {args.qrels}: nothing to compare")
         results[name] = evaluate_aligned(aligned, args.metrics, args.preset, threads=metric_threads(args),

@@ -56,7 +56,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ltr.data.trec import (
-        align, align_diversity, evaluate_aligned, evaluate_diversity, read_diversity_qrels, read_qrels, read_run,
+        align_diversity, evaluate_aligned, evaluate_diversity, read_diversity_qrels, read_run,
     )
     from ltr.checks import output_file
     from ltr.io_utils import write_json_report
@@ -76,7 +76,9 @@ def run(args: argparse.Namespace) -> int:
         aligned = align_diversity(read_run(run_path), read_diversity_qrels(args.qrels))
         aligned.dropped_run_queries = aligned.dropped_qrels_queries = []
     else:
-        aligned = align(read_run(run_path), read_qrels(args.qrels), complete=args.complete)
+        from ltr.data.trec_tables import align_tables, read_qrels_table, read_run_table
+
+        aligned = align_tables(read_run_table(run_path), read_qrels_table(args.qrels), complete=args.complete)
     if not aligned.query_ids:
         raise LtrError(f"no query of {run_path} has judgments in {args.qrels}: nothing to evaluate")
     if args.diversity:
