@@ -6,8 +6,7 @@
 Generates (seeded, once; kept in ``--dir``, which should not be in the repository) a run of
 ``--queries`` queries x ``--depth`` documents (``qid Q0 docno rank score tag``, MS MARCO-like ids)
 and qrels with ``--judged`` documents per query (grades 0..3, about half of them retrieved), then
-times, each in a fresh process (wall time and peak RSS from ``/usr/bin/time``-style
-``resource.getrusage`` of the child):
+times, each in a fresh process (wall time, CPU time and peak RSS of the child, from ``wait4``):
 
 * ``ltr eval --metrics ndcg@10,map,recall@100`` (the columnar reader, :func:`ltr.data.trec.read_run_table`);
 * the same evaluation through the line-by-line reader (``read_run`` / ``read_qrels`` dictionaries,
@@ -99,8 +98,8 @@ for path in sys.argv[2:]:
 """
 
 
-def timed_child(argv: list[str]) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS in GB, standard output) of a child process."""
+def timed_child(argv: list[str]) -> tuple[float, float, float, str]:
+    """(wall seconds, CPU seconds (user + system), peak RSS in GB, standard output) of a child process."""
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     t = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -109,7 +108,7 @@ def timed_child(argv: list[str]) -> tuple[float, float, str]:
     out, err = proc.stdout.read(), proc.stderr.read()
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{' '.join(argv[:3])}... failed:\n{err}")
-    return wall, usage.ru_maxrss / 1024**2, out
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024**2, out
 
 
 def ltr_means(json_text: str) -> dict:
@@ -137,35 +136,36 @@ def main(argv=None) -> int:
     py = sys.executable
     ltr = [py, "-m", "ltr.cli"]
     rows = []
-    wall, rss, out = timed_child(ltr + ["eval", "--qrels", str(qrels), "--run", str(runs[0]), "--metrics", METRICS,
+    wall, cpu, rss, out = timed_child(ltr + ["eval", "--qrels", str(qrels), "--run", str(runs[0]), "--metrics", METRICS,
                                         "--preset", "trec_eval", "--json", "-"])
     ours = ltr_means(out)
-    rows.append(("ltr eval (columnar reader)", wall, rss, ours))
+    rows.append(("ltr eval (columnar reader)", wall, cpu, rss, ours))
     if not args.skip_line_by_line:
-        wall, rss, out = timed_child([py, "-c", LINE_BY_LINE.format(metrics=METRICS), str(qrels), str(runs[0])])
-        rows.append(("line-by-line reader + metrics.evaluate (before)", wall, rss, json.loads(out.splitlines()[0])))
-    wall, rss, out = timed_child([py, "-c", PYTREC.format(), str(qrels), str(runs[0])])
-    rows.append(("pytrec_eval (Python parsing + C)", wall, rss, json.loads(out.splitlines()[0])))
+        wall, cpu, rss, out = timed_child([py, "-c", LINE_BY_LINE.format(metrics=METRICS), str(qrels), str(runs[0])])
+        rows.append(("line-by-line reader + metrics.evaluate (before)", wall, cpu, rss, json.loads(out.splitlines()[0])))
+    wall, cpu, rss, out = timed_child([py, "-c", PYTREC.format(), str(qrels), str(runs[0])])
+    rows.append(("pytrec_eval (Python parsing + C)", wall, cpu, rss, json.loads(out.splitlines()[0])))
 
     if args.runs >= 2:
         paths = [str(r) for r in runs[:args.runs]]
-        wall, rss, out = timed_child(ltr + ["compare", "--qrels", str(qrels), *[a for r in paths for a in ("--run", r)],
+        wall, cpu, rss, out = timed_child(ltr + ["compare", "--qrels", str(qrels), *[a for r in paths for a in ("--run", r)],
                                             "--metrics", METRICS, "--preset", "trec_eval", "--json", "-"])
-        rows.append((f"ltr compare of {args.runs} runs", wall, rss, None))
-        wall, rss, out = timed_child([py, "-c", PYTREC.format(), str(qrels), *paths])
-        rows.append((f"pytrec_eval of {args.runs} runs", wall, rss, None))
+        rows.append((f"ltr compare of {args.runs} runs", wall, cpu, rss, None))
+        wall, cpu, rss, out = timed_child([py, "-c", PYTREC.format(), str(qrels), *paths])
+        rows.append((f"pytrec_eval of {args.runs} runs", wall, cpu, rss, None))
 
-    print(f"\n{'what':<52} {'wall s':>8} {'peak RSS GB':>12}   " + "  ".join(f"{m:>10}" for m in METRICS.split(",")))
-    for name, wall, rss, means in rows:
+    print(f"\n{'what':<50} {'wall s':>8} {'CPU s':>8} {'peak RSS GB':>12}   "
+          + "  ".join(f"{m:>10}" for m in METRICS.split(",")))
+    for name, wall, cpu, rss, means in rows:
         shown = "  ".join(f"{means[m]:>10.6f}" for m in METRICS.split(",")) if means else ""
-        print(f"{name:<52} {wall:>8.2f} {rss:>12.2f}   {shown}")
+        print(f"{name:<50} {wall:>8.2f} {cpu:>8.2f} {rss:>12.2f}   {shown}")
     pytrec = rows[-1 if args.runs < 2 else -3]
-    gap = max(abs(ours[m] - pytrec[3][m]) for m in METRICS.split(","))
-    print(f"\nltr eval / pytrec_eval: {rows[0][1] / pytrec[1]:.2f}x the time, {rows[0][2] / pytrec[2]:.2f}x the peak "
-          f"memory (target <= 1 for both); largest |mean difference| {gap:.1e}")
+    gap = max(abs(ours[m] - pytrec[4][m]) for m in METRICS.split(","))
+    print(f"\nltr eval / pytrec_eval: {rows[0][1] / pytrec[1]:.2f}x the wall time, {rows[0][2] / pytrec[2]:.2f}x the "
+          f"CPU time, {rows[0][3] / pytrec[3]:.2f}x the peak memory (target <= 1); largest |mean difference| {gap:.1e}")
     if args.runs >= 2:
-        print(f"ltr compare / pytrec_eval ({args.runs} runs): {rows[-2][1] / rows[-1][1]:.2f}x the time, "
-              f"{rows[-2][2] / rows[-1][2]:.2f}x the peak memory")
+        print(f"ltr compare / pytrec_eval ({args.runs} runs): {rows[-2][1] / rows[-1][1]:.2f}x the wall time, "
+              f"{rows[-2][2] / rows[-1][2]:.2f}x the CPU time, {rows[-2][3] / rows[-1][3]:.2f}x the peak memory")
     print(f"load average after: {os.getloadavg()}")
     return 0
 

@@ -319,7 +319,9 @@ def _order(s, offsets, ties, labels, doc_ids):
         ids = np.asarray(doc_ids)
         if ids.dtype == object:  # fixed-width strings sort about twice as fast, in the same (code point) order
             ids = ids.astype(str)
-        codes = np.unique(ids, return_inverse=True)[1].reshape(-1)
+        # integer ids order as they are (ltr.data.trec_tables gives ranks of the ids): no second sort
+        codes = ids.astype(np.int64) if np.issubdtype(ids.dtype, np.integer) else \
+            np.unique(ids, return_inverse=True)[1].reshape(-1)
         return np.lexsort((-codes, -s, qidx))
     if ties == "pessimistic":
         if labels is None:
