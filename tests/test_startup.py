@@ -1,9 +1,9 @@
 """Start-up stays light: ``ltr --help``, ``ltr eval`` and ``import metrics`` load no heavy library.
 
 Every command paid for torch, scipy.stats and LightGBM (6-8 s for ``ltr --help`` on a busy 2-core
-machine) when the package ``__init__`` files imported their whole part. Each check runs in a fresh
-interpreter (a subprocess) and reads ``sys.modules`` at the end: a module-level ``import torch`` put
-back anywhere on the path fails it, by name. The figures are in docs/benchmarks.md
+machine) when the package ``__init__`` files imported their whole part. The checks run as steps in
+one fresh interpreter (a subprocess) that reads ``sys.modules`` after each: a module-level
+``import torch`` put back anywhere on a step's path fails that step, by name. The figures are in docs/benchmarks.md
 (benchmarks/bench_startup.py).
 """
 
@@ -23,19 +23,47 @@ TRAINING = ("torch", "lightgbm", "xgboost", "catboost")
 HEAVY = (*TRAINING, "scipy", "pandas", "pyarrow", "sklearn", "matplotlib", "optuna", "dask", "tensorboard", "onnx")
 
 
-def loaded_after(code: str) -> list[str]:
-    """The top-level packages of :data:`HEAVY` (and ``scipy.stats``) loaded after running ``code``."""
-    probe = (
-        "import sys, json\n" + code + "\n"
-        f"heavy = {HEAVY!r}\n"
-        "names = sorted({m.split('.')[0] for m in sys.modules if m.split('.')[0] in heavy})\n"
-        "names += ['scipy.stats'] if 'scipy.stats' in sys.modules else []\n"
-        "print('LOADED=' + json.dumps(names))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                         env=_env())
-    assert out.returncode == 0, out.stderr
-    line = [x for x in out.stdout.splitlines() if x.startswith("LOADED=")][-1]
+STEPS = {
+    # each step runs after the ones above it in one fresh interpreter (one start-up paid, not six);
+    # the steps that must stay light come first, torch's own (import losses) last
+    "import metrics": "import metrics\nmetrics.evaluate",
+    "import ltr.data": "import ltr.data\nltr.data.read_run\nltr.data.load_svmlight",
+    "ltr --help": ("from ltr.cli import main\n"
+                   "try:\n    main(['--help'])\nexcept SystemExit as e:\n    assert e.code == 0, e.code"),
+    "every command's --help": (
+        "from ltr.cli import COMMANDS, main\n"
+        "for name in COMMANDS:\n"
+        "    with contextlib.redirect_stdout(io.StringIO()):\n"
+        "        try:\n            main([name, '--help'])\n"
+        "        except SystemExit as e:\n            assert e.code == 0, (name, e.code)"),
+    "ltr eval": (
+        "buf = io.StringIO()\nwith contextlib.redirect_stdout(buf):\n"
+        "    rc = main(['eval', '--qrels', QRELS, '--run', RUN, '--metrics', 'ndcg@10,map'])\n"
+        "assert rc == 0 and 'ndcg@10' in buf.getvalue(), (rc, buf.getvalue())"),
+    "from ltr.study import markdown_table": "from ltr.study import markdown_table\nmarkdown_table",
+    "import losses": "import losses\nlosses.get_loss",
+}
+
+
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory) -> dict[str, list[str]]:
+    """{step: the heavy packages (and scipy.stats) loaded once the step and those before it ran}."""
+    folder = tmp_path_factory.mktemp("startup")
+    (folder / "qrels.txt").write_text("1 0 d1 1\n1 0 d2 0\n2 0 d3 2\n")
+    (folder / "run.txt").write_text("1 Q0 d1 1 0.9 r\n1 Q0 d2 2 0.5 r\n2 Q0 d3 1 0.3 r\n")
+    probe = [f"import contextlib, io, json, sys\nQRELS, RUN = {str(folder / 'qrels.txt')!r}, {str(folder / 'run.txt')!r}",
+             f"heavy = {HEAVY!r}",
+             "def loaded():\n"
+             "    names = sorted({m.split('.')[0] for m in sys.modules if m.split('.')[0] in heavy})\n"
+             "    return names + (['scipy.stats'] if 'scipy.stats' in sys.modules else [])",
+             "out = {}"]
+    for step, code in STEPS.items():
+        probe += [code, f"out[{step!r}] = loaded()"]
+    probe.append("print('LOADED=' + json.dumps(out))")
+    done = subprocess.run([sys.executable, "-c", "\n".join(probe)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, env=_env())
+    assert done.returncode == 0, done.stderr
+    line = [x for x in done.stdout.splitlines() if x.startswith("LOADED=")][-1]
     return json.loads(line[len("LOADED="):])
 
 
@@ -47,45 +75,19 @@ def _env() -> dict:
     return env
 
 
-def test_ltr_help_and_every_parser_load_no_heavy_library():
-    # main(["--help"]) builds every sub-command's parser (each command module is imported) and exits 0
-    code = ("from ltr.cli import main\n"
-            "try:\n    main(['--help'])\nexcept SystemExit as e:\n    assert e.code == 0, e.code\n")
-    assert loaded_after(code) == []
+@pytest.mark.parametrize("step", ["import metrics", "import ltr.data", "ltr --help", "ltr eval",
+                                  "from ltr.study import markdown_table"])
+def test_light_steps_load_no_heavy_library(loaded, step):
+    assert loaded[step] == [], f"{step} loaded {loaded[step]}"
 
 
-def test_every_sub_command_help_loads_no_training_library():
-    code = ("import contextlib, io\nfrom ltr.cli import COMMANDS, main\n"
-            "for name in COMMANDS:\n"
-            "    with contextlib.redirect_stdout(io.StringIO()):\n"
-            "        try:\n            main([name, '--help'])\n"
-            "        except SystemExit as e:\n            assert e.code == 0, (name, e.code)\n")
-    assert [m for m in loaded_after(code) if m in (*TRAINING, "scipy.stats")] == []
+def test_every_sub_command_help_loads_no_heavy_library(loaded):
+    # building every command's parser imports every command module
+    assert loaded["every command's --help"] == []
 
 
-def test_ltr_eval_of_a_small_run_loads_no_heavy_library(tmp_path):
-    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.txt"
-    qrels.write_text("1 0 d1 1\n1 0 d2 0\n2 0 d3 2\n")
-    run.write_text("1 Q0 d1 1 0.9 r\n1 Q0 d2 2 0.5 r\n2 Q0 d3 1 0.3 r\n")
-    code = ("import contextlib, io\nfrom ltr.cli import main\nbuf = io.StringIO()\n"
-            f"with contextlib.redirect_stdout(buf):\n    rc = main(['eval', '--qrels', {str(qrels)!r}, "
-            f"'--run', {str(run)!r}, '--metrics', 'ndcg@10,map'])\n"
-            "assert rc == 0, rc\nassert 'ndcg@10' in buf.getvalue(), buf.getvalue()\n")
-    assert loaded_after(code) == []
-
-
-def test_import_metrics_loads_neither_torch_nor_scipy():
-    assert loaded_after("import metrics\nmetrics.evaluate") == []
-
-
-def test_import_losses_loads_torch_but_not_scipy_or_lightgbm():
-    loaded = loaded_after("import losses\nlosses.get_loss")
-    assert "torch" in loaded  # the losses are torch modules
-    assert [m for m in loaded if m != "torch"] == []
-
-
-def test_ltr_data_reads_files_without_torch():
-    assert loaded_after("import ltr.data\nltr.data.read_run\nltr.data.load_svmlight") == []
+def test_import_losses_loads_torch_but_not_scipy_or_lightgbm(loaded):
+    assert loaded["import losses"] == ["torch"]  # the losses are torch modules, and nothing else heavy
 
 
 @pytest.mark.parametrize("package", ["ltr.train", "ltr.gbdt", "ltr.runs", "ltr.study", "ltr.clicks", "ltr.calibrate"])
@@ -100,11 +102,6 @@ def test_lazy_package_names_resolve_to_their_modules(package):
     assert set(pkg.__all__) <= set(dir(pkg))
     with pytest.raises(AttributeError, match="no attribute 'not_a_name'"):
         getattr(pkg, "not_a_name")
-
-
-def test_from_import_of_a_lazy_name_works_in_a_fresh_interpreter():
-    code = "from ltr.study import markdown_table\nassert 'torch' not in sys.modules\nfrom ltr.train import Trainer\n"
-    assert "torch" in loaded_after(code)
 
 
 def test_average_ranks_equal_scipy_rankdata():
