@@ -47,9 +47,10 @@ def assert_aligned_equal(a, b):
     assert a.query_ids == b.query_ids
     for name in ("scores", "labels", "query_offsets", "qrels_labels", "qrels_offsets"):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
-    # document codes order the documents as their ids do
+    # inside each query (where ties by docno compare them) the document codes order as the ids do
     ids = np.asarray(b.doc_ids, dtype=str)
-    np.testing.assert_array_equal(np.argsort(a.doc_ids, kind="stable"), np.argsort(ids, kind="stable"))
+    for lo, hi in zip(b.query_offsets[:-1], b.query_offsets[1:]):
+        np.testing.assert_array_equal(np.argsort(a.doc_ids[lo:hi], kind="stable"), np.argsort(ids[lo:hi], kind="stable"))
     assert (a.dropped_run_queries, a.dropped_qrels_queries) == (b.dropped_run_queries, b.dropped_qrels_queries)
 
 
@@ -106,6 +107,10 @@ def test_bad_qrels_lines_are_reported_where_they_are(tmp_path, bad, message):
     "\ufeffq1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 0.25 t\n",         # byte order mark
     "q1 Q0 d1 1 0.5 t \r\nq1 Q0 d2 2 0.25 t\r\n",          # trailing space, CRLF
     "q1 Q0 d\u00e9 1 0.5 t\nq1 Q0 d2 2 0.25 t\n",          # non-ASCII id
+    "q1 Q0 d1 1 0.5 t \nq1 Q0 d2 2 0.25 t \n",            # a space at the end of every line
+    "q1 Q0 d1 1 0.5 t\n q1 Q0 d2 2 0.25 t\n",             # a space at the start of a later line
+    "q1 Q0 d1 1 0.5 t\n#c Q0 d9 1 0.5 t\nq1 Q0 d2 2 0.25 t\n",  # a comment with six fields
+    "q1 Q0 d1 1 0.5 t\r\r\nq1 Q0 d2 2 0.25 t\r\n",          # a lone carriage return
 ])
 def test_valid_files_in_other_shapes_read_the_same(tmp_path, text):
     path = tmp_path / "run.txt"
