@@ -17,8 +17,10 @@ $(STAMP): pyproject.toml constraints.txt
 install: $(STAMP)
 
 # OMP_WAIT_POLICY=PASSIVE: on 2 shared cores, OpenMP's busy-waiting threads stall small torch ops.
+# --dist loadgroup: tests marked xdist_group(NAME) share a worker (the ranx tests pay numba's start-up once);
+# --durations=10 prints the ten slowest tests, to see which one grew.
 test: $(STAMP)
-	OMP_WAIT_POLICY=PASSIVE $(BIN)/python -m pytest -q -n 2 --durations=15 tests metrics losses ltr
+	OMP_WAIT_POLICY=PASSIVE $(BIN)/python -m pytest -q -n 2 --dist loadgroup --durations=10 tests metrics losses ltr
 
 demo: $(STAMP)
 	$(BIN)/ltr ablate --quick --out runs/demo

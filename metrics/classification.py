@@ -20,7 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import rankdata
 
 __all__ = [
     "auc",
@@ -65,6 +64,26 @@ def _scores(y_score, n: int, name: str = "y_score", probability: bool = False) -
     return s
 
 
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """1-based ranks of ``values`` (ascending), tied values sharing the mean of their ranks.
+
+    A run of equal values at sorted positions ``i .. j - 1`` (0-based) gets ``(i + 1 + j) / 2``, as
+    ``scipy.stats.rankdata(method="average")`` gives, without importing scipy. Finite input only.
+
+    >>> average_ranks(np.array([0.3, 0.1, 0.3, 0.2])).tolist()
+    [3.5, 1.0, 3.5, 2.0]
+    """
+    n = values.shape[0]
+    order = np.argsort(values, kind="stable")
+    sorted_values = values[order]
+    starts = np.flatnonzero(np.r_[True, sorted_values[1:] != sorted_values[:-1]])
+    ends = np.r_[starts[1:], n]
+    mean_rank = (starts + 1 + ends) / 2.0
+    ranks = np.empty(n, dtype=np.float64)
+    ranks[order] = np.repeat(mean_rank, ends - starts)
+    return ranks
+
+
 def _weights(sample_weight, n: int) -> np.ndarray | None:
     if sample_weight is None:
         return None
@@ -98,7 +117,7 @@ def auc(y_true, y_score) -> float:
     n_neg = float(y.shape[0] - n_pos)
     if n_pos == 0 or n_neg == 0:
         return float("nan")
-    ranks = rankdata(s, method="average")
+    ranks = average_ranks(s)
     return float((ranks[y == 1].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
 
 

@@ -101,6 +101,26 @@ def flat_from_padded(scores: Any, labels: Any, mask: Any = None, *extra: Any):
     return tuple(out)
 
 
+def sum_columns_in_order(matrix: np.ndarray) -> np.ndarray:
+    """Row sums of a [Q, K] matrix added left to right: ``(((m[:, 0] + m[:, 1]) + m[:, 2]) + ...)``.
+
+    numpy's ``sum(axis=1)`` adds pairwise in groups that depend on K, so the same row padded with
+    zero columns to another width (a share of the queries whose longest list is shorter) could
+    differ in the last bit; in order, trailing zeros change nothing, and the sum equals the one a
+    ``np.bincount`` over the rank-ordered items accumulates. The rows are the queries, so the loop
+    runs over the K columns only.
+
+    >>> sum_columns_in_order(np.array([[0.1, 0.2, 0.3], [1.0, 0.0, 0.0]])).tolist()
+    [0.6000000000000001, 1.0]
+    """
+    if matrix.shape[1] == 0:
+        return np.zeros(matrix.shape[0])
+    out = matrix[:, 0].astype(np.float64, copy=True)
+    for j in range(1, matrix.shape[1]):
+        out += matrix[:, j]
+    return out
+
+
 def _bit_length(n: int) -> int:
     return int(n).bit_length()
 
@@ -122,18 +142,33 @@ def _blocks(n: int, chunk: int | None = None):
         yield a, min(a + chunk, n)
 
 
-def _segment_runs(seg_offsets: np.ndarray, n: int):
-    """Yield ``(a, b, q0, lens)``: block [a, b) of [0, n) holds ``lens[j]`` items of segment q0 + j."""
-    for a, b in _blocks(n):
+def _whole_segment_blocks(seg_offsets: np.ndarray, n: int):
+    """Blocks ``[a, b)`` of about ``_CHUNK`` items that end at segment boundaries (or at ``n``)."""
+    a = 0
+    while a < n:
+        j = int(np.searchsorted(seg_offsets, min(a + _CHUNK, n), side="left"))
+        b = int(seg_offsets[j]) if j < seg_offsets.size else n
+        yield a, b
+        a = b
+
+
+def _segment_runs(seg_offsets: np.ndarray, n: int, whole: bool = False):
+    """Yield ``(a, b, q0, lens)``: block [a, b) of [0, n) holds ``lens[j]`` items of segment q0 + j.
+
+    ``whole=True`` never splits a segment between blocks: float sums per segment then come out of
+    one block, the same whatever comes before the segment (a share of the queries alone gives the
+    same bits).
+    """
+    for a, b in (_whole_segment_blocks(seg_offsets, n) if whole else _blocks(n)):
         q0 = int(np.searchsorted(seg_offsets, a, side="right")) - 1
         q1 = int(np.searchsorted(seg_offsets, b - 1, side="right")) - 1
         lens = np.minimum(seg_offsets[q0 + 1:q1 + 2], b) - np.maximum(seg_offsets[q0:q1 + 1], a)
         yield a, b, q0, lens
 
 
-def _segment_blocks(seg_offsets: np.ndarray, n: int):
+def _segment_blocks(seg_offsets: np.ndarray, n: int, whole: bool = False):
     """Yield ``(a, b, q0, q)`` over [0, n): ``q`` [b-a] is the segment of each element, q0 its minimum."""
-    for a, b, q0, lens in _segment_runs(seg_offsets, n):
+    for a, b, q0, lens in _segment_runs(seg_offsets, n, whole):
         yield a, b, q0, np.repeat(np.arange(q0, q0 + lens.size, dtype=np.int64), lens)
 
 
@@ -284,7 +319,9 @@ def _order(s, offsets, ties, labels, doc_ids):
         ids = np.asarray(doc_ids)
         if ids.dtype == object:  # fixed-width strings sort about twice as fast, in the same (code point) order
             ids = ids.astype(str)
-        codes = np.unique(ids, return_inverse=True)[1].reshape(-1)
+        # integer ids order as they are (ltr.data.trec_tables gives ranks of the ids): no second sort
+        codes = ids.astype(np.int64) if np.issubdtype(ids.dtype, np.integer) else \
+            np.unique(ids, return_inverse=True)[1].reshape(-1)
         return np.lexsort((-codes, -s, qidx))
     if ties == "pessimistic":
         if labels is None:
@@ -491,13 +528,32 @@ class RankedLists:
         return (sums / counts)[gid]
 
     def _avg_hits(self, k: Any, threshold: float) -> np.ndarray:
+        """[Q] expected relevant items in the top k when each tie group is in random order.
+
+        Whole groups inside the cutoff count their relevant items (an integer count); the group the
+        cutoff cuts adds ``w * r_g / m_g`` for its ``w`` places inside. Per query, from integer
+        prefix counts: no float running sum over all queries, whose rounding would depend on the
+        queries before.
+        """
         key = ("avgcum", threshold)
         if key not in self._cache:
-            rel = (self.labels >= threshold)[self.perm].astype(np.float64)
-            self._cache[key] = np.concatenate([[0.0], np.cumsum(self._tie_average(rel))])
-        c = self._cache[key]
+            rel = (self.labels >= threshold)[self.perm]
+            gid = self._tie_groups
+            g_start = np.flatnonzero(np.r_[True, gid[1:] != gid[:-1]]) if gid.size else np.zeros(0, np.int64)
+            g_size = np.diff(np.r_[g_start, gid.size])
+            g_rel = np.bincount(gid, weights=rel, minlength=g_start.size)
+            hits = np.concatenate([[0], np.cumsum(rel, dtype=np.int64)])
+            self._cache[key] = (hits, g_start, g_size, g_rel)
+        hits, g_start, g_size, g_rel = self._cache[key]
         end = self.starts + (self.lengths if k is None else np.minimum(k, self.lengths))
-        return c[end] - c[self.starts]
+        out = (hits[end] - hits[self.starts]).astype(np.float64)
+        q = np.flatnonzero(end > self.starts)
+        g = self._tie_groups[end[q] - 1]  # the group of the last place inside the cutoff
+        inside = end[q] - g_start[g]
+        cut = inside < g_size[g]
+        q, g, inside = q[cut], g[cut], inside[cut]
+        out[q] = (hits[g_start[g]] - hits[self.starts[q]]) + inside * g_rel[g] / g_size[g]
+        return out
 
     def _avg_first_hit(self, kind: str, k: int | None, threshold: float) -> np.ndarray:
         """[Q] expected RR@k or HitRate@k over uniformly random orders inside each tie group.
@@ -582,12 +638,12 @@ class RankedLists:
             g = self._gains_of(self.labels[rows], ig)
             g[~valid] = 0.0
             g *= self._discount_table(kc, k)
-            out = g.sum(axis=1)  # (not a BLAS matrix product: no thread start-up on small work)
+            out = sum_columns_in_order(g)  # in rank order, as the bincount paths add
         elif self.conventions.ties != "average":
             # block by block over the ranked items, keeping ranks <= k
             disc = self._discount_table(kc, k)
             out = np.zeros(n_q)
-            for a, b, q0, q in _segment_blocks(self.offsets, self.n_items):
+            for a, b, q0, q in _segment_blocks(self.offsets, self.n_items, whole=True):
                 pos = np.arange(a, b) - self.starts[q]
                 rows = self.perm[a:b]
                 if kc < self.max_len:
@@ -660,7 +716,7 @@ class RankedLists:
             else:
                 hi = np.cumsum(counts, axis=1)
                 dcum = np.concatenate([[0.0], np.cumsum(self._discount_table(max_len, k))])
-                out = ((dcum[hi] - dcum[hi - counts]) * gains).sum(axis=1)
+                out = sum_columns_in_order((dcum[hi] - dcum[hi - counts]) * gains)
         else:
             ig = self.item_gain if not self.has_qrels else None
             g = self._gains_of(labels, ig)
@@ -773,7 +829,7 @@ class RankedLists:
                 # precision at each relevant item: (hits so far) / rank, both from its position
                 seg = np.append(first, ridx.size)
                 total = np.zeros(self.n_queries)
-                for a, b, q0, lens in _segment_runs(seg, ridx.size):
+                for a, b, q0, lens in _segment_runs(seg, ridx.size, whole=True):
                     qs = slice(q0, q0 + lens.size)
                     rank = ridx[a:b] - np.repeat(self.starts[qs] - 1, lens)
                     prec = np.arange(a, b, dtype=np.float64)

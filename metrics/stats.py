@@ -27,7 +27,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as _st
 
 __all__ = [
     "ConfidenceInterval",
@@ -75,6 +74,13 @@ class PairedTestResult:
     def as_dict(self) -> dict:
         return {"mean_difference": self.mean_difference, "statistic": self.statistic,
                 "p_value": self.p_value, "n": self.n, "method": self.method}
+
+
+def _scipy_stats():
+    """``scipy.stats``, imported on first use so that ``import metrics`` does not load it (~1 s)."""
+    from scipy import stats
+
+    return stats
 
 
 def _as_1d(values, name: str) -> np.ndarray:
@@ -164,7 +170,7 @@ def bootstrap_ci(values, *, confidence: float = 0.95, n_resamples: int = 10_000,
         if np.all(x == x[0]):
             low = high = mean  # scipy warns and returns NaN for BCa on degenerate data
         else:
-            res = _st.bootstrap((x,), np.mean, n_resamples=n_resamples, batch=batch, method=m,
+            res = _scipy_stats().bootstrap((x,), np.mean, n_resamples=n_resamples, batch=batch, method=m,
                                 confidence_level=confidence, rng=np.random.default_rng(seed))
             low, high = res.confidence_interval
     else:
@@ -191,7 +197,7 @@ def t_interval(values, *, confidence: float = 0.95) -> ConfidenceInterval:
     mean = float(x.mean())
     if n < 2:
         return ConfidenceInterval(mean, float("nan"), float("nan"), confidence, n, "t")
-    half = float(_st.t.ppf(0.5 + confidence / 2.0, n - 1) * x.std(ddof=1) / np.sqrt(n))
+    half = float(_scipy_stats().t.ppf(0.5 + confidence / 2.0, n - 1) * x.std(ddof=1) / np.sqrt(n))
     return ConfidenceInterval(mean, mean - half, mean + half, confidence, n, "t")
 
 
@@ -210,7 +216,7 @@ def normal_interval(center, se, *, confidence: float = 0.95) -> tuple[np.ndarray
     _check_confidence(confidence)
     center = np.asarray(center, dtype=np.float64)
     se = np.asarray(se, dtype=np.float64)
-    z = _st.norm.ppf(0.5 + confidence / 2.0)
+    z = _scipy_stats().norm.ppf(0.5 + confidence / 2.0)
     return center - z * se, center + z * se
 
 
@@ -236,7 +242,7 @@ def paired_t_test(a, b) -> PairedTestResult:
         return PairedTestResult(0.0, 0.0, 1.0, n, "paired-t")
     if np.all(d == d[0]):  # scipy's limit, without its precision-loss warning
         return PairedTestResult(mean_diff, float(np.sign(d[0]) * np.inf), 0.0, n, "paired-t")
-    res = _st.ttest_rel(a, b)
+    res = _scipy_stats().ttest_rel(a, b)
     return PairedTestResult(mean_diff, float(res.statistic), float(res.pvalue), n, "paired-t")
 
 

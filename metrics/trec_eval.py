@@ -272,12 +272,30 @@ def _gain_params(short: str, params: str) -> tuple:
 
 # ---------------------------------------------------------------------------- the ranked codes
 def _seg_cumsum(x: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Inclusive cumulative sum of ``x`` restarting at each segment (integers stay exact)."""
-    c = np.cumsum(x)
-    if c.size == 0:
-        return c
-    before = np.concatenate([[0], c])[starts]
-    return c - np.repeat(before, lengths)
+    """Inclusive cumulative sum of ``x`` restarting at each segment.
+
+    Integers: one running sum minus its value at each segment start (exact). Floats: each
+    segment's sum runs from 0 in rank order, ``out[a + p] = out[a + p - 1] + x[a + p]``, as
+    trec_eval adds; subtracting a running sum over all the segments before would make the last bits
+    depend on the queries before (and a share of the queries evaluated alone would differ).
+    """
+    if x.size == 0 or np.issubdtype(x.dtype, np.integer):
+        c = np.cumsum(x)
+        return c if c.size == 0 else c - np.repeat(np.concatenate([[0], c])[starts], lengths)
+    out = np.empty(x.shape, dtype=np.result_type(x.dtype, np.float64))
+    long = lengths > _LONG_SEGMENT
+    for a, n in zip(starts[long].tolist(), lengths[long].tolist()):
+        np.cumsum(x[a:a + n], out=out[a:a + n])  # np.cumsum adds in order
+    by_length = np.argsort(-np.where(long, 0, lengths), kind="stable")  # the short segments, longest first
+    first, n_active = starts[by_length], np.where(long, 0, lengths)[by_length]
+    for p in range(int(n_active[0]) if n_active.size else 0):
+        k = int(np.searchsorted(-n_active, -p, side="left"))  # segments with more than p items
+        idx = first[:k] + p
+        out[idx] = x[idx] if p == 0 else out[idx - 1] + x[idx]
+    return out
+
+
+_LONG_SEGMENT = 512  # longer segments are summed one by one (np.cumsum), shorter ones by rank position
 
 
 class TrecLists:

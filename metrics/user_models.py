@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from metrics.conventions import get_conventions
-from metrics.ranking import RankedLists, _flat_inputs
+from metrics.ranking import RankedLists, _flat_inputs, sum_columns_in_order
 
 __all__ = ["err", "rbp", "rbp_residual", "err_values", "rbp_values"]
 
@@ -48,7 +48,7 @@ def err_values(rl: RankedLists, k: int | None) -> np.ndarray:
     stop = np.where(valid, (np.exp2(np.maximum(g, 0.0)) - 1.0) / np.exp2(g_max), 0.0)
     # probability of reaching rank r: product of (1 - R_i) over the ranks above, row by row (exact order)
     reach = np.cumprod(np.concatenate([np.ones((rl.n_queries, 1)), 1.0 - stop[:, :-1]], axis=1), axis=1)
-    return (reach * stop / (cols + 1.0)).sum(axis=1)
+    return sum_columns_in_order(reach * stop / (cols + 1.0))
 
 
 def rbp_values(rl: RankedLists, p: float, residual: bool = False) -> np.ndarray:

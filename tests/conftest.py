@@ -37,6 +37,8 @@ def pytest_configure(config):
     # Under pytest-xdist each worker gets one torch thread: two workers on two cores already fill
     # the machine, and oversubscribed OpenMP threads make small ops orders of magnitude slower.
     if os.environ.get("PYTEST_XDIST_WORKER"):
+        # ranx's numba functions run parallel loops: one thread per worker, as for torch below
+        os.environ.setdefault("NUMBA_NUM_THREADS", "1")
         try:
             import torch
         except ImportError:  # pragma: no cover

@@ -38,7 +38,7 @@ LEVEL = {
     "ltr.cli": 8,
     "ltr.__main__": 9,
 }
-SHARED = {"ltr", "ltr.errors", "ltr.io_utils", "ltr.checks", "ltr._moved"}  # used by every part
+SHARED = {"ltr", "ltr.errors", "ltr.io_utils", "ltr.checks", "ltr._moved", "ltr._lazy"}  # used by every part
 # ``from ltr import NeuralRanker``: ltr/__init__.py re-exports it lazily (module __getattr__)
 REEXPORTS = {("ltr", "ltr.train.sklearn_ranker")}
 

@@ -106,6 +106,7 @@ def _ranx_case(seed, n_queries=40):
 
 
 @pytest.mark.slow  # (numba compiles ranx's measures on first use)
+@pytest.mark.xdist_group("ranx")  # one worker runs the ranx tests: its numba start-up is paid once
 def test_dcg_burges_bpref_rbp_equal_ranx():
     ranx = pytest.importorskip("ranx")
     qrels, run, (s, y, off, ql, qo) = _ranx_case(3)

@@ -6,33 +6,15 @@ reliability diagrams (:mod:`~ltr.calibrate.report`), synthetic CTR data with tru
 negative down-sampling (:mod:`~ltr.calibrate.ctr`), and bid x pCTR auctions (:mod:`~ltr.calibrate.auction`).
 """
 
-from ltr.calibrate.auction import oracle_comparison, run_auctions, second_price
-from ltr.calibrate.calibrators import (
-    IsotonicCalibrator,
-    PlattCalibrator,
-    load_calibrator,
-    make_calibrator,
-)
-from ltr.calibrate.ctr import (
-    correct_downsampling,
-    downsample_negatives,
-    generate_impressions,
-)
-from ltr.calibrate.invariance import (
-    AucInvarianceReport,
-    check_auc_invariance,
-    count_created_ties,
-)
-from ltr.calibrate.report import (
-    CalibrationReport,
-    calibration_metrics,
-    save_reliability_diagram,
-)
+from ltr._lazy import lazy_exports
 
-__all__ = [
-    "PlattCalibrator", "IsotonicCalibrator", "make_calibrator", "load_calibrator",
-    "AucInvarianceReport", "check_auc_invariance", "count_created_ties",
-    "CalibrationReport", "calibration_metrics", "save_reliability_diagram",
-    "generate_impressions", "downsample_negatives", "correct_downsampling",
-    "run_auctions", "second_price", "oracle_comparison",
-]  # fmt: skip
+# what the package re-exports, by defining module; each imported on first use (ltr._lazy)
+_WHERE = {
+    "ltr.calibrate.auction": ("oracle_comparison", "run_auctions", "second_price"),
+    "ltr.calibrate.calibrators": ("IsotonicCalibrator", "PlattCalibrator", "load_calibrator", "make_calibrator"),
+    "ltr.calibrate.ctr": ("correct_downsampling", "downsample_negatives", "generate_impressions"),
+    "ltr.calibrate.invariance": ("AucInvarianceReport", "check_auc_invariance", "count_created_ties"),
+    "ltr.calibrate.report": ("CalibrationReport", "calibration_metrics", "save_reliability_diagram"),
+}
+
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _WHERE)

@@ -6,23 +6,14 @@ estimates and inverse-propensity training sets (:mod:`~ltr.clicks.ips`), and the
 logged-click sample (:mod:`~ltr.clicks.open_bandit`).
 """
 
-from ltr.clicks.click_models import ClickLog, simulate_clicks
-from ltr.clicks.ips import (
-    click_dcg,
-    click_training_set,
-    expected_click_dcg,
-    inverse_propensity_weights,
-)
-from ltr.clicks.open_bandit import ctr_by_position, ips_value, load_open_bandit
-from ltr.clicks.propensity import (
-    estimate_from_randomized,
-    estimate_from_swaps,
-    fit_power_law,
-)
+from ltr._lazy import lazy_exports
 
-__all__ = [
-    "ClickLog", "simulate_clicks",
-    "estimate_from_randomized", "estimate_from_swaps", "fit_power_law",
-    "click_dcg", "expected_click_dcg", "inverse_propensity_weights", "click_training_set",
-    "load_open_bandit", "ctr_by_position", "ips_value",
-]  # fmt: skip
+# what the package re-exports, by defining module; each imported on first use (ltr._lazy)
+_WHERE = {
+    "ltr.clicks.click_models": ("ClickLog", "simulate_clicks",),
+    "ltr.clicks.ips": ("click_dcg", "click_training_set", "expected_click_dcg", "inverse_propensity_weights"),
+    "ltr.clicks.open_bandit": ("ctr_by_position", "ips_value", "load_open_bandit"),
+    "ltr.clicks.propensity": ("estimate_from_randomized", "estimate_from_swaps", "fit_power_law"),
+}
+
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _WHERE)

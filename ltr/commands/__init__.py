@@ -15,7 +15,7 @@ import argparse
 import sys
 from typing import TextIO
 
-from ltr.checks import number
+from ltr.checks import COUNT, number
 from ltr.errors import LtrError
 
 PRESETS = ("toolkit", "trec_eval", "sklearn", "lightgbm", "ranx")
@@ -54,6 +54,20 @@ def add_convention_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--complete", action="store_true",
                         help="also evaluate queries of the qrels that the run does not have, as empty rankings "
                         "(trec_eval -c; with --empty skip a query without relevant documents is still skipped)")
+
+
+def add_threads_option(parser: argparse.ArgumentParser) -> None:
+    """``--threads N``: the metrics split the queries across N threads (same values as one thread)."""
+    parser.add_argument("--threads", type=COUNT, default=None, metavar="N",
+                        help="threads that evaluate shares of the queries (numpy's sorts run in parallel; the "
+                        "values are the same as with one) (default: LTR_THREADS if set, else 1)")
+
+
+def metric_threads(args: argparse.Namespace) -> int:
+    """The thread count of ``--threads``, else ``LTR_THREADS``, else 1."""
+    from ltr.threads import configured_threads
+
+    return args.threads or configured_threads() or 1
 
 
 def convention_overrides(args: argparse.Namespace) -> dict:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from scipy.special import expit
 
 from ltr.checks import SEED, integer, number
 from ltr.commands import check_one_stdin
@@ -126,6 +125,8 @@ def run(args) -> int:
                   "smoothed_targets": args.smoothed_targets}
     cal = make_calibrator(args.method, **kwargs).fit(scores[fit], labels[fit], held_out=True)
     # "Before" judges the scores as probabilities when they are in [0, 1], else as logits.
+    from scipy.special import expit  # here, so that the command's parser does not load scipy
+
     before = scores[ev] if probabilities else expit(scores[ev])
     before_is = "the scores" if probabilities else "sigmoid(scores) (the scores are not in [0, 1]: read as logits)"
     report = CalibrationReport.build(args.method, cal, scores[ev], labels[ev], eval_probs_before=before,

@@ -15,7 +15,8 @@ import functools
 from pathlib import Path
 
 from ltr.commands import (
-    add_convention_options, add_json_option, check_one_stdin, convention_overrides, text_stream,
+    add_convention_options, add_json_option, add_threads_option, check_one_stdin, convention_overrides, metric_threads,
+    text_stream,
 )
 from ltr.checks import COUNT, SEED, number
 from ltr.errors import LtrError
@@ -47,6 +48,7 @@ def register(subparsers) -> None:
     p.add_argument("--resamples", type=COUNT, default=10_000, help="resamples of the randomization and bootstrap tests")
     p.add_argument("--seed", type=SEED, default=0, help="seed of the randomization and bootstrap tests")
     add_convention_options(p)
+    add_threads_option(p)
     add_json_option(p, "the comparison")
     p.add_argument("--latex", default=None, metavar="FILE", help="also write the table as LaTeX to FILE")
     p.add_argument("--plot", default=None, metavar="FILE.png", help="also draw the per-query differences to FILE.png")
@@ -70,7 +72,8 @@ def run_names(paths: list[str], names: list[str] | None) -> list[str]:
 
 def run(args) -> int:
     import metrics
-    from ltr.data.trec import align, evaluate_aligned, read_qrels, read_run
+    from ltr.data.trec import evaluate_aligned
+    from ltr.data.trec_tables import align_tables, read_qrels_table, read_run_table
     from ltr.io_utils import atomic_write_text, write_json_report
     from ltr.study.compare_report import comparison_latex, comparison_markdown, plot_differences
 
@@ -84,13 +87,14 @@ def run(args) -> int:
         if target and target != "-":
             output_file(target, option, inputs=inputs)
     names = run_names(args.run, args.name)
-    qrels = read_qrels(args.qrels)
+    qrels = read_qrels_table(args.qrels)
     results = {}
     for name, path in zip(names, args.run):
-        aligned = align(read_run(path), qrels, complete=args.complete)
+        aligned = align_tables(read_run_table(path), qrels, complete=args.complete)
         if not aligned.query_ids:
             raise LtrError(f"no query of {path} has judgments in {args.qrels}: nothing to compare")
-        results[name] = evaluate_aligned(aligned, args.metrics, args.preset, **convention_overrides(args))
+        results[name] = evaluate_aligned(aligned, args.metrics, args.preset, threads=metric_threads(args),
+                                         **convention_overrides(args))
     try:
         comparison = metrics.compare(results, baseline=args.baseline, test=args.test, correction=args.correction,
                                      confidence=args.confidence, n_resamples=args.resamples, seed=args.seed)

@@ -6,7 +6,8 @@ import argparse
 import functools
 
 from ltr.commands import (
-    add_convention_options, add_json_option, check_one_stdin, convention_overrides, text_stream,
+    add_convention_options, add_json_option, add_threads_option, check_one_stdin, convention_overrides, metric_threads,
+    text_stream,
 )
 from ltr.errors import LtrError
 
@@ -40,6 +41,7 @@ def register(subparsers) -> None:
         "parameter syntax (P.5,10) and all_trec for all of them",
     )
     add_convention_options(parser)
+    add_threads_option(parser)
     parser.add_argument("--diversity", action="store_true",
                         help="--qrels holds TREC diversity qrels (qid subtopic docno rel); the metrics are "
                         "alpha_ndcg@K (Clarke et al. 2008, greedy ideal over every judged document)")
@@ -54,7 +56,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ltr.data.trec import (
-        align, align_diversity, evaluate_aligned, evaluate_diversity, read_diversity_qrels, read_qrels, read_run,
+        align_diversity, evaluate_aligned, evaluate_diversity, read_diversity_qrels, read_run,
     )
     from ltr.checks import output_file
     from ltr.io_utils import write_json_report
@@ -74,14 +76,17 @@ def run(args: argparse.Namespace) -> int:
         aligned = align_diversity(read_run(run_path), read_diversity_qrels(args.qrels))
         aligned.dropped_run_queries = aligned.dropped_qrels_queries = []
     else:
-        aligned = align(read_run(run_path), read_qrels(args.qrels), complete=args.complete)
+        from ltr.data.trec_tables import align_tables, read_qrels_table, read_run_table
+
+        aligned = align_tables(read_run_table(run_path), read_qrels_table(args.qrels), complete=args.complete)
     if not aligned.query_ids:
         raise LtrError(f"no query of {run_path} has judgments in {args.qrels}: nothing to evaluate")
     if args.diversity:
         metric_names = DEFAULT_DIVERSITY if args.metrics == DEFAULT_METRICS else args.metrics
         result = evaluate_diversity(aligned, metric_names, args.alpha, args.preset, **convention_overrides(args))
     else:
-        result = evaluate_aligned(aligned, args.metrics, args.preset, **convention_overrides(args))
+        result = evaluate_aligned(aligned, args.metrics, args.preset, threads=metric_threads(args),
+                                  **convention_overrides(args))
     report = {
         "queries": {"evaluated": len(aligned.query_ids), "run_only": len(aligned.dropped_run_queries),
                     "qrels_only": len(aligned.dropped_qrels_queries)},

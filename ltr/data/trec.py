@@ -169,14 +169,15 @@ def align(
     )
 
 
-def evaluate_aligned(aligned: AlignedRun, metric_names, preset=None, **conventions):
+def evaluate_aligned(aligned: AlignedRun, metric_names, preset=None, *, threads: int = 1, **conventions):
     """:func:`metrics.evaluate` of an aligned run: doc ids (for trec_eval's ties), the qrels (|R| and
     the ideal DCG over every judged document) and the query ids come along. A bad metric name or
     convention is a :class:`LtrError`.
 
     Negative qrels labels mean judged non-relevant (:mod:`ltr.data.labels`): unless the preset has a
     rule of its own for them (trec_eval, ranx) or ``zero_gain_below`` is given, they get gain 0, and
-    the stamped names say ``zero_gain_below=0``.
+    the stamped names say ``zero_gain_below=0``. ``threads`` splits the queries across threads
+    (:func:`metrics.evaluate`; the same values).
     """
     import metrics
 
@@ -187,7 +188,7 @@ def evaluate_aligned(aligned: AlignedRun, metric_names, preset=None, **conventio
         return metrics.evaluate(
             aligned.scores, aligned.labels, aligned.query_offsets, metric_names, preset=preset,
             doc_ids=aligned.doc_ids, qrels_labels=aligned.qrels_labels, qrels_offsets=aligned.qrels_offsets,
-            query_ids=aligned.query_ids, **conventions,
+            query_ids=aligned.query_ids, threads=threads, **conventions,
         )
     except ValueError as exc:
         raise LtrError(str(exc)) from None

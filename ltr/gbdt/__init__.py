@@ -7,14 +7,11 @@ metrics, and is judged by :func:`ltr.runs.evaluate_scores`. Builds on :mod:`ltr.
 :mod:`ltr.data`; imports nothing from :mod:`ltr.train`.
 """
 
-from ltr.gbdt.lightgbm import (
-    DEFAULT_PARAMS,
-    booster_importance,
-    label_table,
-    load_booster,
-    predict_booster,
-    save_booster,
-    train_lightgbm,
-)
+from ltr._lazy import lazy_exports
 
-__all__ = ["train_lightgbm", "predict_booster", "save_booster", "load_booster", "label_table", "booster_importance", "DEFAULT_PARAMS"]
+# what the package re-exports, by defining module; each imported on first use (ltr._lazy)
+_WHERE = {
+    "ltr.gbdt.lightgbm": ("DEFAULT_PARAMS", "booster_importance", "label_table", "load_booster", "predict_booster", "save_booster", "train_lightgbm"),
+}
+
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _WHERE)

@@ -6,11 +6,13 @@ and query shares for several processes (:mod:`~ltr.runs.shares`). Builds on :mod
 ``metrics``; imports neither training part.
 """
 
-from ltr.runs.folder import check_destination, claim_folder, print_run_metrics, run_folder, versions
-from ltr.runs.scoring import CLASSIFICATION_METRICS, check_metric_names, evaluate_scores, higher_is_better
-from ltr.runs.shares import query_shares
+from ltr._lazy import lazy_exports
 
-__all__ = [
-    "run_folder", "claim_folder", "check_destination", "print_run_metrics", "versions",
-    "evaluate_scores", "check_metric_names", "higher_is_better", "CLASSIFICATION_METRICS", "query_shares",
-]  # fmt: skip
+# what the package re-exports, by defining module; each imported on first use (ltr._lazy)
+_WHERE = {
+    "ltr.runs.folder": ("check_destination", "claim_folder", "print_run_metrics", "run_folder", "versions"),
+    "ltr.runs.scoring": ("CLASSIFICATION_METRICS", "check_metric_names", "evaluate_scores", "higher_is_better"),
+    "ltr.runs.shares": ("query_shares",),
+}
+
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _WHERE)

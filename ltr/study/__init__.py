@@ -5,18 +5,13 @@ of a finished grid (:mod:`~ltr.study.report`), and the one markdown table layout
 report of the toolkit uses (:mod:`~ltr.study.report_table`).
 """
 
-from ltr.study.ablation import (
-    AblationConfig,
-    DatasetSpec,
-    default_config,
-    load_config,
-    quick_config,
-    run_ablation,
-)
-from ltr.study.report import summarize, write_report
-from ltr.study.report_table import format_interval, markdown_table
+from ltr._lazy import lazy_exports
 
-__all__ = [
-    "AblationConfig", "DatasetSpec", "default_config", "quick_config", "load_config", "run_ablation",
-    "summarize", "write_report", "markdown_table", "format_interval",
-]  # fmt: skip
+# what the package re-exports, by defining module; each imported on first use (ltr._lazy)
+_WHERE = {
+    "ltr.study.ablation": ("AblationConfig", "DatasetSpec", "default_config", "load_config", "quick_config", "run_ablation"),
+    "ltr.study.report": ("summarize", "write_report",),
+    "ltr.study.report_table": ("format_interval", "markdown_table",),
+}
+
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _WHERE)

@@ -21,7 +21,10 @@ Methods (:mod:`ltr.study.methods`): every ``losses.get_loss`` name (``name@K`` a
 ``k=K``), on the ``[model]`` scorer or on a named one (``attention/softmax``), ``lightgbm``, and
 ``[variants.NAME]`` tables with their own settings, seed ensemble and tuning grid (``[ablation]
 tuning_budget`` candidates per cell, chosen on the validation split). Data sets: ``synthetic`` (``ltr.data.synthetic``), ``svmlight``
-(train / valid / test files; a missing valid file is split off the training file by query) and
+(train / valid / test files; a missing valid file is split off the training file by query), ``files``
+(the same with each file in any format the commands read: SVMlight, a Parquet file or folder with
+the column options ``query_column``, ``label_column``, ``feature_columns``, ``doc_id_column``,
+``weight_column``, ``sort_by_query``, or a store from ``ltr convert``) and
 ``folds`` (``S1..Sn`` parts with the LETOR rotation: fold f trains on S_f, S_f+1, S_f+2, validates on
 S_f+3 and tests on S_f+4, indices modulo n; the per-query values of the folds are concatenated, so
 every query of the data set is tested exactly once per seed).
@@ -86,7 +89,7 @@ _TRAIN_RESERVED = ("seed", "progress", "log_dir", "checkpoint_dir", "resume", "m
 # --------------------------------------------------------------------------- configuration
 @dataclass(frozen=True)
 class DatasetSpec:
-    """One data set of the grid: ``kind`` is ``synthetic``, ``svmlight`` or ``folds``."""
+    """One data set of the grid: ``kind`` is ``synthetic``, ``svmlight``, ``files`` or ``folds``."""
 
     name: str
     kind: str
@@ -243,7 +246,10 @@ _DATASET_KEYS = {
     "synthetic": None,  # passed to the generator (checked there), plus split / split_seed
     "svmlight": ("train", "valid", "test", "query_file", "valid_fraction", "split_seed", "zero_based"),
     "folds": ("path", "folds", "n_parts", "pattern", "zero_based"),
+    "files": ("train", "valid", "test", "query_file", "valid_fraction", "split_seed", "zero_based",
+              "query_column", "label_column", "feature_columns", "doc_id_column", "weight_column", "sort_by_query"),
 }
+_COLUMN_KEYS = ("query_column", "label_column", "doc_id_column", "weight_column")
 
 
 def _check_tables(data: dict, path: Path) -> None:
@@ -296,8 +302,26 @@ def _check_dataset_paths(kind: str, opts: dict, where: str) -> None:
         for key in ("train", "valid", "test", "query_file"):
             if opts.get(key):
                 checks.input_file(opts[key], f"{where}: {key}")
+    elif kind == "files":
+        _check_files_dataset(opts, where)
     elif kind == "folds":
         checks.input_folder(opts["path"], f"{where}: path")
+
+
+def _check_files_dataset(opts: dict, where: str) -> None:
+    """A ``files`` data set: paths that exist (files, Parquet folders, stores) and column options of the right types."""
+    for key in ("train", "valid", "test"):
+        if opts.get(key) and not os.path.exists(os.path.expanduser(opts[key])):
+            raise LtrError(f"{where}: {key} {opts[key]!r} does not exist")
+    for key in _COLUMN_KEYS:
+        if key in opts and not (isinstance(opts[key], str) and opts[key]):
+            raise LtrError(f"{where}: {key} must be a column name, got {opts[key]!r}")
+    columns = opts.get("feature_columns")
+    if columns is not None and (not isinstance(columns, list) or not columns
+                                or not all(isinstance(c, str) and c for c in columns)):
+        raise LtrError(f"{where}: feature_columns must be a list of column names, got {columns!r}")
+    if "sort_by_query" in opts and not isinstance(opts["sort_by_query"], bool):
+        raise LtrError(f"{where}: sort_by_query must be true or false, got {opts['sort_by_query']!r}")
 
 
 def load_config(path: str | os.PathLike, only: Sequence[str] | None = None) -> AblationConfig:
@@ -330,11 +354,12 @@ def load_config(path: str | os.PathLike, only: Sequence[str] | None = None) -> A
         opts = {k: v for k, v in raw.items() if k not in ("name", "kind")}
         kind = raw["kind"]
         if kind not in _DATASET_KEYS:
-            raise LtrError(f"{where}: unknown kind {kind!r}; choose synthetic, svmlight or folds")
+            raise LtrError(f"{where}: unknown kind {kind!r}; choose synthetic, svmlight, files or folds")
         if _DATASET_KEYS[kind] is not None:
             check_keys(opts, _DATASET_KEYS[kind], where=where)
-        if kind == "svmlight" and not {"train", "test"} <= set(opts):
-            raise LtrError(f"{where}: an svmlight data set needs train and test (valid is optional)")
+        if kind in ("svmlight", "files") and not {"train", "test"} <= set(opts):
+            raise LtrError(f"{where}: a{'n' if kind == 'svmlight' else ''} {kind} data set needs train and test "
+                           "(valid is optional)")
         if kind == "folds" and "path" not in opts:
             raise LtrError(f"{where}: a folds data set needs path (a folder with S1.txt .. S5.txt)")
         if only is None or str(raw["name"]) in only:
@@ -514,6 +539,8 @@ def load_splits(spec: DatasetSpec, fold: int | None):
             train, valid, _ = ltr_data.split_by_query(train, (1.0 - frac, frac, 0.0), seed=int(opts.get("split_seed", 0)))
         nf = max(train.n_features, valid.n_features, test.n_features)
         splits = tuple(_pad_features(d, nf) for d in (train, valid, test))
+    elif spec.kind == "files":
+        splits = _load_files(opts)
     elif spec.kind == "folds":
         folder = _resolve(opts["path"])
         n_parts = int(opts.get("n_parts", 5))
@@ -528,6 +555,30 @@ def load_splits(spec: DatasetSpec, fold: int | None):
         raise LtrError(f"unknown data set kind {spec.kind!r}")
     _DATA_CACHE[key] = splits
     return splits
+
+
+def _load_files(opts: dict):
+    """(train, valid, test) of a ``files`` data set: each an SVMlight file, a Parquet file or folder
+    (with the column options) or a store, read as the commands read ``--train`` (ltr.data.files)."""
+    from ltr import data as ltr_data
+    from ltr.data.files import DataOptions, load_data_file
+
+    columns = {k: opts[k] for k in (*_COLUMN_KEYS, "sort_by_query") if k in opts}
+    if "feature_columns" in opts:
+        columns["feature_columns"] = tuple(opts["feature_columns"])
+    options = DataOptions(**columns)
+    zb = bool(opts.get("zero_based", False))
+    train = load_data_file(_resolve(opts["train"]), "train", options=options, zero_based=zb,
+                           query_file=opts.get("query_file"))
+    names = train.feature_names
+    test = load_data_file(_resolve(opts["test"]), "test", options=options, feature_names=names, zero_based=zb)
+    if opts.get("valid"):
+        valid = load_data_file(_resolve(opts["valid"]), "valid", options=options, feature_names=names, zero_based=zb)
+    else:
+        frac = float(opts.get("valid_fraction", 0.2))
+        train, valid, _ = ltr_data.split_by_query(train, (1.0 - frac, frac, 0.0), seed=int(opts.get("split_seed", 0)))
+    nf = max(train.n_features, valid.n_features, test.n_features)  # sparse SVMlight files may stop short
+    return tuple(_pad_features(d, nf) for d in (train, valid, test))
 
 
 def _pad_features(ds, n_features: int):

@@ -9,25 +9,27 @@ checkpoints (:mod:`~ltr.train.checkpoint`) and the scikit-learn estimator
 ``metrics``. The GBDT engines are its sibling :mod:`ltr.gbdt`.
 """
 
-from ltr.runs.scoring import evaluate_scores
-from ltr.train.attention import ContextAwareScorer
-from ltr.train.config import DEFAULT_METRICS, TrainConfig, load_toml
-from ltr.train.ensemble import EnsembleScorer, fit_ensemble
-from ltr.train.models import build_model, load_model, save_model
-from ltr.train.scorers import FeatureTransform, LinearScorer, MLPScorer
-from ltr.train.trainer import FitResult, Trainer, predict_scores, seed_everything
+from ltr._lazy import lazy_exports
 
-__all__ = [
-    "Trainer", "TrainConfig", "FitResult", "DEFAULT_METRICS", "load_toml",
-    "predict_scores", "evaluate_scores", "seed_everything",
-    "LinearScorer", "MLPScorer", "ContextAwareScorer", "EnsembleScorer", "fit_ensemble", "FeatureTransform", "build_model", "save_model", "load_model",
-]  # fmt: skip
+# what the package re-exports, by defining module; each imported on first use (ltr._lazy)
+_WHERE = {
+    "ltr.runs.scoring": ("evaluate_scores",),
+    "ltr.train.attention": ("ContextAwareScorer",),
+    "ltr.train.config": ("DEFAULT_METRICS", "TrainConfig", "load_toml"),
+    "ltr.train.ensemble": ("EnsembleScorer", "fit_ensemble",),
+    "ltr.train.models": ("build_model", "load_model", "save_model"),
+    "ltr.train.scorers": ("FeatureTransform", "LinearScorer", "MLPScorer"),
+    "ltr.train.trainer": ("FitResult", "Trainer", "predict_scores", "seed_everything"),
+}
 
 
-def __getattr__(name: str):
+def _moved_name(name: str):
     """The LightGBM names ltr.train re-exported before 0.2 (now in :mod:`ltr.gbdt`), with a DeprecationWarning."""
     from ltr._moved import MOVED_FROM_TRAIN, moved
 
     if name in MOVED_FROM_TRAIN:
         return moved("ltr.train", name, MOVED_FROM_TRAIN[name])
     raise AttributeError(f"module 'ltr.train' has no attribute {name!r}")
+
+
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _WHERE, _moved_name)
