@@ -99,8 +99,8 @@ def ubm_examination(n_positions: int, eta: float = 1.0, xi: float | None = None)
 
     ``xi`` defaults to ``eta / 2``; it must lie in ``[0, eta]`` (so that every entry is <= 1).
 
-    >>> ubm_examination(2, eta=1.0, xi=1.0).tolist()
-    [[1.0, 0.0], [0.5, 1.0]]
+    >>> ubm_examination(2, eta=1.0, xi=1.0).tolist()   # a full reset: G = 1/d
+    [[1.0, 0.0], [1.0, 0.5]]
     """
     xi = eta / 2.0 if xi is None else float(xi)
     if eta < 0 or not 0.0 <= xi <= eta:
@@ -129,8 +129,8 @@ def ubm_click_rates(a: Any, g: np.ndarray) -> np.ndarray:
     ``P(C_r) = sum_l P(L = l) G[r, r - l] a_r``; then ``P(L = r) = P(C_r)`` and every other
     ``P(L = l)`` is multiplied by ``1 - G[r, r - l] a_r``.
 
-    >>> ubm_click_rates(np.array([1.0, 1.0]), ubm_examination(2, 1.0, 1.0)).tolist()
-    [1.0, 1.0]
+    >>> ubm_click_rates(np.array([1.0, 1.0]), ubm_examination(2, 1.0, 1.0)).tolist()   # click, then d = 1
+    [[1.0, 1.0]]
     """
     a = np.atleast_2d(np.asarray(a, dtype=np.float64))
     b, k = a.shape
