@@ -236,7 +236,8 @@ def _log_problem(f: dict[str, np.ndarray]) -> str | None:
         ("query", f["query"] < 0, "query indices >= 0"), ("doc", f["doc"] < 0, "row indices >= 0"),
         ("position", f["position"] < 1, "positions >= 1"), ("logged_rank", f["logged_rank"] < 1, "ranks >= 1"),
         ("click", (f["click"] != 0) & (f["click"] != 1), "clicks 0 or 1"),
-        ("propensity", ~((p > 0) & (p <= 1)) if p.dtype.kind == "f" else np.ones(m, bool), "propensities in (0, 1]"),
+        # 0 is a valid logging propensity: a cascade / DBN position below a certain stop is never examined
+        ("propensity", ~((p >= 0) & (p <= 1)) if p.dtype.kind == "f" else np.ones(m, bool), "propensities in [0, 1]"),
         ("session_query", f["session_query"] < 0, "query indices >= 0"),
         ("session_mode", ~np.isin(f["session_mode"], (0, 1, 2)), "modes 0, 1 or 2"),
         ("session_swap", f["session_swap"] < 0, "positions >= 0"),

@@ -59,7 +59,11 @@ def write_log_parquet(log: ClickLog, path: str | os.PathLike) -> None:
 def is_log_table(path: str | os.PathLike) -> bool:
     """Whether ``path`` names a Parquet log (a ``.parquet`` file or a folder of them)."""
     p = os.fspath(path)
-    return p.endswith(".parquet") or os.path.isdir(p)
+    if os.path.isdir(p):
+        from pathlib import Path
+
+        return any(Path(p).rglob("*.parquet"))
+    return p.endswith(".parquet")
 
 
 def _column(table, name: str, path, dtype) -> np.ndarray:

@@ -138,7 +138,7 @@ def _register_train(sub, fmt) -> None:
     t.add_argument("--clip", type=number(above=0, max=1), default=0.01, help="propensities (and trust alpha) floored at this value: weights at most 1/clip")
     t.add_argument("--max-weight", type=number(min=1), default=100.0, help="dla: clip of its inverse-propensity and inverse-relevance weights")
     t.add_argument("--loss", default="softmax", help="a loss of `losses` that takes item weights (softmax, listnet, ranknet, lambdarank, mse, ...)")
-    t.add_argument("--model", default="mlp", choices=("linear", "mlp"), help="scorer")
+    t.add_argument("--model", default="mlp", choices=("linear", "mlp"), help="the scorer: linear or a multi-layer perceptron")
     t.add_argument("--hidden", default="64,32", help="mlp hidden widths, comma separated")
     t.add_argument("--epochs", type=COUNT, default=30, help="training epochs (early stopping on --valid for naive/ips/rem/affine)")
     t.add_argument("--batch-size", type=COUNT, default=64, help="lists per batch")
