@@ -50,3 +50,20 @@ def test_clipping_the_relevance_weights_biases_the_bottom_positions_down(noisele
     assert res.theta[-1] < 0.95 * theta[-1]
     with pytest.raises(LtrError, match="max_weight"):
         fit_dla(lists, x, LinearScorer(3), max_weight=0.5)
+
+
+def test_validation_keeps_the_best_epoch(noiseless):
+    from ltr.clicks.dla import _valid_ndcg
+    from ltr.data import RankingDataset
+    from ltr.train.models import LinearScorer
+
+    x, lists, clicks, theta, u = noiseless
+    # A labelled validation set: the first 100 queries with graded labels from the true relevance.
+    rows = np.arange(800)
+    labels = np.digitize(u[rows], np.quantile(u, [0.5, 0.8, 0.95])).astype(float)
+    valid = RankingDataset(x[rows].astype(np.float32), labels, np.arange(0, 801, 8), np.arange(100))
+    res = fit_dla(lists, x, LinearScorer(3), epochs=12, lr=0.5, batch_size=64, max_weight=1e6, clicks=clicks,
+                  valid=valid, patience=3)
+    assert res.best_epoch == int(np.argmax(res.valid_history))
+    assert _valid_ndcg(res.model, valid) == pytest.approx(max(res.valid_history), abs=1e-12)
+    assert len(res.valid_history) <= 12

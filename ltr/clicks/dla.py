@@ -34,11 +34,14 @@ __all__ = ["DLAResult", "fit_dla", "list_tensors"]
 
 @dataclass
 class DLAResult:
-    """The trained ranker (``model``), relative propensities ``theta`` [K] and per-epoch losses."""
+    """The trained ranker (``model``), relative propensities ``theta`` [K], per-epoch losses and (with
+    a validation set) per-epoch validation NDCG@10 and the epoch kept."""
 
     model: object
     theta: np.ndarray
     history: list = field(default_factory=list)
+    valid_history: list = field(default_factory=list)
+    best_epoch: int | None = None
 
 
 def list_tensors(lists: ShownLists, features: np.ndarray, clicks: np.ndarray | None = None):
@@ -87,9 +90,20 @@ def fit_dla(
     max_weight: float = 100.0,
     seed: int = 0,
     clicks: np.ndarray | None = None,
+    valid=None,
+    patience: int | None = 5,
 ) -> DLAResult:
     """Train ``model`` (a scorer of :mod:`ltr.train.models`) and the propensity logits jointly by Adam
-    over batches of lists; ``clicks`` [G, K] overrides ``lists.clicks`` (e.g. expected counts)."""
+    over batches of lists; ``clicks`` [G, K] overrides ``lists.clicks`` (e.g. expected counts).
+
+    ``valid`` (a labelled :class:`ltr.data.RankingDataset`): after each epoch the ranker's NDCG@10 on it
+    is measured, and the ranker and propensities of the best epoch are returned (training stops after
+    ``patience`` epochs without improvement). A ranker that memorises the logged items can explain
+    the clicks with any propensities (the pair's fixed points are then not unique), so without a
+    validation set long training drifts.
+    """
+    import copy
+
     import torch
 
     if epochs < 1 or batch_size < 1 or max_weight < 1:
@@ -102,9 +116,10 @@ def fit_dla(
     opt = torch.optim.Adam([{"params": model.parameters(), "lr": lr},
                             {"params": [phi], "lr": propensity_lr or lr}])
     gen = torch.Generator().manual_seed(seed)
-    history = []
+    history, valid_history = [], []
+    best = (-np.inf, None, None, 0)  # value, ranker state, phi, epoch
     model.train()
-    for _ in range(epochs):
+    for epoch in range(epochs):
         order = torch.randperm(len(x), generator=gen)
         total = 0.0
         for start in range(0, len(x), batch_size):
@@ -115,6 +130,27 @@ def fit_dla(
             opt.step()
             total += float(loss_rank.detach()) + float(loss_exam.detach())
         history.append(total)
+        if valid is not None:
+            value = _valid_ndcg(model, valid)
+            valid_history.append(value)
+            model.train()
+            if value > best[0]:
+                best = (value, copy.deepcopy(model.state_dict()), phi.detach().clone(), epoch)
+            elif patience is not None and epoch - best[3] >= patience:
+                break
+    if valid is not None:
+        model.load_state_dict(best[1])
+        phi = best[2]
     model.eval()
     theta = torch.exp(phi.detach() - phi.detach()[0]).double().numpy()
-    return DLAResult(model, theta, history)
+    return DLAResult(model, theta, history, valid_history, best[3] if valid is not None else None)
+
+
+def _valid_ndcg(model, ds) -> float:
+    import metrics
+    from ltr.train.trainer import predict_scores
+
+    model.eval()
+    scores = predict_scores(model, ds.features, query_offsets=ds.query_offsets)
+    ev = metrics.evaluate(scores, ds.labels, ds.query_offsets, ["ndcg@10"])
+    return float(ev.mean[ev.names["ndcg@10"]])

@@ -143,10 +143,15 @@ def _update_biases(model, x, pos, mask, pairs, t_plus, t_minus, power, batch):
 
 def fit_pairwise_debias(log: ClickLog, lists: ShownLists, features: np.ndarray, model, *, epochs: int = 20,
                         batch_size: int = 256, lr: float = 1e-2, power: float = 0.0, clip: float = DEFAULT_CLIP,
-                        seed: int = 0) -> tuple[Any, np.ndarray, np.ndarray]:
+                        seed: int = 0, valid=None, patience: int | None = 5) -> tuple[Any, np.ndarray, np.ndarray]:
     """Train ``model`` by pairwise debiasing; returns ``(model, t_plus [K], t_minus [K])`` (relative to
-    position 1; each floored at ``clip`` inside the weights)."""
+    position 1; each floored at ``clip`` inside the weights). With ``valid``, the epoch of best
+    validation NDCG@10 is kept (biases included), stopping after ``patience`` epochs without gain."""
+    import copy
+
     import torch
+
+    from ltr.clicks.dla import _valid_ndcg
 
     from ltr.clicks.dla import list_tensors
 
@@ -162,8 +167,9 @@ def fit_pairwise_debias(log: ClickLog, lists: ShownLists, features: np.ndarray, 
     torch.manual_seed(seed)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     gen = torch.Generator().manual_seed(seed)
+    best = (-np.inf, None, t_plus, t_minus, 0)
     model.train()
-    for _ in range(epochs):
+    for epoch in range(epochs):
         for b in torch.randperm(len(x), generator=gen).split(batch_size):
             ri = (pos[b] - 1).clamp(min=0)
             w = 1.0 / (t_plus.clamp(min=clip)[ri][:, :, None] * t_minus.clamp(min=clip)[ri][:, None, :]).float()
@@ -172,5 +178,15 @@ def fit_pairwise_debias(log: ClickLog, lists: ShownLists, features: np.ndarray, 
             loss.backward()
             opt.step()
         t_plus, t_minus = _update_biases(model, x, pos, mask, pairs, t_plus, t_minus, power, batch_size)
+        if valid is not None:
+            value = _valid_ndcg(model, valid)
+            model.train()
+            if value > best[0]:
+                best = (value, copy.deepcopy(model.state_dict()), t_plus, t_minus, epoch)
+            elif patience is not None and epoch - best[4] >= patience:
+                break
+    if valid is not None:
+        model.load_state_dict(best[1])
+        t_plus, t_minus = best[2], best[3]
     model.eval()
     return model, t_plus.numpy(), t_minus.numpy()

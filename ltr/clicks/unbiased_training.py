@@ -3,9 +3,10 @@
 ``fit_on_clicks(train, valid, log, estimator, make_model, ...)`` returns the trained scorer and an
 ``info`` dict (estimator, clip rule, propensities by position, their source) that ``ltr clicks
 train`` writes into the model folder. The estimators are described in :mod:`ltr.clicks.unbiased`.
-``naive``, ``ips``, ``rem`` and ``affine`` train through :class:`ltr.train.trainer.Trainer` with
-early stopping on ``valid`` (labelled); ``dla`` and ``pairwise-debias`` run their own loops for
-``config.epochs`` epochs (their propensity models are part of the objective).
+``naive``, ``ips``, ``rem`` and ``affine`` train through :class:`ltr.train.trainer.Trainer`;
+``dla`` and ``pairwise-debias`` run their own loops (their propensity models are part of the
+objective). All of them keep the epoch with the best NDCG@10 on ``valid`` (labelled) and stop
+after ``config.patience`` epochs without improvement.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ def fit_on_clicks(
     curve_source: str | None = None,
     em_relevance: str = "logistic",
     max_weight: float = 100.0,
+    propensity_lr: float = 0.05,
 ) -> tuple[Any, dict]:
     """Train on ``log`` (simulated on ``train``) with ``estimator``; ``curve`` (theta by position) replaces
     the logged propensities of ``ips``. ``make_model(ds)`` builds an untrained scorer for data ``ds``."""
@@ -81,9 +83,9 @@ def fit_on_clicks(
     info: dict = {"estimator": estimator, "clip": clip,
                   "clip_rule": f"propensities floored at {clip}: weights at most {1 / clip:g}"}
     if estimator == "dla":
-        return _fit_dla(train, log, make_model, config, max_weight, info)
+        return _fit_dla(train, valid, log, make_model, config, max_weight, propensity_lr, info)
     if estimator == "pairwise-debias":
-        return _fit_pairwise(train, log, make_model, config, clip, info)
+        return _fit_pairwise(train, valid, log, make_model, config, clip, info)
     affine = None
     if estimator == "rem":
         curve, curve_source = estimate_rem_curve(train, log, relevance=em_relevance, seed=config.seed), f"regression EM ({em_relevance})"
@@ -99,26 +101,28 @@ def fit_on_clicks(
     return model, info
 
 
-def _fit_dla(train, log, make_model, config, max_weight, info):
+def _fit_dla(train, valid, log, make_model, config, max_weight, propensity_lr, info):
     from ltr.clicks.dla import fit_dla
     from ltr.clicks.logged_lists import group_sessions
 
     lists = group_sessions(log)
     model = make_model(train)
     res = fit_dla(lists, train.features, model, epochs=config.epochs, batch_size=config.batch_size, lr=config.lr,
-                  max_weight=max_weight, seed=config.seed)
+                  propensity_lr=propensity_lr, max_weight=max_weight, seed=config.seed, valid=valid,
+                  patience=config.patience)
     info.update({"propensity": res.theta.tolist(), "propensity_source": "DLA (learned with the ranker)",
                  "max_weight": max_weight, "clip_rule": f"DLA's inverse weights clipped at {max_weight:g}"})
     return res.model, info
 
 
-def _fit_pairwise(train, log, make_model, config, clip, info):
+def _fit_pairwise(train, valid, log, make_model, config, clip, info):
     from ltr.clicks.logged_lists import group_sessions
 
     lists = group_sessions(log)
     model = make_model(train)
     model, t_plus, t_minus = fit_pairwise_debias(log, lists, train.features, model, epochs=config.epochs,
-                                                 batch_size=config.batch_size, lr=config.lr, clip=clip, seed=config.seed)
+                                                 batch_size=config.batch_size, lr=config.lr, clip=clip, seed=config.seed,
+                                                 valid=valid, patience=config.patience)
     info.update({"propensity": t_plus.tolist(), "propensity_unclicked": t_minus.tolist(),
                  "propensity_source": "pairwise debiasing (t+ of clicks, t- of non-clicks)"})
     return model, info
