@@ -151,3 +151,21 @@ def test_train_user_errors(data_file, tmp_path, capsys):
     assert "applies to --estimator ips only" in capsys.readouterr().err
     assert main(base + ["--out", str(tmp_path / "c"), "--hidden", "6,x"]) == 2
     assert "--hidden" in capsys.readouterr().err
+
+
+def test_estimate_em_without_interventions(data_file, tmp_path, capsys):
+    path, _, _ = data_file
+    sim = tmp_path / "sim"
+    assert main(["clicks", "simulate", "--data", str(path), "--out", str(sim), "--sessions-per-query", "20",
+                 "--top-k", "5", "--quiet"]) == 0
+    out = tmp_path / "em.json"
+    assert main(["clicks", "estimate", "--log", str(sim / "clicks.npz"), "--method", "em", "--data", str(path),
+                 "--resamples", "5", "--json", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert res["method"] == "em" and [r["position"] for r in res["rows"]] == [1, 2, 3, 4, 5]
+    np.testing.assert_allclose([r["truth"] for r in res["rows"]], 1.0 / np.arange(1, 6))
+    assert res["rows"][0]["theta"] == 1.0
+    assert all(0.0 <= r["low"] <= r["high"] <= 1.0 for r in res["rows"])
+    capsys.readouterr()
+    assert main(["clicks", "estimate", "--log", str(sim / "clicks.npz"), "--method", "em"]) == 2
+    assert "needs --data" in capsys.readouterr().err

@@ -77,9 +77,17 @@ def register(subparsers) -> None:
     e = sub.add_parser("estimate", help="estimate examination propensity by position from a click log", formatter_class=fmt,
                        description="theta_r / theta_1 from randomized sessions (CTR ratio) or swap interventions "
                        "(click rate of the top item moved to r over left at 1), with delta-method intervals; "
-                       "compared with the simulator's truth when the log was simulated with PBM.")
-    e.add_argument("--log", required=True, metavar="FILE", help="clicks.npz written by `ltr clicks simulate`")
-    e.add_argument("--method", default="randomized", choices=("randomized", "swap"), help="which intervention traffic to use")
+                       "compared with the simulator's truth when the log was simulated with PBM. --method em needs no "
+                       "intervention: regression EM (Wang et al. 2018) on the production sessions, relevance a logistic "
+                       "regression on the features of --data, with a percentile bootstrap over queries.")
+    e.add_argument("--log", required=True, metavar="FILE", help="clicks.npz or clicks.parquet written by `ltr clicks simulate`")
+    e.add_argument("--method", default="randomized", choices=("randomized", "swap", "em"), help="which traffic and estimator to use")
+    e.add_argument("--data", default=None, metavar="FILE", help="--method em: the labelled file the log was simulated on (its features)")
+    add_format_options(e)
+    add_data_options(e)
+    e.add_argument("--resamples", type=COUNT, default=30, help="--method em: bootstrap resamples of the queries")
+    e.add_argument("--relevance", default="logistic", choices=("logistic", "gbdt"),
+                   help="--method em: the relevance model of the M-step (logistic regression or LightGBM cross-entropy)")
     e.add_argument("--positions", type=integer(min=1), default=None, help="number of positions to estimate (default: all shown positions)")
     e.add_argument("--confidence", type=number(above=0, below=1), default=0.95, help="confidence level of the intervals")
     add_json_option(e, "the estimate")
@@ -308,6 +316,8 @@ def run_estimate(args) -> int:
     if args.json and args.json != "-":
         output_file(args.json, "--json", inputs=[("--log", args.log)])
     log = _load_log(args.log)
+    if args.method == "em":
+        return _run_estimate_em(args, log, say)
     est = _estimate(log, args.method, args.positions, args.confidence)
     rows = _estimate_rows(log, est)
     say(f"propensity from {args.method} traffic ({int(est.sessions.max())} sessions at most per position), "
@@ -317,6 +327,37 @@ def run_estimate(args) -> int:
     say(f"fitted power law: theta_r = r^-{eta:.4f}" + (f" (simulator eta {log.meta['eta']})" if log.meta.get("eta") is not None else ""))
     if args.json:
         write_json_report(args.json, {"method": args.method, "rows": rows, "eta_fit": eta})
+    return 0
+
+
+def _run_estimate_em(args, log, say) -> int:
+    from ltr.clicks.regression_em import bootstrap_em, observations_from_log, regression_em
+    from ltr.io_utils import write_json_report
+
+    if args.data is None:
+        raise LtrError("--method em needs --data, the labelled file the log was simulated on (its features)")
+    ds = load_data_file(args.data, "data", None, data_options(args), **format_options(args, "data"))
+    _train_log(args, ds)  # the same checks that the log belongs to --data
+    obs = observations_from_log(log.select_sessions(log.session_mode == 0))
+    k = min(int(args.positions or obs.position.max()), int(obs.position.max()))
+    keep = obs.position <= k
+    obs = obs.subset(np.flatnonzero(keep))
+    res = regression_em(obs, relevance=args.relevance, features=ds.features, n_positions=k, iterations=200)
+    low, high = bootstrap_em(obs, args.resamples, args.confidence, relevance=args.relevance, features=ds.features,
+                             n_positions=k, iterations=200)
+    truth = log.meta.get("examination") if log.meta.get("model") in ("pbm", "trust") else None
+    rows = []
+    for r in range(k):
+        row = {"position": r + 1, "theta": float(res.theta[r]), "low": float(low[r]), "high": float(high[r])}
+        if truth is not None:
+            row["truth"] = truth[r] / truth[0]
+            row["covered"] = bool(low[r] <= row["truth"] <= high[r]) if r else True
+        rows.append(row)
+    say(f"propensity from regression EM on {int(obs.n.sum())} production impressions ({res.iterations} iterations), "
+        f"{args.confidence:.0%} bootstrap interval over queries ({args.resamples} resamples):")
+    say(_table(rows, [c for c in ("position", "truth", "theta", "low", "high", "covered") if c in rows[0]]))
+    if args.json:
+        write_json_report(args.json, {"method": "em", "rows": rows, "iterations": res.iterations})
     return 0
 
 
