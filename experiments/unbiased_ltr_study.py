@@ -87,6 +87,38 @@ def full_information(train, valid, make, cfg, eps):
     return Trainer(make(target), losses.get_loss("softmax"), cfg).fit(target, valid).model
 
 
+ETA = [1.0]  # set by main from --eta (the propensity truth of the LightGBM rows)
+
+
+def lightgbm_rows(train, valid, test, log, seed, full_cache) -> dict:
+    """LightGBM on the click lists: naive lambdas, unbiased LambdaMART, and lambdarank on the true labels."""
+    import lightgbm
+
+    from ltr.clicks.unbiased_lambdamart import fit_unbiased_lambdamart
+
+    params = {"num_leaves": 31, "learning_rate": 0.05, "min_data_in_leaf": 20}
+    out = {}
+    for name, debias in (("lgbm_naive", False), ("lgbm_unbiased", True)):
+        t0 = time.time()
+        model = fit_unbiased_lambdamart(train, log, rounds=200, params=params, seed=seed, debias=debias)
+        out[name] = ndcg10(model.predict(test.features), test)
+        out[f"{name}_s"] = round(time.time() - t0, 1)
+        if debias:
+            out["lgbm_unbiased_propensity"] = model.t_plus.tolist()
+            theta = 1.0 / np.arange(1, len(model.t_plus) + 1) ** ETA[0]
+            out["lgbm_unbiased_rel_error"] = np.abs(model.t_plus / theta - 1).tolist()
+    key = ("lgbm_full", seed)
+    if key not in full_cache:
+        ds = lightgbm.Dataset(train.features, train.labels, group=train.query_lengths)
+        booster = lightgbm.train({**params, "objective": "lambdarank", "verbosity": -1, "seed": seed, "num_threads": 1,
+                                  "deterministic": True, "force_col_wise": True}, ds, num_boost_round=200)
+        full_cache[key] = ndcg10(booster.predict(test.features), test)
+    out["lgbm_full"] = full_cache[key]
+    print(f"  lightgbm: naive {out['lgbm_naive']:.4f}, unbiased {out['lgbm_unbiased']:.4f}, full {out['lgbm_full']:.4f}",
+          flush=True)
+    return out
+
+
 def run_cell(data, click_model, n_sessions, seed, args, full_cache):
     """One (click model, log size, seed): every estimator's NDCG@10 and propensity error."""
     from ltr.clicks.click_models import pbm_examination, simulate_clicks
@@ -108,6 +140,7 @@ def run_cell(data, click_model, n_sessions, seed, args, full_cache):
     row = {"click_model": click_model, "sessions": log.n_sessions, "seed": seed, "clicks": log.n_clicks,
            "simulate_s": round(sim_s, 2), "full": full_cache[seed], "logger": ndcg10(data[4], test)}
     estimators = ["naive", "ips", "rem", "dla", "pairwise-debias"] + (["affine"] if click_model == "trust" else [])
+    row.update(lightgbm_rows(train, valid, test, log, seed, full_cache))
     for est in estimators:
         t0 = time.time()
         model, info = fit_on_clicks(train, valid, log, est, make, config=cfg, clip=0.01)
@@ -141,10 +174,18 @@ def markdown(rows, args) -> str:
         cells.append(f"{(best - naive) / (full - naive):.0%}" if full != naive else "")
         table.append(cells)
     lines.append(markdown_table(head, table))
+    lines += ["", "LightGBM on the same click lists (200 rounds, 31 leaves, no early stopping): lambdas on raw clicks, "
+              "unbiased LambdaMART, and lambdarank on the true labels:", ""]
+    gb = []
+    for (cm, n), group in _groups(rows).items():
+        m = {key: float(np.mean([r[key] for r in group])) for key in ("lgbm_naive", "lgbm_unbiased", "lgbm_full")}
+        gap = (m["lgbm_unbiased"] - m["lgbm_naive"]) / (m["lgbm_full"] - m["lgbm_naive"])
+        gb.append([cm, f"{n:,}", f"{m['lgbm_naive']:.4f}", f"{m['lgbm_unbiased']:.4f}", f"{m['lgbm_full']:.4f}", f"{gap:.0%}"])
+    lines.append(markdown_table(["click model", "sessions", "naive", "unbiased LambdaMART", "full info", "gap closed"], gb))
     lines += ["", "Relative propensity error |θ̂_r/θ_r − 1| at positions 2, 5 and 10 (mean over seeds):", ""]
     perr = []
     for (cm, n), group in _groups(rows).items():
-        for est in ("rem", "dla", "pairwise-debias"):
+        for est in ("rem", "dla", "pairwise-debias", "lgbm_unbiased"):
             errs = [r[f"{est}_rel_error"] for r in group if f"{est}_rel_error" in r]
             if errs:
                 e = np.mean(np.array(errs), axis=0)
@@ -178,6 +219,7 @@ def main(argv=None) -> int:
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--hidden", type=int, nargs="+", default=[64, 32])
     args = p.parse_args(argv)
+    ETA[0] = args.eta
     if args.quick:
         args.sessions, args.seeds, args.epochs = "10000", 1, 10
     out = Path(args.out)

@@ -85,8 +85,9 @@ class UnbiasedLambdaMART:
 
 
 def fit_unbiased_lambdamart(dataset, log, *, rounds: int = 100, params: dict | None = None, sigma: float = 1.0,
-                            power: float = 0.0, seed: int = 0) -> UnbiasedLambdaMART:
-    """Boost on the log's shown lists with the debiased lambdas; ``params`` go to ``lightgbm.train``."""
+                            power: float = 0.0, seed: int = 0, debias: bool = True) -> UnbiasedLambdaMART:
+    """Boost on the log's shown lists with the debiased lambdas; ``params`` go to ``lightgbm.train``.
+    ``debias=False`` keeps t+ = t- = 1: the same objective on raw clicks (the naive baseline)."""
     import lightgbm
 
     from ltr.clicks.logged_lists import group_sessions, pair_counts
@@ -104,7 +105,8 @@ def fit_unbiased_lambdamart(dataset, log, *, rounds: int = 100, params: dict | N
         scores = np.zeros(mask.shape)
         scores[mask] = preds
         grad, hess, loss = pair_lambdas(scores, pairs, pos, mask, state["t_plus"], state["t_minus"], sigma)
-        state["t_plus"], state["t_minus"] = update_position_biases(loss, pos, state["t_plus"], state["t_minus"], power)
+        if debias:
+            state["t_plus"], state["t_minus"] = update_position_biases(loss, pos, state["t_plus"], state["t_minus"], power)
         state["history"].append((state["t_plus"].copy(), state["t_minus"].copy()))
         return grad[mask], np.maximum(hess[mask], 1e-9)
 
