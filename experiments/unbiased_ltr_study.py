@@ -15,7 +15,7 @@ Gap closed by an estimator = (NDCG(estimator) - NDCG(naive)) / (NDCG(full) - NDC
 Model selection: every estimator keeps the epoch of best NDCG@10 on a labelled validation split
 (patience 5); dla and pairwise-debias keep their propensities of that epoch too.
 
-    python experiments/unbiased_ltr_study.py --out runs/unbiased_ltr_study            # the docs' table
+    python experiments/unbiased_ltr_study.py --out runs/unbiased_ltr_study            # the docs' tables (5 seeds)
     python experiments/unbiased_ltr_study.py --quick --out runs/unbiased_quick        # minutes
 
 Writes ``results.json`` and ``results.md`` under ``--out``.
@@ -174,6 +174,13 @@ def markdown(rows, args) -> str:
         cells.append(f"{(best - naive) / (full - naive):.0%}" if full != naive else "")
         table.append(cells)
     lines.append(markdown_table(head, table))
+    lines += ["", "Paired differences over seeds (mean [95% t-interval]):", ""]
+    diffs = []
+    for (cm, n), group in _groups(rows).items():
+        pairs = [("ips", "naive"), ("rem", "naive"), ("dla", "ips"), ("rem", "ips")] + (
+            [("affine", "ips"), ("affine", "naive")] if cm == "trust" else [])
+        diffs.append([cm, f"{n:,}", "; ".join(f"{a} − {b} {_t_interval([r[a] - r[b] for r in group])}" for a, b in pairs)])
+    lines.append(markdown_table(["click model", "sessions", "differences"], diffs))
     lines += ["", "LightGBM on the same click lists (200 rounds, 31 leaves, no early stopping): lambdas on raw clicks, "
               "unbiased LambdaMART, and lambdarank on the true labels:", ""]
     gb = []
@@ -194,6 +201,17 @@ def markdown(rows, args) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _t_interval(values) -> str:
+    from scipy import stats
+
+    v = np.asarray(values, dtype=np.float64)
+    m = v.mean()
+    if len(v) < 2:
+        return f"{m:+.4f}"
+    h = stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v))
+    return f"{m:+.4f} [{m - h:+.4f}, {m + h:+.4f}]"
+
+
 def _groups(rows):
     out: dict = {}
     for r in rows:
@@ -210,7 +228,8 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true", help="10^4 sessions, one seed, fewer epochs")
     p.add_argument("--sessions", default="10000,100000,1000000")
     p.add_argument("--models", default="pbm,trust")
-    p.add_argument("--seeds", type=int, default=2)
+    p.add_argument("--seeds", type=int, default=5)
+    p.add_argument("--report-only", action="store_true", help="rewrite results.md from --out/results.json")
     p.add_argument("--queries", type=int, default=1000)
     p.add_argument("--features", type=int, default=40)
     p.add_argument("--eta", type=float, default=1.0)
@@ -224,6 +243,14 @@ def main(argv=None) -> int:
         args.sessions, args.seeds, args.epochs = "10000", 1, 10
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.report_only:
+        import json
+
+        saved = json.loads((out / "results.json").read_text())
+        text = markdown(saved["rows"], argparse.Namespace(**saved["args"]))
+        atomic_write_text(out / "results.md", text)
+        print(text)
+        return 0
     rows = []
     for seed in range(args.seeds):
         train, valid, test = make_synthetic_splits(args.queries, args.features, mean_list_length=30, max_list_length=120,
