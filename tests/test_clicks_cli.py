@@ -86,7 +86,7 @@ def test_every_option_is_documented():
 
     clicks = subparsers(build_parser())["clicks"]
     actions = subparsers(clicks)
-    assert set(actions) == {"simulate", "estimate", "evaluate", "open-bandit", "train"}
+    assert set(actions) == {"simulate", "estimate", "evaluate", "open-bandit", "train", "interleave"}
     for name, parser in actions.items():
         assert parser.description, name
         for action in parser._actions:
@@ -169,3 +169,17 @@ def test_estimate_em_without_interventions(data_file, tmp_path, capsys):
     capsys.readouterr()
     assert main(["clicks", "estimate", "--log", str(sim / "clicks.npz"), "--method", "em"]) == 2
     assert "needs --data" in capsys.readouterr().err
+
+
+def test_interleave_prefers_the_labels_over_noise(data_file, tmp_path):
+    path, labels, _ = data_file
+    good, bad = tmp_path / "good.txt", tmp_path / "bad.txt"
+    good.write_text("\n".join(str(v) for v in labels) + "\n")
+    noise = np.random.default_rng(0).normal(size=len(labels))
+    bad.write_text("\n".join(str(v) for v in noise) + "\n")
+    out = tmp_path / "il.json"
+    assert main(["clicks", "interleave", "--data", str(path), "--a", str(good), "--b", str(bad), "--json", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert res["sessions"] == 80 * 20 and res["wins_a"] + res["wins_b"] + res["ties"] == res["sessions"]
+    assert res["ndcg@10_a"] == 1.0 and res["ndcg@10_b"] < 0.8
+    assert res["wins_a"] > 2 * res["wins_b"] and res["p_value"] < 1e-6 and res["sessions_to_detect"] < 1600

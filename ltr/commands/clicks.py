@@ -1,12 +1,15 @@
-"""``ltr clicks``: simulate click logs, estimate position bias, judge rankers counterfactually, Open Bandit.
+"""``ltr clicks``: simulate click logs, estimate position bias, train and judge rankers on clicks, Open Bandit.
 
 Sub-commands:
 
-* ``simulate``: rank a labelled file with a logging ranker, simulate PBM or cascade clicks and write a
-  run folder (``clicks.npz`` + ``summary.json``); prints CTR by position and, when the log has
-  randomized or swap traffic, the propensity estimate against the simulator's truth.
-* ``estimate``: propensity estimate from an existing log (randomized or swap traffic).
+* ``simulate``: rank a labelled file with a logging ranker, simulate PBM, cascade, DBN, UBM or trust-bias
+  clicks and write a run folder (``clicks.npz`` or ``clicks.parquet`` + ``summary.json``); prints CTR by
+  position and, when the log has randomized or swap traffic, the propensity estimate against the truth.
+* ``estimate``: propensity estimate from an existing log (randomized or swap traffic, or regression EM
+  on production traffic alone).
+* ``train``: a neural scorer trained on a log with an unbiased estimator; a model folder.
 * ``evaluate``: naive, IPS and SNIPS click-DCG of a new ranker from a log, beside the true values.
+* ``interleave``: team-draft interleaving of two rankers on simulated users, beside their NDCG@10.
 * ``open-bandit``: the Open Bandit sample: CTR by position with intervals, and an off-policy IPS
   estimate of the uniform-random policy's CTR from the Thompson-sampling log.
 """
@@ -31,9 +34,10 @@ from ltr.study.report_table import markdown_table
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "clicks",
-        help="click models, position-bias estimation, IPS evaluation, Open Bandit data",
+        help="click models, position-bias estimation, unbiased training, IPS evaluation, interleaving, Open Bandit data",
         description="Simulate clicks with position bias on a labelled data set, estimate the examination "
-        "propensities from intervention traffic, judge rankers with naive / IPS / SNIPS click metrics, "
+        "propensities from intervention traffic or from one ranker's logs, train rankers on clicks with "
+        "unbiased estimators, judge rankers with naive / IPS / SNIPS click metrics or by interleaving, "
         "and summarise the Open Bandit sample.",
     )
     sub = p.add_subparsers(dest="clicks_command", metavar="ACTION")
@@ -73,6 +77,7 @@ def register(subparsers) -> None:
     add_data_options(s)
     s.set_defaults(func=run_simulate)
     _register_train(sub, fmt)
+    _register_interleave(sub, fmt)
 
     e = sub.add_parser("estimate", help="estimate examination propensity by position from a click log", formatter_class=fmt,
                        description="theta_r / theta_1 from randomized sessions (CTR ratio) or swap interventions "
@@ -124,6 +129,27 @@ def register(subparsers) -> None:
     o.add_argument("--seed", type=SEED, default=0, help="bootstrap seed")
     add_json_option(o, "the numbers")
     o.set_defaults(func=run_open_bandit)
+
+
+def _register_interleave(sub, fmt) -> None:
+    i = sub.add_parser("interleave", help="team-draft interleaving of two rankers on simulated users", formatter_class=fmt,
+                       description="Interleave the rankings of --a and --b by team draft on every query of --data, "
+                       "simulate clicks on the interleaved lists (--model), credit each ranker with the clicks on its "
+                       "picks, and report wins, ties, the preference for A with a sign test, the sessions needed to "
+                       "detect the measured preference, and both rankers' NDCG@10 on the labels.")
+    i.add_argument("--data", required=True, metavar="FILE", help="labelled data: SVMlight/LETOR file, Parquet file or folder, or a store")
+    add_format_options(i)
+    i.add_argument("--a", required=True, metavar="PATH", help="ranker A: a model folder, or a scores file (one number per row of --data)")
+    i.add_argument("--b", required=True, metavar="PATH", help="ranker B: a model folder, or a scores file (one number per row of --data)")
+    i.add_argument("--model", default="pbm", choices=("pbm", "cascade", "dbn", "ubm", "trust"), help="click model of the simulated users")
+    i.add_argument("--eta", type=number(min=0), default=1.0, help="position-bias strength (pbm, trust, ubm)")
+    i.add_argument("--eps", type=number(min=0, max=1), default=0.1, help="click probability of an examined irrelevant item")
+    i.add_argument("--top-k", type=COUNT, default=10, help="length of the interleaved list")
+    i.add_argument("--sessions-per-query", type=COUNT, default=20, help="simulated sessions per query")
+    i.add_argument("--seed", type=SEED, default=0, help="random seed")
+    add_json_option(i, "the numbers")
+    add_data_options(i)
+    i.set_defaults(func=run_interleave)
 
 
 def _register_train(sub, fmt) -> None:
@@ -478,6 +504,43 @@ def metrics_on(model, ds) -> str:
     scores = predict_scores(model, ds.features, query_offsets=ds.query_offsets)
     ev = metrics.evaluate(scores, ds.labels, ds.query_offsets, ["ndcg@10"])
     return f"NDCG@10 = {ev.mean[ev.names['ndcg@10']]:.4f}"
+
+
+def _ranker_scores(path: str, ds, option: str, data_path: str) -> np.ndarray:
+    if Path(path).is_dir():
+        return _model_scores(path, ds, option, data_path)
+    return _read_scores(path, ds.n_items, option)
+
+
+def run_interleave(args) -> int:
+    import metrics
+    from ltr.checks import output_file
+    from ltr.clicks.interleaving import interleave_sessions, sessions_to_detect
+    from ltr.io_utils import write_json_report
+
+    say = functools.partial(print, file=text_stream(args))  # JSON on standard output: text to stderr
+    if args.json and args.json != "-":
+        output_file(args.json, "--json", inputs=[("--data", args.data), ("--a", args.a), ("--b", args.b)])
+    ds = load_data_file(args.data, "data", None, data_options(args), **format_options(args, "data"))
+    a = _ranker_scores(args.a, ds, "--a", args.data)
+    b = _ranker_scores(args.b, ds, "--b", args.data)
+    res = interleave_sessions(ds.labels, ds.query_offsets, a, b, sessions_per_query=args.sessions_per_query,
+                              top_k=args.top_k, model=args.model, eta=args.eta, eps=args.eps, seed=args.seed)
+    out = res.summary()
+    decided = out["wins_a"] + out["wins_b"]
+    if decided and out["wins_a"] != out["wins_b"]:
+        out["sessions_to_detect"] = sessions_to_detect(out["wins_a"] / decided, out["ties"] / out["sessions"])
+    for name, scores in (("a", a), ("b", b)):
+        ev = metrics.evaluate(scores, ds.labels, ds.query_offsets, ["ndcg@10"])
+        out[f"ndcg@10_{name}"] = float(ev.mean[ev.names["ndcg@10"]])
+    say(f"team-draft interleaving, {out['sessions']} {args.model} sessions: A wins {out['wins_a']}, B wins "
+        f"{out['wins_b']}, ties {out['ties']}; preference for A {out['preference_a']:.4f} (sign test p = {out['p_value']:.3g})")
+    if "sessions_to_detect" in out:
+        say(f"sessions to detect this preference (5% two-sided, 80% power): {out['sessions_to_detect']:.0f}")
+    say(f"NDCG@10 on the labels: A {out['ndcg@10_a']:.4f}, B {out['ndcg@10_b']:.4f}")
+    if args.json:
+        write_json_report(args.json, out)
+    return 0
 
 
 def run_open_bandit(args) -> int:
