@@ -790,7 +790,7 @@ CASES: list[Case] = [
     Case("evaluate-propensity-bogus", EV + ["--ranker", "{lin}", "--propensity", "magic"], ("--propensity",)),
     Case("evaluate-ranker-narrower-data", ["clicks", "evaluate", "--log", "{log}", "--data", "{narrow}", "--ranker", "{lin}"], ("--log",)),
     Case("evaluate-ranker-hostile", EV + ["--ranker", "{bad}"], ("model.pt",), model_copy("lin", truncate("model.pt"))),
-    Case("simulate-model-bogus", S + ["--model", "dbn"], ("--model",)),
+    Case("simulate-model-bogus", S + ["--model", "dcm"], ("--model",)),
     Case("simulate-logger-model-hostile", S + ["--logger-model", "{bad}"], ("model.json", "inside"),
          model_copy("gb", edit_json("model.json", file="../x"))),
     Case("simulate-logger-scores-nan", S + ["--logger-scores", "{bad}"], ("s.txt:1",), put("s.txt", "nan\n")),

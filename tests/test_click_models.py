@@ -163,7 +163,7 @@ def test_seed_determinism_and_round_trip(tmp_path):
 def test_bad_arguments_are_user_errors():
     labels, offsets, scores = _toy(n_queries=3)
     with pytest.raises(LtrError, match="click model"):
-        simulate_clicks(labels, offsets, scores, model="dbn")
+        simulate_clicks(labels, offsets, scores, model="dcm")
     with pytest.raises(LtrError, match="must not exceed 1"):
         simulate_clicks(labels, offsets, scores, randomize_fraction=0.7, swap_fraction=0.7)
     with pytest.raises(LtrError, match="examination curve"):

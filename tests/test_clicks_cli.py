@@ -86,7 +86,7 @@ def test_every_option_is_documented():
 
     clicks = subparsers(build_parser())["clicks"]
     actions = subparsers(clicks)
-    assert set(actions) == {"simulate", "estimate", "evaluate", "open-bandit"}
+    assert set(actions) == {"simulate", "estimate", "evaluate", "open-bandit", "train", "interleave"}
     for name, parser in actions.items():
         assert parser.description, name
         for action in parser._actions:
@@ -103,3 +103,83 @@ def test_open_bandit_command(tmp_path, capsys):
     assert [r["impressions"] for r in res["random"]["ctr_by_position"]] == [3322, 3412, 3266]
     assert res["random_policy_on_policy"]["ips"] == pytest.approx(0.0038)
     assert "off-policy CTR" in capsys.readouterr().out
+
+
+def test_simulate_parquet_then_train_records_estimator_and_propensities(data_file, tmp_path, capsys):
+    from ltr.clicks.log_table import read_log_parquet
+    from ltr.train.models import load_model
+
+    path, labels, offsets = data_file
+    sim = tmp_path / "sim"
+    assert main(["clicks", "simulate", "--data", str(path), "--out", str(sim), "--model", "trust", "--top-k", "8",
+                 "--sessions-per-query", "20", "--format", "parquet", "--seed", "1", "--quiet"]) == 0
+    log = read_log_parquet(sim / "clicks.parquet")
+    assert log.meta["model"] == "trust" and log.n_sessions == 80 * 20
+    np.testing.assert_allclose(log.meta["eps_minus"], 0.65 / np.arange(1, 9))
+    capsys.readouterr()
+    for est in ("ips", "affine", "dla"):
+        out = tmp_path / f"m_{est}"
+        rc = main(["clicks", "train", "--data", str(path), "--log", str(sim / "clicks.parquet"), "--valid", str(path),
+                   "--out", str(out), "--estimator", est, "--epochs", "2", "--model", "linear", "--clip", "0.05"])
+        assert rc == 0, capsys.readouterr().err
+        info = json.loads((out / "clicks_training.json").read_text())
+        assert info["estimator"] == est and info["clip"] == 0.05 and info["click_model"] == "trust"
+        assert load_model(out).n_features == 3
+    info = json.loads((tmp_path / "m_ips" / "clicks_training.json").read_text())
+    np.testing.assert_allclose(info["propensity"], 1.0 / np.arange(1, 9))
+    assert "at most 20" in info["clip_rule"]
+    aff = json.loads((tmp_path / "m_affine" / "clicks_training.json").read_text())
+    # alpha_r = theta_r (1 - 0.65 / r), beta_r = theta_r 0.65 / r with theta_r = 1 / r
+    np.testing.assert_allclose(aff["alpha"][:2], [0.35, 0.5 * (1 - 0.325)])
+    np.testing.assert_allclose(aff["beta"][:2], [0.65, 0.5 * 0.325])
+    dla = json.loads((tmp_path / "m_dla" / "clicks_training.json").read_text())
+    assert len(dla["propensity"]) == 8 and dla["propensity"][0] == 1.0
+    # The model folder scores a file like any other ranker.
+    assert main(["clicks", "evaluate", "--log", str(sim / "clicks.parquet"), "--data", str(path),
+                 "--ranker", str(tmp_path / "m_ips")]) == 0
+
+
+def test_train_user_errors(data_file, tmp_path, capsys):
+    path, _, _ = data_file
+    sim = tmp_path / "sim"
+    assert main(["clicks", "simulate", "--data", str(path), "--out", str(sim), "--sessions-per-query", "3", "--quiet"]) == 0
+    base = ["clicks", "train", "--data", str(path), "--log", str(sim / "clicks.npz"), "--valid", str(path), "--epochs", "1"]
+    capsys.readouterr()
+    assert main(base + ["--out", str(tmp_path / "a"), "--estimator", "affine"]) == 2
+    assert "trust-bias log" in capsys.readouterr().err
+    assert main(base + ["--out", str(tmp_path / "b"), "--estimator", "dla", "--propensity", "swap"]) == 2
+    assert "applies to --estimator ips only" in capsys.readouterr().err
+    assert main(base + ["--out", str(tmp_path / "c"), "--hidden", "6,x"]) == 2
+    assert "--hidden" in capsys.readouterr().err
+
+
+def test_estimate_em_without_interventions(data_file, tmp_path, capsys):
+    path, _, _ = data_file
+    sim = tmp_path / "sim"
+    assert main(["clicks", "simulate", "--data", str(path), "--out", str(sim), "--sessions-per-query", "20",
+                 "--top-k", "5", "--quiet"]) == 0
+    out = tmp_path / "em.json"
+    assert main(["clicks", "estimate", "--log", str(sim / "clicks.npz"), "--method", "em", "--data", str(path),
+                 "--resamples", "5", "--json", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert res["method"] == "em" and [r["position"] for r in res["rows"]] == [1, 2, 3, 4, 5]
+    np.testing.assert_allclose([r["truth"] for r in res["rows"]], 1.0 / np.arange(1, 6))
+    assert res["rows"][0]["theta"] == 1.0
+    assert all(0.0 <= r["low"] <= r["high"] <= 1.0 for r in res["rows"])
+    capsys.readouterr()
+    assert main(["clicks", "estimate", "--log", str(sim / "clicks.npz"), "--method", "em"]) == 2
+    assert "needs --data" in capsys.readouterr().err
+
+
+def test_interleave_prefers_the_labels_over_noise(data_file, tmp_path):
+    path, labels, _ = data_file
+    good, bad = tmp_path / "good.txt", tmp_path / "bad.txt"
+    good.write_text("\n".join(str(v) for v in labels) + "\n")
+    noise = np.random.default_rng(0).normal(size=len(labels))
+    bad.write_text("\n".join(str(v) for v in noise) + "\n")
+    out = tmp_path / "il.json"
+    assert main(["clicks", "interleave", "--data", str(path), "--a", str(good), "--b", str(bad), "--json", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert res["sessions"] == 80 * 20 and res["wins_a"] + res["wins_b"] + res["ties"] == res["sessions"]
+    assert res["ndcg@10_a"] == 1.0 and res["ndcg@10_b"] < 0.8
+    assert res["wins_a"] > 2 * res["wins_b"] and res["p_value"] < 1e-6 and res["sessions_to_detect"] < 1600

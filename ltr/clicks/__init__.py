@@ -1,9 +1,14 @@
 """ltr.clicks: logged clicks and their position bias.
 
-Position-based and cascade click simulation (:mod:`~ltr.clicks.click_models`), examination
-propensities from randomized or swapped traffic (:mod:`~ltr.clicks.propensity`), naive / IPS / SNIPS
-estimates and inverse-propensity training sets (:mod:`~ltr.clicks.ips`), and the Open Bandit
-logged-click sample (:mod:`~ltr.clicks.open_bandit`).
+Click simulation: position-based and cascade (:mod:`~ltr.clicks.click_models`), DBN, UBM, trust
+bias and click noise (:mod:`~ltr.clicks.browsing`); logs as Parquet tables
+(:mod:`~ltr.clicks.log_table`) and grouped by shown list (:mod:`~ltr.clicks.logged_lists`).
+Examination propensities from randomized or swapped traffic (:mod:`~ltr.clicks.propensity`), from one
+ranker's logs by regression EM (:mod:`~ltr.clicks.regression_em`) or DLA (:mod:`~ltr.clicks.dla`).
+Naive / IPS / SNIPS estimates and inverse-propensity training sets (:mod:`~ltr.clicks.ips`);
+unbiased training estimators (:mod:`~ltr.clicks.unbiased`, :mod:`~ltr.clicks.unbiased_training`);
+team-draft interleaving (:mod:`~ltr.clicks.interleaving`); the Open Bandit logged-click sample
+(:mod:`~ltr.clicks.open_bandit`).
 """
 
 from ltr._lazy import lazy_exports

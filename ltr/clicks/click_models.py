@@ -37,6 +37,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ltr.clicks import browsing
 from ltr.errors import LtrError
 from ltr.io_utils import atomic_path
 from metrics.gains import gain_values
@@ -53,7 +54,7 @@ __all__ = [
     "simulate_clicks",
 ]
 
-MODELS = ("pbm", "cascade")
+MODELS = ("pbm", "cascade", "dbn", "ubm", "trust")
 MODE_PRODUCTION, MODE_RANDOMIZED, MODE_SWAP = 0, 1, 2
 
 # Sessions x positions cells handled per chunk: bounds the simulator's memory at a few hundred MB.
@@ -235,7 +236,8 @@ def _log_problem(f: dict[str, np.ndarray]) -> str | None:
         ("query", f["query"] < 0, "query indices >= 0"), ("doc", f["doc"] < 0, "row indices >= 0"),
         ("position", f["position"] < 1, "positions >= 1"), ("logged_rank", f["logged_rank"] < 1, "ranks >= 1"),
         ("click", (f["click"] != 0) & (f["click"] != 1), "clicks 0 or 1"),
-        ("propensity", ~((p > 0) & (p <= 1)) if p.dtype.kind == "f" else np.ones(m, bool), "propensities in (0, 1]"),
+        # 0 is a valid logging propensity: a cascade / DBN position below a certain stop is never examined
+        ("propensity", ~((p >= 0) & (p <= 1)) if p.dtype.kind == "f" else np.ones(m, bool), "propensities in [0, 1]"),
         ("session_query", f["session_query"] < 0, "query indices >= 0"),
         ("session_mode", ~np.isin(f["session_mode"], (0, 1, 2)), "modes 0, 1 or 2"),
         ("session_swap", f["session_swap"] < 0, "positions >= 0"),
@@ -341,16 +343,27 @@ def _swap_first(rng, shown, rank, slen, rows) -> np.ndarray:
     return kpos
 
 
-def _draw_clicks(rng, model, a, valid, theta) -> tuple[np.ndarray, np.ndarray]:
-    """Clicks [B, K] (bool) given attractions ``a`` [B, K], and the examination propensity of each cell.
+def _draw_clicks(rng, spec: dict, a, s, valid) -> tuple[np.ndarray, np.ndarray]:
+    """Clicks [B, K] (bool) given attractions ``a`` [B, K] (relevance probabilities ``s`` for DBN's
+    satisfaction and trust bias), and the examination propensity of each cell; then click noise.
 
     PBM: click when ``u < theta_r a_r``. Cascade: the first cell with ``u < a_r`` is the click, and
-    ``P(examined at r) = prod_{j<r} (1 - a_j)``.
+    ``P(examined at r) = prod_{j<r} (1 - a_j)``. DBN, UBM, trust bias: :mod:`ltr.clicks.browsing`.
     """
+    model = spec["model"]
+    if model in ("dbn", "ubm", "trust"):
+        if model == "dbn":
+            click, prop = browsing.draw_dbn(rng, a, s, spec["gamma"], valid)
+        elif model == "ubm":
+            click, prop = browsing.draw_ubm(rng, a, spec["ubm"], valid)
+        else:
+            click, prop = browsing.draw_trust(rng, s, spec["theta"], spec["eps_plus"], spec["eps_minus"], valid)
+        return browsing.add_noise(rng, click, spec["noise"], valid), prop
     draw = rng.random(a.shape)
     if model == "pbm":
-        prop = np.broadcast_to(theta, a.shape)
-        return (draw < prop * a) & valid, prop
+        prop = np.broadcast_to(spec["theta"], a.shape)
+        click = (draw < prop * a) & valid
+        return browsing.add_noise(rng, click, spec["noise"], valid), prop
     hit = (draw < a) & valid
     has = hit.any(axis=1)
     first_hit = np.argmax(hit, axis=1)
@@ -358,12 +371,13 @@ def _draw_clicks(rng, model, a, valid, theta) -> tuple[np.ndarray, np.ndarray]:
     click[np.flatnonzero(has), first_hit[has]] = True
     # P(examined at r) = prod_{j<r} (1 - a_j): an exclusive cumulative product.
     prop = np.concatenate([np.ones((len(a), 1)), np.cumprod(1.0 - a, axis=1)[:, :-1]], axis=1)
-    return click, prop
+    return browsing.add_noise(rng, click, spec["noise"], valid), prop
 
 
-def _simulate_chunk(rng, model, start, sq, mode, base, n_shown, attr_rows, theta, session_swap) -> tuple[np.ndarray, ...]:
+def _simulate_chunk(rng, spec, start, sq, mode, base, n_shown, rows, session_swap) -> tuple[np.ndarray, ...]:
     """Sessions ``start..start+len(sq)-1`` (queries ``sq``, modes ``mode``): their log entries as a tuple
-    (session, query, doc, position, logged_rank, click, propensity); swap positions go into ``session_swap``."""
+    (session, query, doc, position, logged_rank, click, propensity); swap positions go into ``session_swap``.
+    ``rows``: per data-set row, its attraction and its relevance probability (``(attr, rho)``)."""
     k = base.shape[1]
     shown = base[sq]
     slen = n_shown[sq]
@@ -376,8 +390,10 @@ def _simulate_chunk(rng, model, start, sq, mode, base, n_shown, attr_rows, theta
     sw = np.flatnonzero(mode == MODE_SWAP)
     if len(sw):
         session_swap[start + sw] = _swap_first(rng, shown, rank, slen, sw)
-    a = np.where(valid, attr_rows[np.where(valid, shown, 0)], 0.0)
-    click, prop = _draw_clicks(rng, model, a, valid, theta)
+    cells = np.where(valid, shown, 0)
+    a = np.where(valid, rows[0][cells], 0.0)
+    s = np.where(valid, rows[1][cells], 0.0)
+    click, prop = _draw_clicks(rng, spec, a, s, valid)
     r_idx, c_idx = np.nonzero(valid)
     return (
         start + r_idx,
@@ -390,7 +406,7 @@ def _simulate_chunk(rng, model, start, sq, mode, base, n_shown, attr_rows, theta
     )
 
 
-def _simulate_sessions(rng, model, session_query, session_mode, base, n_shown, attr_rows, theta, progress):
+def _simulate_sessions(rng, spec, session_query, session_mode, base, n_shown, rows, progress):
     """All sessions, in chunks of about ``_CHUNK_CELLS`` cells: ``(parts, session_swap)``, ``parts`` being
     one entry tuple per chunk (see :func:`_simulate_chunk`) and ``session_swap`` [S] the swapped positions."""
     n_sessions = len(session_query)
@@ -400,25 +416,26 @@ def _simulate_sessions(rng, model, session_query, session_mode, base, n_shown, a
     if progress:
         from tqdm.auto import tqdm
 
-        starts = tqdm(starts, desc=f"simulating {model} clicks", unit="chunk")
+        starts = tqdm(starts, desc=f"simulating {spec['model']} clicks", unit="chunk")
     parts = [
         _simulate_chunk(
-            rng, model, start, session_query[start : start + chunk], session_mode[start : start + chunk],
-            base, n_shown, attr_rows, theta, session_swap,
+            rng, spec, start, session_query[start : start + chunk], session_mode[start : start + chunk],
+            base, n_shown, rows, session_swap,
         )
         for start in starts
     ]
     return parts, session_swap
 
 
-def _click_meta(
-    model, eta, examination, theta, eps, max_label, gain, k, sessions_per_query, randomize_fraction, swap_fraction, seed, offsets
-) -> dict:
+def _click_meta(spec, eta, examination, eps, max_label, gain, k, sessions_per_query, randomize_fraction, swap_fraction,
+                seed, offsets) -> dict:
     """The simulator's settings as stored in :attr:`ClickLog.meta` (JSON-able)."""
+    model = spec["model"]
+    theta = spec.get("theta")
     return {
         "model": model,
-        "eta": float(eta) if model == "pbm" and examination is None else None,
-        "examination": theta.tolist() if model == "pbm" else None,
+        "eta": float(eta) if model in ("pbm", "trust", "ubm") and examination is None else None,
+        "examination": theta.tolist() if theta is not None else None,
         "eps": float(eps),
         "max_label": float(max_label),
         "gain": gain if isinstance(gain, str) else getattr(gain, "__name__", "custom"),
@@ -429,7 +446,31 @@ def _click_meta(
         "seed": int(seed),
         "n_queries": int(len(offsets) - 1),
         "n_rows": int(offsets[-1]),
+        "noise": float(spec["noise"]),
+        "gamma": float(spec["gamma"]) if model == "dbn" else None,
+        "ubm_examination": spec["ubm"].tolist() if model == "ubm" else None,
+        "eps_plus": spec["eps_plus"].tolist() if model == "trust" else None,
+        "eps_minus": spec["eps_minus"].tolist() if model == "trust" else None,
     }
+
+
+def _model_spec(model, k, eta, examination, gamma, ubm_xi, ubm_matrix, eps_plus, eps_minus, noise) -> dict:
+    """What :func:`_draw_clicks` needs of the click model, checked: theta, gamma, the UBM matrix, trust curves."""
+    if not 0.0 <= noise <= 1.0:
+        raise LtrError(f"click noise must be in [0, 1], got {noise}")
+    spec: dict = {"model": model, "noise": float(noise), "theta": None}
+    if model in ("pbm", "trust"):
+        spec["theta"] = _pbm_theta(examination, eta, k)
+    if model == "dbn":
+        if not 0.0 <= gamma <= 1.0:
+            raise LtrError(f"DBN perseverance gamma must be in [0, 1], got {gamma}")
+        spec["gamma"] = float(gamma)
+    if model == "ubm":
+        spec["ubm"] = (browsing.ubm_examination(k, eta, ubm_xi) if ubm_matrix is None
+                       else browsing.check_ubm_matrix(ubm_matrix, k))
+    if model == "trust":
+        spec["eps_plus"], spec["eps_minus"] = browsing.trust_curves(k, eps_plus, eps_minus)
+    return spec
 
 
 def _assemble_log(parts, session_query, session_mode, session_swap, meta) -> ClickLog:
@@ -453,6 +494,7 @@ def _assemble_log(parts, session_query, session_mode, session_swap, meta) -> Cli
     )
 
 
+# long: the simulator's one public entry point; its parameters are documented together in the docstring
 def simulate_clicks(
     labels: Any,
     query_offsets: Any,
@@ -470,6 +512,12 @@ def simulate_clicks(
     swap_fraction: float = 0.0,
     seed: int = 0,
     progress: bool = False,
+    gamma: float = 0.9,
+    ubm_xi: float | None = None,
+    ubm_matrix: Any = None,
+    eps_plus: Any = None,
+    eps_minus: Any = None,
+    noise: float = 0.0,
 ) -> ClickLog:
     """Simulate click sessions on each query's ranking by ``scores`` (the logging ranker).
 
@@ -477,20 +525,31 @@ def simulate_clicks(
     ----------
     labels, query_offsets : the data set's graded labels [N] and query offsets [Q+1].
     scores : the logging ranker's scores [N] (higher = shown earlier; ties keep input order).
-    model : ``"pbm"`` (position-based) or ``"cascade"``.
-    eta : PBM examination ``theta_r = 1/r^eta`` (ignored when ``examination`` is given).
-    examination : PBM examination per position 1..K (a user curve), overrides ``eta``.
+    model : ``"pbm"`` (position-based), ``"cascade"``, ``"dbn"`` (dynamic Bayesian network),
+        ``"ubm"`` (user browsing model) or ``"trust"`` (PBM with trust bias); see
+        :mod:`ltr.clicks.browsing` for the last three.
+    eta : PBM / trust examination ``theta_r = 1/r^eta`` (ignored when ``examination`` is given);
+        UBM's default matrix ``r^-(eta - xi) d^-xi``.
+    examination : PBM / trust examination per position 1..K (a user curve), overrides ``eta``.
     eps, max_label, gain : the attraction map ``eps + (1-eps) g(rel)/g(max_label)``; ``max_label``
-        defaults to the largest label in the data.
+        defaults to the largest label in the data. DBN's satisfaction and trust bias's relevance
+        probability are ``rho = g(rel)/g(max_label)`` (the map with eps = 0).
     top_k : number of items shown per session (``None``: the whole list).
     sessions_per_query : sessions simulated for each non-empty query.
     randomize_fraction, swap_fraction : shares of sessions with a random order / a swap of position
         1 with a uniform position k in 1..n_shown.
     seed : the random seed; the log is a deterministic function of all the arguments.
     progress : show a tqdm bar over chunks of sessions.
+    gamma : DBN perseverance (probability of going on after an unsatisfied position).
+    ubm_xi, ubm_matrix : UBM's distance exponent (default eta / 2) or a full matrix ``G[r-1, d-1]``.
+    eps_plus, eps_minus : trust bias click probabilities of an examined relevant / non-relevant
+        item (scalars or curves over positions; defaults 1 and 0.65 / r).
+    noise : probability of a spurious click on every shown item, after the model's clicks.
 
     Expected click rates (what the tests check): under PBM, ``P(click at r) = theta_r * a(item at r)``;
-    under the cascade model, ``a_r * prod_{j<r} (1 - a_j)``.
+    under the cascade model, ``a_r * prod_{j<r} (1 - a_j)``; the others in :mod:`ltr.clicks.browsing`.
+    The logged propensity is the examination probability of the entry: ``theta_r`` (PBM, trust),
+    the list's ``P(E_r)`` (cascade, DBN), ``G[r, d]`` given the session's earlier clicks (UBM).
     """
     _check_click_args(model, sessions_per_query, randomize_fraction, swap_fraction, top_k)
     lab = np.asarray(labels, dtype=np.float64)
@@ -499,21 +558,17 @@ def simulate_clicks(
         raise ValueError(f"labels has {len(lab)} entries, query_offsets covers {offsets[-1]} rows")
     if max_label is None:
         max_label = float(lab.max()) if len(lab) else 0.0
-    attr_rows = attraction(lab, max_label=max_label, eps=eps, gain=gain)
+    rows = (attraction(lab, max_label=max_label, eps=eps, gain=gain), attraction(lab, max_label=max_label, eps=0.0, gain=gain))
     base, n_shown = top_k_matrix(scores, offsets, top_k)
     k = base.shape[1]
-    theta = _pbm_theta(examination, eta, k) if model == "pbm" else None
+    spec = _model_spec(model, k, eta, examination, gamma, ubm_xi, ubm_matrix, eps_plus, eps_minus, noise)
 
     rng = np.random.default_rng(seed)
     session_query = np.repeat(np.flatnonzero(n_shown > 0), sessions_per_query)
     # Session modes are drawn for all sessions first, so that the share of each mode does not
     # depend on the chunking in _simulate_sessions.
     session_mode = _session_modes(rng, len(session_query), randomize_fraction, swap_fraction)
-    parts, session_swap = _simulate_sessions(
-        rng, model, session_query, session_mode, base, n_shown, attr_rows, theta, progress
-    )
-    meta = _click_meta(
-        model, eta, examination, theta, eps, max_label, gain, k, sessions_per_query,
-        randomize_fraction, swap_fraction, seed, offsets,
-    )
+    parts, session_swap = _simulate_sessions(rng, spec, session_query, session_mode, base, n_shown, rows, progress)
+    meta = _click_meta(spec, eta, examination, eps, max_label, gain, k, sessions_per_query,
+                       randomize_fraction, swap_fraction, seed, offsets)
     return _assemble_log(parts, session_query, session_mode, session_swap, meta)

@@ -1,12 +1,15 @@
-"""``ltr clicks``: simulate click logs, estimate position bias, judge rankers counterfactually, Open Bandit.
+"""``ltr clicks``: simulate click logs, estimate position bias, train and judge rankers on clicks, Open Bandit.
 
 Sub-commands:
 
-* ``simulate``: rank a labelled file with a logging ranker, simulate PBM or cascade clicks and write a
-  run folder (``clicks.npz`` + ``summary.json``); prints CTR by position and, when the log has
-  randomized or swap traffic, the propensity estimate against the simulator's truth.
-* ``estimate``: propensity estimate from an existing log (randomized or swap traffic).
+* ``simulate``: rank a labelled file with a logging ranker, simulate PBM, cascade, DBN, UBM or trust-bias
+  clicks and write a run folder (``clicks.npz`` or ``clicks.parquet`` + ``summary.json``); prints CTR by
+  position and, when the log has randomized or swap traffic, the propensity estimate against the truth.
+* ``estimate``: propensity estimate from an existing log (randomized or swap traffic, or regression EM
+  on production traffic alone).
+* ``train``: a neural scorer trained on a log with an unbiased estimator; a model folder.
 * ``evaluate``: naive, IPS and SNIPS click-DCG of a new ranker from a log, beside the true values.
+* ``interleave``: team-draft interleaving of two rankers on simulated users, beside their NDCG@10.
 * ``open-bandit``: the Open Bandit sample: CTR by position with intervals, and an off-policy IPS
   estimate of the uniform-random policy's CTR from the Thompson-sampling log.
 """
@@ -31,9 +34,10 @@ from ltr.study.report_table import markdown_table
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "clicks",
-        help="click models, position-bias estimation, IPS evaluation, Open Bandit data",
+        help="click models, position-bias estimation, unbiased training, IPS evaluation, interleaving, Open Bandit data",
         description="Simulate clicks with position bias on a labelled data set, estimate the examination "
-        "propensities from intervention traffic, judge rankers with naive / IPS / SNIPS click metrics, "
+        "propensities from intervention traffic or from one ranker's logs, train rankers on clicks with "
+        "unbiased estimators, judge rankers with naive / IPS / SNIPS click metrics or by interleaving, "
         "and summarise the Open Bandit sample.",
     )
     sub = p.add_subparsers(dest="clicks_command", metavar="ACTION")
@@ -48,7 +52,14 @@ def register(subparsers) -> None:
     s.add_argument("--data", required=True, metavar="FILE", help="labelled data: SVMlight/LETOR file, Parquet file or folder, or a store from ltr convert")
     add_format_options(s)
     s.add_argument("--out", required=True, metavar="DIR", help="run folder to create")
-    s.add_argument("--model", default="pbm", choices=("pbm", "cascade"), help="click model")
+    s.add_argument("--model", default="pbm", choices=("pbm", "cascade", "dbn", "ubm", "trust"),
+                   help="click model: position-based, cascade, dynamic Bayesian network, user browsing model, PBM with trust bias")
+    s.add_argument("--gamma", type=number(min=0, max=1), default=0.9, help="dbn: perseverance, the probability of going on after an unsatisfied position")
+    s.add_argument("--ubm-xi", type=number(min=0), default=None, help="ubm: examination r^-(eta-xi) d^-xi with d the distance to the last click (default eta/2; 0 = PBM)")
+    s.add_argument("--eps-plus", type=number(min=0, max=1), default=None, help="trust: click probability of an examined relevant item (default 1)")
+    s.add_argument("--eps-minus", type=number(min=0, max=1), default=None, help="trust: click probability of an examined non-relevant item (default 0.65/r, by position)")
+    s.add_argument("--noise", type=number(min=0, max=1), default=0.0, help="probability of a spurious click on every shown item, after the model's clicks")
+    s.add_argument("--format", default="npz", choices=("npz", "parquet"), help="log file: DIR/clicks.npz or DIR/clicks.parquet (one row per shown item)")
     s.add_argument("--eta", type=number(min=0), default=1.0, help="PBM position-bias strength: theta_r = 1/r^eta")
     s.add_argument("--eps", type=number(min=0, max=1), default=0.1, help="click probability of an examined irrelevant item")
     s.add_argument("--max-label", type=number(above=0), default=None, help="label with click probability 1; unset = the largest label in --data")
@@ -65,13 +76,23 @@ def register(subparsers) -> None:
     s.add_argument("--quiet", action="store_true", help="no progress bar")
     add_data_options(s)
     s.set_defaults(func=run_simulate)
+    _register_train(sub, fmt)
+    _register_interleave(sub, fmt)
 
     e = sub.add_parser("estimate", help="estimate examination propensity by position from a click log", formatter_class=fmt,
                        description="theta_r / theta_1 from randomized sessions (CTR ratio) or swap interventions "
                        "(click rate of the top item moved to r over left at 1), with delta-method intervals; "
-                       "compared with the simulator's truth when the log was simulated with PBM.")
-    e.add_argument("--log", required=True, metavar="FILE", help="clicks.npz written by `ltr clicks simulate`")
-    e.add_argument("--method", default="randomized", choices=("randomized", "swap"), help="which intervention traffic to use")
+                       "compared with the simulator's truth when the log was simulated with PBM. --method em needs no "
+                       "intervention: regression EM (Wang et al. 2018) on the production sessions, relevance a logistic "
+                       "regression on the features of --data, with a percentile bootstrap over queries.")
+    e.add_argument("--log", required=True, metavar="FILE", help="clicks.npz or clicks.parquet written by `ltr clicks simulate`")
+    e.add_argument("--method", default="randomized", choices=("randomized", "swap", "em"), help="which traffic and estimator to use")
+    e.add_argument("--data", default=None, metavar="FILE", help="--method em: the labelled file the log was simulated on (its features)")
+    add_format_options(e)
+    add_data_options(e)
+    e.add_argument("--resamples", type=COUNT, default=30, help="--method em: bootstrap resamples of the queries")
+    e.add_argument("--relevance", default="logistic", choices=("logistic", "gbdt"),
+                   help="--method em: the relevance model of the M-step (logistic regression or LightGBM cross-entropy)")
     e.add_argument("--positions", type=integer(min=1), default=None, help="number of positions to estimate (default: all shown positions)")
     e.add_argument("--confidence", type=number(above=0, below=1), default=0.95, help="confidence level of the intervals")
     add_json_option(e, "the estimate")
@@ -108,6 +129,58 @@ def register(subparsers) -> None:
     o.add_argument("--seed", type=SEED, default=0, help="bootstrap seed")
     add_json_option(o, "the numbers")
     o.set_defaults(func=run_open_bandit)
+
+
+def _register_interleave(sub, fmt) -> None:
+    i = sub.add_parser("interleave", help="team-draft interleaving of two rankers on simulated users", formatter_class=fmt,
+                       description="Interleave the rankings of --a and --b by team draft on every query of --data, "
+                       "simulate clicks on the interleaved lists (--model), credit each ranker with the clicks on its "
+                       "picks, and report wins, ties, the preference for A with a sign test, the sessions needed to "
+                       "detect the measured preference, and both rankers' NDCG@10 on the labels.")
+    i.add_argument("--data", required=True, metavar="FILE", help="labelled data: SVMlight/LETOR file, Parquet file or folder, or a store")
+    add_format_options(i)
+    i.add_argument("--a", required=True, metavar="PATH", help="ranker A: a model folder, or a scores file (one number per row of --data)")
+    i.add_argument("--b", required=True, metavar="PATH", help="ranker B: a model folder, or a scores file (one number per row of --data)")
+    i.add_argument("--model", default="pbm", choices=("pbm", "cascade", "dbn", "ubm", "trust"), help="click model of the simulated users")
+    i.add_argument("--eta", type=number(min=0), default=1.0, help="position-bias strength (pbm, trust, ubm)")
+    i.add_argument("--eps", type=number(min=0, max=1), default=0.1, help="click probability of an examined irrelevant item")
+    i.add_argument("--top-k", type=COUNT, default=10, help="length of the interleaved list")
+    i.add_argument("--sessions-per-query", type=COUNT, default=20, help="simulated sessions per query")
+    i.add_argument("--seed", type=SEED, default=0, help="random seed")
+    add_json_option(i, "the numbers")
+    add_data_options(i)
+    i.set_defaults(func=run_interleave)
+
+
+def _register_train(sub, fmt) -> None:
+    t = sub.add_parser("train", help="train a neural scorer on a click log with an unbiased estimator", formatter_class=fmt,
+                       description="Train a linear or MLP scorer on the clicks of --log (simulated on --data) with one "
+                       "estimator: naive (raw clicks), ips (clicks / max(p, clip), p the logged or an estimated "
+                       "propensity), rem (ips with propensities from regression EM on the same log), dla (ranker and "
+                       "propensities learned together), pairwise-debias (Hu et al.'s t+ / t- position biases) or affine "
+                       "(trust-bias correction (c - beta_r) / alpha_r). The log is grouped by shown list: label = mean "
+                       "corrected click, item weight = number of sessions. Writes a model folder (model.pt, model.json) "
+                       "with clicks_training.json: the estimator, the clip rule and the propensities used.")
+    t.add_argument("--data", required=True, metavar="FILE", help="the labelled file the log was simulated on (its features train the model)")
+    add_format_options(t)
+    t.add_argument("--log", required=True, metavar="FILE", help="clicks.npz or clicks.parquet written by `ltr clicks simulate` on --data")
+    t.add_argument("--valid", required=True, metavar="FILE", help="labelled validation file for early stopping (naive, ips, rem, affine)")
+    t.add_argument("--out", required=True, metavar="DIR", help="model folder to create")
+    t.add_argument("--estimator", default="ips", choices=("naive", "ips", "dla", "rem", "pairwise-debias", "affine"), help="how clicks are de-biased")
+    t.add_argument("--propensity", default="logged", choices=("logged", "randomized", "swap"),
+                   help="ips only: the logged (true) propensities, or estimated from the log's intervention traffic")
+    t.add_argument("--clip", type=number(above=0, max=1), default=0.01, help="propensities (and trust alpha) floored at this value: weights at most 1/clip")
+    t.add_argument("--max-weight", type=number(min=1), default=100.0, help="dla: clip of its inverse-propensity and inverse-relevance weights")
+    t.add_argument("--loss", default="softmax", help="a loss of `losses` that takes item weights (softmax, listnet, ranknet, lambdarank, mse, ...)")
+    t.add_argument("--model", default="mlp", choices=("linear", "mlp"), help="the scorer: linear or a multi-layer perceptron")
+    t.add_argument("--hidden", default="64,32", help="mlp hidden widths, comma separated")
+    t.add_argument("--epochs", type=COUNT, default=30, help="training epochs (early stopping on --valid for naive/ips/rem/affine)")
+    t.add_argument("--batch-size", type=COUNT, default=64, help="lists per batch")
+    t.add_argument("--lr", type=number(above=0), default=3e-3, help="Adam step size")
+    t.add_argument("--seed", type=SEED, default=0, help="random seed")
+    t.add_argument("--force", action="store_true", help="replace --out if it is a run folder made by ltr")
+    add_data_options(t)
+    t.set_defaults(func=run_train)
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -157,11 +230,15 @@ def _load_log(path: str):
     import zipfile
 
     from ltr.clicks.click_models import ClickLog
+    from ltr.clicks.log_table import is_log_table, read_log_parquet
 
+    if is_log_table(path):
+        return read_log_parquet(path)
     # A click log is a .npz (a zip archive); anything else would reach numpy, whose message about
     # pickled data does not tell a CLI user what went wrong.
     if Path(path).is_file() and not zipfile.is_zipfile(path):
-        raise LtrError(f"--log {path}: not a click log; expected the clicks.npz that `ltr clicks simulate --out DIR` writes")
+        raise LtrError(f"--log {path}: not a click log; expected the clicks.npz or clicks.parquet that "
+                       "`ltr clicks simulate --out DIR` writes")
     return ClickLog.load(path)
 
 
@@ -185,7 +262,7 @@ def _estimate(log, method: str, positions: int | None, confidence: float):
 def _estimate_rows(log, est) -> list[dict]:
     from ltr.clicks.propensity import compare_to_truth
 
-    truth = log.meta.get("examination") if log.meta.get("model") == "pbm" else None
+    truth = log.meta.get("examination") if log.meta.get("model") in ("pbm", "trust") else None
     if truth is not None:
         return compare_to_truth(est, truth)
     return est.as_rows()
@@ -219,7 +296,8 @@ def run_simulate(args) -> int:
             ds.labels, ds.query_offsets, scores, model=args.model, eta=args.eta, eps=args.eps,
             max_label=args.max_label, top_k=args.top_k or None, sessions_per_query=args.sessions_per_query,
             randomize_fraction=args.randomize_fraction, swap_fraction=args.swap_fraction, seed=args.seed,
-            progress=not args.quiet,
+            progress=not args.quiet, gamma=args.gamma, ubm_xi=args.ubm_xi, eps_plus=args.eps_plus,
+            eps_minus=args.eps_minus, noise=args.noise,
         )
     except ValueError as exc:
         raise LtrError(str(exc)) from None
@@ -241,10 +319,16 @@ def run_simulate(args) -> int:
             summary[f"propensity_{method}"] = rows
             print(f"\npropensity from {method} traffic (theta_r / theta_1, 95% interval):")
             print(_table(rows, [c for c in ("position", "truth", "theta", "se", "low", "high", "covered") if c in rows[0]]))
+    name = f"clicks.{args.format}"
     with run_folder(args.out, overwrite=args.force, kind="clicks-simulate", inputs=inputs) as tmp:
-        log.save(tmp / "clicks.npz")
+        if args.format == "parquet":
+            from ltr.clicks.log_table import write_log_parquet
+
+            write_log_parquet(log, tmp / name)
+        else:
+            log.save(tmp / name)
         atomic_write_json(tmp / "summary.json", summary)
-    print(f"\nwrote {Path(args.out) / 'clicks.npz'} and summary.json")
+    print(f"\nwrote {Path(args.out) / name} and summary.json")
     return 0
 
 
@@ -258,6 +342,8 @@ def run_estimate(args) -> int:
     if args.json and args.json != "-":
         output_file(args.json, "--json", inputs=[("--log", args.log)])
     log = _load_log(args.log)
+    if args.method == "em":
+        return _run_estimate_em(args, log, say)
     est = _estimate(log, args.method, args.positions, args.confidence)
     rows = _estimate_rows(log, est)
     say(f"propensity from {args.method} traffic ({int(est.sessions.max())} sessions at most per position), "
@@ -267,6 +353,37 @@ def run_estimate(args) -> int:
     say(f"fitted power law: theta_r = r^-{eta:.4f}" + (f" (simulator eta {log.meta['eta']})" if log.meta.get("eta") is not None else ""))
     if args.json:
         write_json_report(args.json, {"method": args.method, "rows": rows, "eta_fit": eta})
+    return 0
+
+
+def _run_estimate_em(args, log, say) -> int:
+    from ltr.clicks.regression_em import bootstrap_em, observations_from_log, regression_em
+    from ltr.io_utils import write_json_report
+
+    if args.data is None:
+        raise LtrError("--method em needs --data, the labelled file the log was simulated on (its features)")
+    ds = load_data_file(args.data, "data", None, data_options(args), **format_options(args, "data"))
+    _train_log(args, ds)  # the same checks that the log belongs to --data
+    obs = observations_from_log(log.select_sessions(log.session_mode == 0))
+    k = min(int(args.positions or obs.position.max()), int(obs.position.max()))
+    keep = obs.position <= k
+    obs = obs.subset(np.flatnonzero(keep))
+    res = regression_em(obs, relevance=args.relevance, features=ds.features, n_positions=k, iterations=200)
+    low, high = bootstrap_em(obs, args.resamples, args.confidence, relevance=args.relevance, features=ds.features,
+                             n_positions=k, iterations=200)
+    truth = log.meta.get("examination") if log.meta.get("model") in ("pbm", "trust") else None
+    rows = []
+    for r in range(k):
+        row = {"position": r + 1, "theta": float(res.theta[r]), "low": float(low[r]), "high": float(high[r])}
+        if truth is not None:
+            row["truth"] = truth[r] / truth[0]
+            row["covered"] = bool(low[r] <= row["truth"] <= high[r]) if r else True
+        rows.append(row)
+    say(f"propensity from regression EM on {int(obs.n.sum())} production impressions ({res.iterations} iterations), "
+        f"{args.confidence:.0%} bootstrap interval over queries ({args.resamples} resamples):")
+    say(_table(rows, [c for c in ("position", "truth", "theta", "low", "high", "covered") if c in rows[0]]))
+    if args.json:
+        write_json_report(args.json, {"method": "em", "rows": rows, "iterations": res.iterations})
     return 0
 
 
@@ -312,6 +429,115 @@ def run_evaluate(args) -> int:
     say(f"click-DCG@{args.k} of the ranker from {log.n_sessions} sessions (propensity: {args.propensity}, clip: {args.clip}):")
     say(_table(rows, ["estimate", "value"]))
     say("IPS targets true_click_dcg (over items the log showed); SNIPS targets true_click_dcg_normalized.")
+    if args.json:
+        write_json_report(args.json, out)
+    return 0
+
+
+def _train_log(args, ds):
+    log = _load_log(args.log)
+    if (log.meta.get("n_rows") not in (None, ds.n_items) or (log.n_entries and log.doc.max() >= ds.n_items)
+            or (log.n_entries and log.query.max() >= ds.n_queries)):
+        raise LtrError(f"--log {args.log} was not simulated on --data {args.data} (its rows or queries are not this file's)")
+    return log
+
+
+def _make_model_factory(args, train):
+    from ltr.train.models import FeatureTransform, LinearScorer, MLPScorer
+
+    try:
+        hidden = tuple(int(h) for h in args.hidden.split(",") if h.strip())
+    except ValueError:
+        raise LtrError(f"--hidden {args.hidden!r}: expected comma-separated integers such as 64,32") from None
+
+    def make(_ds):
+        model = LinearScorer(train.n_features) if args.model == "linear" else MLPScorer(train.n_features, hidden=hidden)
+        return model.set_normalizer(FeatureTransform.fit(train.features, "standard"))
+
+    return make
+
+
+def run_train(args) -> int:
+    import losses
+    from ltr.clicks.unbiased_training import fit_on_clicks
+    from ltr.io_utils import atomic_write_json
+    from ltr.train.models import save_model
+    from ltr.train.run_folder import check_destination, run_folder
+    from ltr.train.trainer import TrainConfig
+
+    inputs = [("--data", args.data), ("--log", args.log), ("--valid", args.valid)]
+    check_destination(args.out, overwrite=args.force, inputs=inputs)
+    train = load_data_file(args.data, "data", None, data_options(args), **format_options(args, "data"))
+    valid = load_data_file(args.valid, "valid", train.n_features, data_options(args), **format_options(args, "data"))
+    log = _train_log(args, train)
+    try:
+        loss = losses.get_loss(args.loss)
+    except (ValueError, TypeError) as exc:
+        raise LtrError(f"--loss: {exc}") from None
+    curve, source = None, None
+    if args.propensity != "logged":
+        if args.estimator != "ips":
+            raise LtrError(f"--propensity {args.propensity} applies to --estimator ips only")
+        est = _estimate(log, args.propensity, None, 0.95)
+        curve, source = est.curve(int(log.position.max())), f"estimated from {args.propensity} traffic"
+    cfg = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed, progress=False,
+                      metrics=("ndcg@10",))
+    model, info = fit_on_clicks(train, valid, log, args.estimator, _make_model_factory(args, train), loss=loss,
+                                config=cfg, clip=args.clip, curve=curve, curve_source=source, max_weight=args.max_weight)
+    info.update({"loss": args.loss, "log": str(args.log), "data": str(args.data), "n_sessions": log.n_sessions,
+                 "click_model": log.meta.get("model"), "versions": _versions()})
+    with run_folder(args.out, overwrite=args.force, kind="clicks-train", inputs=inputs) as tmp:
+        save_model(model, tmp)
+        atomic_write_json(tmp / "clicks_training.json", info)
+    ev = metrics_on(model, valid)
+    print(f"{args.estimator}: trained on {log.n_sessions} sessions; valid {ev}")
+    if info.get("propensity") is not None:
+        print("propensities by position (relative to 1): " + ", ".join(f"{p:.3f}" for p in info["propensity"]))
+    print(f"wrote {args.out} (model.pt, model.json, clicks_training.json)")
+    return 0
+
+
+def metrics_on(model, ds) -> str:
+    import metrics
+    from ltr.train.trainer import predict_scores
+
+    scores = predict_scores(model, ds.features, query_offsets=ds.query_offsets)
+    ev = metrics.evaluate(scores, ds.labels, ds.query_offsets, ["ndcg@10"])
+    return f"NDCG@10 = {ev.mean[ev.names['ndcg@10']]:.4f}"
+
+
+def _ranker_scores(path: str, ds, option: str, data_path: str) -> np.ndarray:
+    if Path(path).is_dir():
+        return _model_scores(path, ds, option, data_path)
+    return _read_scores(path, ds.n_items, option)
+
+
+def run_interleave(args) -> int:
+    import metrics
+    from ltr.checks import output_file
+    from ltr.clicks.interleaving import interleave_sessions, sessions_to_detect
+    from ltr.io_utils import write_json_report
+
+    say = functools.partial(print, file=text_stream(args))  # JSON on standard output: text to stderr
+    if args.json and args.json != "-":
+        output_file(args.json, "--json", inputs=[("--data", args.data), ("--a", args.a), ("--b", args.b)])
+    ds = load_data_file(args.data, "data", None, data_options(args), **format_options(args, "data"))
+    a = _ranker_scores(args.a, ds, "--a", args.data)
+    b = _ranker_scores(args.b, ds, "--b", args.data)
+    res = interleave_sessions(ds.labels, ds.query_offsets, a, b, sessions_per_query=args.sessions_per_query,
+                              top_k=args.top_k, model=args.model, eta=args.eta, eps=args.eps, seed=args.seed)
+    out = res.summary()
+    decided = out["wins_a"] + out["wins_b"]
+    if decided and out["wins_a"] != out["wins_b"]:
+        out["sessions_to_detect"] = sessions_to_detect(out["wins_a"] / decided, out["ties"] / out["sessions"])
+    for name, scores in (("a", a), ("b", b)):
+        ev = metrics.evaluate(scores, ds.labels, ds.query_offsets, ["ndcg@10"])
+        out[f"ndcg@10_{name}"] = float(ev.mean[ev.names["ndcg@10"]])
+    say(f"team-draft interleaving, {out['sessions']} {args.model} sessions: A wins {out['wins_a']}, B wins "
+        f"{out['wins_b']}, ties {out['ties']}; preference for A {out['preference_a']:.4f} (sign test p = {out['p_value']:.3g})")
+    if "sessions_to_detect" in out:
+        say(f"sessions to detect this preference (5% two-sided, 80% power): {out['sessions_to_detect']:.0f}")
+    say(f"NDCG@10 on the labels: A {out['ndcg@10_a']:.4f}, B {out['ndcg@10_b']:.4f}")
     if args.json:
         write_json_report(args.json, out)
     return 0

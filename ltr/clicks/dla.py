@@ -1,0 +1,156 @@
+"""Dual learning algorithm (Ai et al., SIGIR 2018): a ranker and a propensity model learned together.
+
+Data: the logged lists grouped by shown list (:mod:`ltr.clicks.logged_lists`): per group g, the
+items' features, the summed clicks ``C[g, i]`` over the group's sessions and the positions. Two
+models, each a softmax over the items of a list:
+
+* the ranker f: ``P_rel(i) = softmax_i(f(x_i))`` over the list;
+* the propensity model, one logit ``phi_r`` per position: ``P_exam(i) = softmax_i(phi_{r_i})``; the
+  relative propensity it stands for is ``theta_r / theta_1 = exp(phi_r - phi_1)``.
+
+Each is trained by softmax cross-entropy on the clicks, weighted by the *other* model's inverse
+(the weights are constants for the gradient, and clipped at ``max_weight``)::
+
+    loss_rank = - sum_g sum_i C[g, i] * min(theta_1 / theta_{r_i}, W) * log P_rel(i)
+    loss_exam = - sum_g sum_i C[g, i] * min(P_rel(first) / P_rel(i), W) * log P_exam(i)
+
+Under PBM ``E[C[g, i]] = n_g theta_{r_i} a_i``: with the true propensities the ranker's target is
+proportional to ``a_i`` within each list, and with the true relevance the propensity model's target
+is proportional to ``theta_{r_i}``; each model is the other's inverse-propensity (inverse-relevance)
+weight, and the pair's fixed point is the truth when both are expressive enough.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ltr.clicks.logged_lists import ShownLists
+from ltr.errors import LtrError
+
+__all__ = ["DLAResult", "fit_dla", "list_tensors"]
+
+
+@dataclass
+class DLAResult:
+    """The trained ranker (``model``), relative propensities ``theta`` [K], per-epoch losses and (with
+    a validation set) per-epoch validation NDCG@10 and the epoch kept."""
+
+    model: object
+    theta: np.ndarray
+    history: list = field(default_factory=list)
+    valid_history: list = field(default_factory=list)
+    best_epoch: int | None = None
+
+
+def list_tensors(lists: ShownLists, features: np.ndarray, clicks: np.ndarray | None = None):
+    """``(x [G, K, F], clicks [G, K], positions [G, K], mask [G, K])`` as torch tensors."""
+    import torch
+
+    mask = lists.mask
+    x = np.asarray(features, dtype=np.float32)[np.where(mask, lists.docs, 0)]
+    x[~mask] = 0.0
+    c = lists.clicks if clicks is None else clicks
+    return (torch.from_numpy(x), torch.from_numpy(np.asarray(c, dtype=np.float32)),
+            torch.from_numpy(lists.positions.astype(np.int64)), torch.from_numpy(mask))
+
+
+def _masked_log_softmax(values, mask):
+    import torch
+
+    return torch.log_softmax(values.masked_fill(~mask, torch.finfo(values.dtype).min), dim=1)
+
+
+def _dla_losses(model, phi, x, c, pos, mask, max_weight):
+    """``(loss_rank, loss_exam)`` of one batch of lists; see the module docstring."""
+    import torch
+
+    log_rel = _masked_log_softmax(model(x, mask), mask)
+    logit = torch.where(mask, phi[(pos - 1).clamp(min=0)], torch.zeros_like(log_rel))
+    log_exam = _masked_log_softmax(logit, mask)
+    with torch.no_grad():
+        rel_theta = torch.exp(phi - phi[0])[(pos - 1).clamp(min=0)]
+        w_prop = torch.clamp(1.0 / rel_theta, max=max_weight)
+        w_rel = torch.clamp(torch.exp(log_rel[:, :1] - log_rel), max=max_weight)
+    c = c * mask
+    total = c.sum().clamp(min=1.0)
+    return -(c * w_prop * log_rel).sum() / total, -(c * w_rel * log_exam).sum() / total
+
+
+def fit_dla(
+    lists: ShownLists,
+    features: np.ndarray,
+    model,
+    *,
+    epochs: int = 30,
+    batch_size: int = 256,
+    lr: float = 1e-2,
+    propensity_lr: float | None = None,
+    max_weight: float = 100.0,
+    seed: int = 0,
+    clicks: np.ndarray | None = None,
+    valid=None,
+    patience: int | None = 5,
+) -> DLAResult:
+    """Train ``model`` (a scorer of :mod:`ltr.train.models`) and the propensity logits jointly by Adam
+    over batches of lists; ``clicks`` [G, K] overrides ``lists.clicks`` (e.g. expected counts).
+
+    ``valid`` (a labelled :class:`ltr.data.RankingDataset`): after each epoch the ranker's NDCG@10 on it
+    is measured, and the ranker and propensities of the best epoch are returned (training stops after
+    ``patience`` epochs without improvement). A ranker that memorises the logged items can explain
+    the clicks with any propensities (the pair's fixed points are then not unique), so without a
+    validation set long training drifts.
+    """
+    import copy
+
+    import torch
+
+    if epochs < 1 or batch_size < 1 or max_weight < 1:
+        raise LtrError(f"DLA needs epochs >= 1, batch_size >= 1 and max_weight >= 1, got {epochs}, {batch_size}, {max_weight}")
+    x, c, pos, mask = list_tensors(lists, features, clicks)
+    if float(c.sum()) <= 0:
+        raise LtrError("DLA needs at least one click in the log")
+    torch.manual_seed(seed)
+    phi = torch.nn.Parameter(torch.zeros(lists.docs.shape[1]))
+    opt = torch.optim.Adam([{"params": model.parameters(), "lr": lr},
+                            {"params": [phi], "lr": propensity_lr or lr}])
+    gen = torch.Generator().manual_seed(seed)
+    history, valid_history = [], []
+    best = (-np.inf, None, None, 0)  # value, ranker state, phi, epoch
+    model.train()
+    for epoch in range(epochs):
+        order = torch.randperm(len(x), generator=gen)
+        total = 0.0
+        for start in range(0, len(x), batch_size):
+            b = order[start : start + batch_size]
+            loss_rank, loss_exam = _dla_losses(model, phi, x[b], c[b], pos[b], mask[b], max_weight)
+            opt.zero_grad()
+            (loss_rank + loss_exam).backward()
+            opt.step()
+            total += float(loss_rank.detach()) + float(loss_exam.detach())
+        history.append(total)
+        if valid is not None:
+            value = _valid_ndcg(model, valid)
+            valid_history.append(value)
+            model.train()
+            if value > best[0]:
+                best = (value, copy.deepcopy(model.state_dict()), phi.detach().clone(), epoch)
+            elif patience is not None and epoch - best[3] >= patience:
+                break
+    if valid is not None:
+        model.load_state_dict(best[1])
+        phi = best[2]
+    model.eval()
+    theta = torch.exp(phi.detach() - phi.detach()[0]).double().numpy()
+    return DLAResult(model, theta, history, valid_history, best[3] if valid is not None else None)
+
+
+def _valid_ndcg(model, ds) -> float:
+    import metrics
+    from ltr.train.trainer import predict_scores
+
+    model.eval()
+    scores = predict_scores(model, ds.features, query_offsets=ds.query_offsets)
+    ev = metrics.evaluate(scores, ds.labels, ds.query_offsets, ["ndcg@10"])
+    return float(ev.mean[ev.names["ndcg@10"]])

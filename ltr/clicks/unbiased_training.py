@@ -1,0 +1,128 @@
+"""One call per estimator: train a neural scorer on a click log, and say which propensities it used.
+
+``fit_on_clicks(train, valid, log, estimator, make_model, ...)`` returns the trained scorer and an
+``info`` dict (estimator, clip rule, propensities by position, their source) that ``ltr clicks
+train`` writes into the model folder. The estimators are described in :mod:`ltr.clicks.unbiased`.
+``naive``, ``ips``, ``rem`` and ``affine`` train through :class:`ltr.train.trainer.Trainer`;
+``dla`` and ``pairwise-debias`` run their own loops (their propensity models are part of the
+objective). All of them keep the epoch with the best NDCG@10 on ``valid`` (labelled) and stop
+after ``config.patience`` epochs without improvement.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ltr.clicks.click_models import ClickLog
+from ltr.clicks.unbiased import (
+    DEFAULT_CLIP,
+    ESTIMATORS,
+    corrected_clicks,
+    fit_pairwise_debias,
+    lists_dataset,
+    trust_parameters,
+)
+from ltr.errors import LtrError
+
+__all__ = ["fit_on_clicks", "estimate_rem_curve"]
+
+
+def estimate_rem_curve(train, log: ClickLog, *, iterations: int = 200, relevance: str = "logistic", seed: int = 0) -> np.ndarray:
+    """Relative propensities by position from regression EM on ``log`` (features of ``train``)."""
+    from ltr.clicks.regression_em import observations_from_log, regression_em
+
+    obs = observations_from_log(log)
+    return regression_em(obs, relevance=relevance, features=train.features, iterations=iterations, seed=seed).theta
+
+
+def _logged_curve(log: ClickLog) -> list | None:
+    """The logged propensity by position when it depends on the position only (PBM, trust), else None."""
+    k = int(log.position.max())
+    curve = np.full(k, np.nan)
+    curve[log.position - 1] = log.propensity
+    if np.allclose(curve[log.position - 1], log.propensity):
+        return curve.tolist()
+    return None
+
+
+def _trainer_fit(train_lists, valid, make_model, loss, config):
+    from ltr.train.trainer import Trainer
+
+    model = make_model(train_lists)
+    result = Trainer(model, loss, config).fit(train_lists, valid)
+    return result.model, {"best_epoch": result.best_epoch, "valid_metrics": result.valid_metrics}
+
+
+def fit_on_clicks(
+    train,
+    valid,
+    log: ClickLog,
+    estimator: str,
+    make_model: Callable[[Any], Any],
+    *,
+    loss=None,
+    config=None,
+    clip: float = DEFAULT_CLIP,
+    curve: Any = None,
+    curve_source: str | None = None,
+    em_relevance: str = "logistic",
+    max_weight: float = 100.0,
+    propensity_lr: float = 0.05,
+) -> tuple[Any, dict]:
+    """Train on ``log`` (simulated on ``train``) with ``estimator``; ``curve`` (theta by position) replaces
+    the logged propensities of ``ips``. ``make_model(ds)`` builds an untrained scorer for data ``ds``."""
+    import losses as loss_lib
+    from ltr.train.trainer import TrainConfig
+
+    if estimator not in ESTIMATORS:
+        raise LtrError(f"unknown estimator {estimator!r}: use one of {', '.join(ESTIMATORS)}")
+    config = config or TrainConfig(progress=False)
+    loss = loss if loss is not None else loss_lib.get_loss("softmax")
+    info: dict = {"estimator": estimator, "clip": clip,
+                  "clip_rule": f"propensities floored at {clip}: weights at most {1 / clip:g}"}
+    if estimator == "dla":
+        return _fit_dla(train, valid, log, make_model, config, max_weight, propensity_lr, info)
+    if estimator == "pairwise-debias":
+        return _fit_pairwise(train, valid, log, make_model, config, clip, info)
+    affine = None
+    if estimator == "rem":
+        curve, curve_source = estimate_rem_curve(train, log, relevance=em_relevance, seed=config.seed), f"regression EM ({em_relevance})"
+    elif estimator == "affine":
+        affine = trust_parameters(log)
+        info["alpha"], info["beta"] = affine[0].tolist(), affine[1].tolist()
+    if estimator in ("ips", "rem"):
+        info["propensity_source"] = curve_source or ("logged (simulator's truth)" if curve is None else "given curve")
+        info["propensity"] = list(map(float, curve)) if curve is not None else _logged_curve(log)
+    values = corrected_clicks(log, estimator, clip=clip, curve=curve, affine=affine)
+    model, fit_info = _trainer_fit(lists_dataset(train, log, values), valid, make_model, loss, config)
+    info.update(fit_info)
+    return model, info
+
+
+def _fit_dla(train, valid, log, make_model, config, max_weight, propensity_lr, info):
+    from ltr.clicks.dla import fit_dla
+    from ltr.clicks.logged_lists import group_sessions
+
+    lists = group_sessions(log)
+    model = make_model(train)
+    res = fit_dla(lists, train.features, model, epochs=config.epochs, batch_size=config.batch_size, lr=config.lr,
+                  propensity_lr=propensity_lr, max_weight=max_weight, seed=config.seed, valid=valid,
+                  patience=config.patience)
+    info.update({"propensity": res.theta.tolist(), "propensity_source": "DLA (learned with the ranker)",
+                 "max_weight": max_weight, "clip_rule": f"DLA's inverse weights clipped at {max_weight:g}"})
+    return res.model, info
+
+
+def _fit_pairwise(train, valid, log, make_model, config, clip, info):
+    from ltr.clicks.logged_lists import group_sessions
+
+    lists = group_sessions(log)
+    model = make_model(train)
+    model, t_plus, t_minus = fit_pairwise_debias(log, lists, train.features, model, epochs=config.epochs,
+                                                 batch_size=config.batch_size, lr=config.lr, clip=clip, seed=config.seed,
+                                                 valid=valid, patience=config.patience)
+    info.update({"propensity": t_plus.tolist(), "propensity_unclicked": t_minus.tolist(),
+                 "propensity_source": "pairwise debiasing (t+ of clicks, t- of non-clicks)"})
+    return model, info

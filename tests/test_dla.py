@@ -1,0 +1,69 @@
+"""DLA: on noiseless PBM clicks (expected counts n theta_r a_i, a_i = exp(w.x_i) up to a constant, so
+a linear ranker can represent relevance exactly) the learned propensities are the true ones."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ltr.clicks.click_models import pbm_examination, simulate_clicks
+from ltr.clicks.dla import fit_dla
+from ltr.clicks.logged_lists import group_sessions
+from ltr.errors import LtrError
+
+
+@pytest.fixture(scope="module")
+def noiseless():
+    rng = np.random.default_rng(0)
+    q, k, f = 600, 8, 3
+    x = rng.normal(size=(q * k, f))
+    u = x @ np.array([1.0, -0.7, 0.4])
+    a = np.exp(u - u.max())
+    offsets = np.arange(0, q * k + 1, k)
+    logger = u + rng.normal(0, 1.0, q * k)  # a fair logging ranker: relevant items tend to be on top
+    log = simulate_clicks(np.zeros(q * k), offsets, logger, top_k=k, sessions_per_query=1, seed=0)
+    lists = group_sessions(log)
+    theta = pbm_examination(k, 1.0)
+    clicks = np.where(lists.mask, 100 * theta[None, :] * a[np.maximum(lists.docs, 0)], 0.0)
+    return x, lists, clicks, theta, u
+
+
+def test_dla_recovers_true_propensities_and_relevance_order(noiseless):
+    from ltr.train.models import LinearScorer
+
+    x, lists, clicks, theta, u = noiseless
+    res = fit_dla(lists, x, LinearScorer(3), epochs=150, lr=0.05, batch_size=128, max_weight=1e6, clicks=clicks)
+    np.testing.assert_allclose(res.theta, theta, rtol=0.01)
+    import torch
+
+    w = res.model.linear.weight.detach().double().numpy().ravel()
+    # The ranker's weights are the true relevance direction (softmax is shift-invariant: no bias check).
+    np.testing.assert_allclose(w, [1.0, -0.7, 0.4], rtol=0.05)
+    assert torch.is_tensor(next(res.model.parameters()))
+
+
+def test_clipping_the_relevance_weights_biases_the_bottom_positions_down(noiseless):
+    from ltr.train.models import LinearScorer
+
+    x, lists, clicks, theta, u = noiseless
+    res = fit_dla(lists, x, LinearScorer(3), epochs=150, lr=0.05, batch_size=128, max_weight=20, clicks=clicks)
+    assert res.theta[-1] < 0.95 * theta[-1]
+    with pytest.raises(LtrError, match="max_weight"):
+        fit_dla(lists, x, LinearScorer(3), max_weight=0.5)
+
+
+def test_validation_keeps_the_best_epoch(noiseless):
+    from ltr.clicks.dla import _valid_ndcg
+    from ltr.data import RankingDataset
+    from ltr.train.models import LinearScorer
+
+    x, lists, clicks, theta, u = noiseless
+    # A labelled validation set: the first 100 queries with graded labels from the true relevance.
+    rows = np.arange(800)
+    labels = np.digitize(u[rows], np.quantile(u, [0.5, 0.8, 0.95])).astype(float)
+    valid = RankingDataset(x[rows].astype(np.float32), labels, np.arange(0, 801, 8), np.arange(100))
+    res = fit_dla(lists, x, LinearScorer(3), epochs=12, lr=0.5, batch_size=64, max_weight=1e6, clicks=clicks,
+                  valid=valid, patience=3)
+    assert res.best_epoch == int(np.argmax(res.valid_history))
+    assert _valid_ndcg(res.model, valid) == pytest.approx(max(res.valid_history), abs=1e-12)
+    assert len(res.valid_history) <= 12
