@@ -232,6 +232,11 @@ class FieldCalibration:
         return self.rows[:k]
 
 
+def _plain(x):
+    """A numpy scalar as the Python value (JSON-friendly); other values as they are."""
+    return x.item() if isinstance(x, np.generic) else x
+
+
 def _value_ece(codes, k, y, p, n_bins):
     """Equal-mass ECE inside each value (bins from that value's own predictions)."""
     order = np.lexsort((p, codes))
@@ -286,11 +291,11 @@ def field_calibration(y_true, y_prob, fields: dict, *, sample_weight=None, min_c
             "field_ece": field_ece(y, p, codes, sample_weight=w),
             "n_values": int(k),
             "n_without_clicks": int(np.sum(sy == 0)),
-            "worst_value": keys[worst].item() if worst >= 0 else None,
+            "worst_value": _plain(keys[worst]) if worst >= 0 else None,
             "worst_abs_error": float(err[worst]) if worst >= 0 else float("nan"),
         }
         for v in range(k):
-            rows.append({"field": name, "value": keys[v].item(), "count": float(n[v]), "clicks": float(sy[v]),
+            rows.append({"field": name, "value": _plain(keys[v]), "count": float(n[v]), "clicks": float(sy[v]),
                          "predicted": float(sp[v]), "pcoc": float(ratio[v]), "pcoc_low": float(low[v]),
                          "pcoc_high": float(high[v]), "abs_error": float(err[v]), "ece": float(eces[v])})
     rows.sort(key=lambda r: (r["count"] < min_count, -r["abs_error"] if np.isfinite(r["abs_error"]) else -np.inf))
