@@ -164,7 +164,12 @@ def _judge(name, p, judge, seconds, min_count) -> dict:
     cells = np.zeros(judge.n, dtype=np.int64)
     for f in FIELDS:
         cells = cells * 1000 + judge.fields[f]
+    from ltr.calibrate.field_calibrators import check_within_field_order
+
+    order = check_within_field_order(judge.pooled_logit, p, cells)
     return {"method": name, "ne": normalized_entropy(judge.clicks, p), "pcoc": pcoc(judge.clicks, p),
+            "order_kept": "yes" if not any(order.values()) else f"no ({order['reversed']} reversed, "
+                          f"{order['ties_created']} ties)",
             "f_rce": fc.mean_f_rce, **{f"f_rce_{f}": fc.fields[f]["f_rce"] for f in FIELDS},
             "worst": worst["abs_error"], "worst_value": f"{worst['field']} {worst['value']}",
             "auc": auc(judge.clicks, p), "gauc_adv": grouped_auc(judge.clicks, p, judge.fields["advertiser"]).value,
@@ -220,6 +225,7 @@ def fields_study(args) -> str:
             ("F-RCE (mean)", "f_rce", "{:.4f}")] + [(f"F-RCE {f}", f"f_rce_{f}", "{:.3f}") for f in FIELDS] + [
            ("worst |PCOC-1|", "worst", "{:.3f}"), ("worst value", "worst_value", "{}"), ("AUC", "auc", "{:.5f}"),
            ("AUC within advertiser", "gauc_adv", "{:.5f}"), ("AUC within cells", "gauc_cells", "{:.6f}"),
+           ("order kept in cells", "order_kept", "{}"),
            ("fit s", "seconds", "{:.1f}")]
     predictors["oracle (true CTR)"] = (None, 0.0)
     arows = _auction_rows(world, predictors, args)
@@ -234,7 +240,8 @@ def fields_study(args) -> str:
         f"Pooled model: misses {1 - world.advertiser_known:.0%} of the advertiser and {1 - world.device_known:.0%} of "
         f"the device effect; click rate {judge.clicks.mean():.4f}. Worst |PCOC - 1| over field values with at least "
         f"{min_count:.0f} judged impressions. AUC within cells: pairs-weighted AUC inside groups sharing all four "
-        "field values.", "", table(rows, cols), "",
+        "field values; order kept in cells: no pair of rows sharing all four field values changes order "
+        "against the pooled model's score (adjacent pairs counted).", "", table(rows, cols), "",
         f"### Auctions with reserve prices ({args.requests_fields} requests, {args.ads} candidates, {args.slots} slots, "
         f"position effects {', '.join(f'{v:.2f}' for v in world.position_effects[: args.slots])}; reserve per click "
         f"by device {args.reserve:g} / {args.reserve * 0.8:g} / {args.reserve * 1.2:g})", "",

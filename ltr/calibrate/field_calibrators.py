@@ -199,8 +199,9 @@ class SplineCalibrator(_Calibrator):
     r"""Monotone piecewise-linear calibration in the logit: ``p = sigmoid(g(x))``.
 
     ``x = logit(clip(s))`` (``input="probability"``) or ``x = s`` (``input="score"``). Knots
-    ``t_1 < ... < t_K`` are distinct quantiles of the fit ``x`` (``n_knots`` of them, evenly spaced in
-    rank); ``g(x) = c + sum_j beta_j phi_j(x)`` with ``phi_0 = min(x - t_1, 0)``, ``phi_j =
+    ``t_1 < ... < t_K`` are the distinct ``j / (n_knots + 1)`` quantiles of ``x`` over the clicked fit
+    rows, so every segment (the two tails too) holds about the same number of clicks;
+    ``g(x) = c + sum_j beta_j phi_j(x)`` with ``phi_0 = min(x - t_1, 0)``, ``phi_j =
     clip(x - t_j, 0, t_{j+1} - t_j)`` and ``phi_K = max(x - t_K, 0)``: ``beta_j`` is the slope on
     segment j. The fit minimises the mean log loss with every ``beta_j >= min_slope``
     (:func:`bounded_logistic_newton`), so ``g`` is strictly increasing (AUC unchanged up to
@@ -238,7 +239,9 @@ class SplineCalibrator(_Calibrator):
     def fit(self, scores, labels, *, held_out: bool = True, training_fingerprint: str | None = None):
         s, y = self._check_fit_data(scores, labels, held_out, training_fingerprint)
         x = self._x(s)
-        t = np.unique(np.quantile(x, (np.arange(self.n_knots) + 0.5) / self.n_knots))
+        # Knots at quantiles of the clicked rows' x: every segment, the two tails included, holds about
+        # 1 / (n_knots + 1) of the clicks, so no slope is fitted on a stretch without clicks.
+        t = np.unique(np.quantile(x[y == 1], np.arange(1, self.n_knots + 1) / (self.n_knots + 1)))
         B = self._basis(x, t)
         k = B.shape[1]
         lower = np.r_[np.full(k, self.min_slope), -np.inf]
