@@ -582,8 +582,8 @@ class MulticalibrationCalibrator(_FieldCalibrator):
 
     kind = "multicalibration"
 
-    def __init__(self, fields, global_method: str = "platt", n_bins: int = 8, prior_clicks: float = 30.0,
-                 learning_rate: float = 1.0, max_rounds: int = 30, holdout: float = 0.2, patience: int = 2,
+    def __init__(self, fields, global_method: str = "platt", n_bins: int = 4, prior_clicks: float = 30.0,
+                 learning_rate: float = 0.5, max_rounds: int = 30, holdout: float = 0.2, patience: int = 2,
                  min_improvement: float = 1e-7, seed: int = 0):
         self.fields = tuple(fields)
         if global_method not in GLOBAL_MAPS:
