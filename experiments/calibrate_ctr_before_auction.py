@@ -172,6 +172,7 @@ def _judge(name, p, judge, seconds, min_count) -> dict:
                           f"{order['ties_created']} ties)",
             "f_rce": fc.mean_f_rce, **{f"f_rce_{f}": fc.fields[f]["f_rce"] for f in FIELDS},
             "worst": worst["abs_error"], "worst_value": f"{worst['field']} {worst['value']}",
+            "pcoc_pos0": next(r["pcoc"] for r in fc.rows if r["field"] == "position" and r["value"] == 0),
             "auc": auc(judge.clicks, p), "gauc_adv": grouped_auc(judge.clicks, p, judge.fields["advertiser"]).value,
             "gauc_cells": grouped_auc(judge.clicks, p, cells).value, "seconds": seconds}
 
@@ -223,7 +224,8 @@ def fields_study(args) -> str:
     rows.append(_judge("true probabilities", judge.true_ctr, judge, 0.0, min_count))
     cols = [("method", "method", "{}"), ("NE", "ne", "{:.4f}"), ("PCOC", "pcoc", "{:.3f}"),
             ("F-RCE (mean)", "f_rce", "{:.4f}")] + [(f"F-RCE {f}", f"f_rce_{f}", "{:.3f}") for f in FIELDS] + [
-           ("worst |PCOC-1|", "worst", "{:.3f}"), ("worst value", "worst_value", "{}"), ("AUC", "auc", "{:.5f}"),
+           ("worst |PCOC-1|", "worst", "{:.3f}"), ("worst value", "worst_value", "{}"),
+           ("PCOC position 0", "pcoc_pos0", "{:.3f}"), ("AUC", "auc", "{:.5f}"),
            ("AUC within advertiser", "gauc_adv", "{:.5f}"), ("AUC within cells", "gauc_cells", "{:.6f}"),
            ("order kept in cells", "order_kept", "{}"),
            ("fit s", "seconds", "{:.1f}")]

@@ -94,3 +94,17 @@ def test_table_errors_name_the_file_column_and_row(frame, tmp_path, capsys):
     rc, cap = _run(["--method", "platt", "--out", str(tmp_path / "o")], capsys)
     assert rc == 2 and "give either --table" in cap.err
     assert not (tmp_path / "o").exists()
+
+
+def test_parquet_missing_column_and_folder(frame, tmp_path, capsys):
+    path = tmp_path / "imps.parquet"
+    frame.iloc[:100].to_parquet(path)
+    rc, cap = _run(["--table", str(path), "--field-columns", "campaign", "--method", "platt",
+                    "--out", str(tmp_path / "o")], capsys)
+    assert rc == 2 and "no column 'campaign'; the columns are advertiser" in cap.err
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    frame.iloc[:100].to_parquet(folder / "part-0.parquet")
+    rc, cap = _run(["--table", str(folder), "--label-column", "clicked", "--method", "platt",
+                    "--out", str(tmp_path / "o")], capsys)
+    assert rc == 2 and f"{folder}: cannot read the columns score, clicked" in cap.err

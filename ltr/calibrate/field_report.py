@@ -34,12 +34,11 @@ def _read_columns(path: Path, columns: list[str], text_columns=()):
         import pyarrow.parquet as pq
 
         try:
-            schema_names = pq.read_schema(path).names if path.is_file() else None
+            if path.is_file():
+                _missing(path, columns, pq.read_schema(path).names)
             table = pq.read_table(path, columns=columns)
-        except (KeyError, ValueError) as exc:
+        except (KeyError, ValueError, OSError) as exc:
             raise LtrError(f"{path}: cannot read the columns {', '.join(columns)} ({exc})") from None
-        if schema_names is not None:
-            _missing(path, columns, schema_names)
         return {c: table.column(c).to_numpy(zero_copy_only=False) for c in columns}
     import pandas as pd
 
