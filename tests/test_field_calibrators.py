@@ -207,3 +207,43 @@ def test_bad_json_and_missing_fields_are_clear_errors():
     d["slopes"][0] = -1.0
     with pytest.raises(LtrError, match="slope must be finite and > 0"):
         calibrator_from_json(json.dumps(d))
+
+
+def _brute_order(before, after, groups):
+    """Adjacent pairs in (group, before, after) order, classified as check_within_field_order does."""
+    rows = sorted(zip(groups, before, after))
+    out = {"reversed": 0, "ties_created": 0, "ties_broken": 0}
+    for (g0, b0, a0), (g1, b1, a1) in zip(rows, rows[1:]):
+        if g0 != g1:
+            continue
+        if b1 > b0 and a1 < a0:
+            out["reversed"] += 1
+        elif b1 > b0 and a1 == a0:
+            out["ties_created"] += 1
+        elif b1 == b0 and a1 != a0:
+            out["ties_broken"] += 1
+    return out
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_check_within_field_order_equals_brute_force(seed):
+    rng = np.random.default_rng(seed)
+    n = 60
+    before = rng.integers(0, 12, n) / 4.0  # many ties
+    after = np.where(rng.random(n) < 0.8, before * 2.0, rng.integers(0, 12, n) / 2.0)
+    groups = rng.integers(0, 4, n)
+    assert check_within_field_order(before, after, groups) == _brute_order(before, after, groups)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_field_aware_invariance_on_random_data_with_ties(seed):
+    rng = np.random.default_rng(100 + seed)
+    n = 5000
+    s = np.round(rng.uniform(0.01, 0.4, n), 2)  # tied scores
+    fields = {"a": rng.integers(0, 7, n), "b": rng.choice(["x", "y", "z"], n), "c": rng.integers(0, 2, n)}
+    y = (rng.random(n) < s * np.exp(0.3 * (fields["a"] - 3) / 3)).astype(float)
+    cal = FieldAwareCalibrator(["a", "b", "c"], global_method=["platt", "beta", "spline"][seed % 3]).fit(s, y, fields)
+    p = cal.predict(s, fields)
+    cells = fields["a"] * 100 + np.unique(fields["b"], return_inverse=True)[1] * 10 + fields["c"]
+    assert _brute_order(s, p, cells) == {"reversed": 0, "ties_created": 0, "ties_broken": 0}
+    assert grouped_auc(y, p, cells).value == grouped_auc(y, s, cells).value
