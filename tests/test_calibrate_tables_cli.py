@@ -108,3 +108,27 @@ def test_parquet_missing_column_and_folder(frame, tmp_path, capsys):
     rc, cap = _run(["--table", str(folder), "--label-column", "clicked", "--method", "platt",
                     "--out", str(tmp_path / "o")], capsys)
     assert rc == 2 and f"{folder}: cannot read the columns score, clicked" in cap.err
+
+
+def test_reliability_band_covers_the_curve_and_per_field_pngs(frame, tmp_path, capsys):
+    from ltr.calibrate.field_report import reliability_band
+
+    rng = np.random.default_rng(0)
+    p = rng.uniform(0.01, 0.3, 5000)
+    y = (rng.random(5000) < p).astype(float)
+    mp, rate, lo, hi = reliability_band(y, p, n_bins=5, n_boot=100, seed=1)
+    assert len(mp) == 5 and np.all(np.diff(mp) > 0)
+    assert np.all(lo <= rate) and np.all(rate <= hi) and np.all(hi - lo > 0)
+    # each bin holds 1000 rows: its rate is the mean of y over the rows of that quintile of p
+    q = np.sort(p)[999]
+    assert rate[0] == pytest.approx(y[p <= q].mean())
+    again = reliability_band(y, p, n_bins=5, n_boot=100, seed=1)
+    assert np.array_equal(again[2], lo)
+    path = tmp_path / "imps.parquet"
+    frame.iloc[:20000].to_parquet(path)
+    out = tmp_path / "o"
+    rc, cap = _run(["--table", str(path), "--field-columns", "device,position", "--method", "platt", "--out", str(out)],
+                   capsys)
+    assert rc == 0, cap.err
+    for name in ("reliability_device.png", "reliability_position.png"):
+        assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

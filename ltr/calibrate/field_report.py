@@ -187,3 +187,72 @@ class BoundFields:
 
     def to_dict(self):
         return self.calibrator.to_dict()
+
+
+def reliability_band(y, p, n_bins: int = 10, n_boot: int = 200, level: float = 0.9, seed: int = 0):
+    """Equal-mass reliability curve with a bootstrap band: ``(mean_p, rate, low, high)`` per bin.
+
+    Bins: ``n_bins`` equal-count bins of the rows sorted by ``p`` (ties split by position). ``low`` /
+    ``high``: the ``(1 -/+ level) / 2`` percentiles of the bin's click rate over ``n_boot`` seeded
+    Poisson-bootstrap replicates (each row weighted by a Poisson(1) count), the bins held fixed.
+    """
+    y = np.asarray(y, dtype=np.float64)
+    p = np.asarray(p, dtype=np.float64)
+    order = np.argsort(p, kind="stable")
+    m = p.shape[0]
+    bins = np.empty(m, dtype=np.int64)
+    bins[order] = np.minimum((np.arange(m) * n_bins) // max(m, 1), n_bins - 1)
+    count = np.bincount(bins, minlength=n_bins).astype(np.float64)
+    keep = count > 0
+    mean_p = np.bincount(bins, weights=p, minlength=n_bins)[keep] / count[keep]
+    rate = np.bincount(bins, weights=y, minlength=n_bins)[keep] / count[keep]
+    rng = np.random.default_rng(seed)
+    reps = np.empty((n_boot, int(keep.sum())))
+    for b in range(n_boot):
+        c = rng.poisson(1.0, m).astype(np.float64)
+        num = np.bincount(bins, weights=c * y, minlength=n_bins)[keep]
+        den = np.bincount(bins, weights=c, minlength=n_bins)[keep]
+        reps[b] = np.where(den > 0, num / np.maximum(den, 1e-300), np.nan)
+    a = (1.0 - level) / 2.0
+    return mean_p, rate, np.nanquantile(reps, a, axis=0), np.nanquantile(reps, 1.0 - a, axis=0)
+
+
+def field_reliability_figure(y, series: dict, values, field: str, *, top: int = 4, n_bins: int = 10,
+                             n_boot: int = 200, seed: int = 0):
+    """One panel per value of ``field`` (the ``top`` values with most rows): for each series
+    (name -> probabilities) its :func:`reliability_band` curve with the band shaded."""
+    from matplotlib.figure import Figure
+
+    y = np.asarray(y, dtype=np.float64)
+    v = np.asarray(values).astype(str)
+    keys, counts = np.unique(v, return_counts=True)
+    chosen = keys[np.argsort(-counts, kind="stable")][:top]
+    fig = Figure(figsize=(4.2 * len(chosen), 4.0))
+    axes = np.atleast_1d(fig.subplots(1, len(chosen)))
+    for ax, key in zip(axes, chosen):
+        rows = v == key
+        top_v = 0.0
+        for name, probs in series.items():
+            mp, rate, lo, hi = reliability_band(y[rows], np.asarray(probs)[rows], n_bins, n_boot, seed=seed)
+            line, = ax.plot(mp, rate, marker="o", ms=3, label=name)
+            ax.fill_between(mp, lo, hi, alpha=0.2, color=line.get_color())
+            top_v = max(top_v, float(mp.max()), float(np.nanmax(hi)))
+        top_v = min(1.0, top_v * 1.05) or 1.0
+        ax.plot([0, top_v], [0, top_v], ls="--", color="grey", lw=1)
+        ax.set_xlim(0, top_v)
+        ax.set_ylim(0, top_v)
+        ax.set_title(f"{field} = {key} ({int(rows.sum())} rows)")
+        ax.set_xlabel("mean predicted probability")
+        ax.set_ylabel("observed click rate")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def save_field_reliability(path, y, series: dict, values, field: str, **kwargs) -> None:
+    """Write :func:`field_reliability_figure` as a PNG, atomically."""
+    from ltr.io_utils import atomic_path
+
+    fig = field_reliability_figure(y, series, values, field, **kwargs)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=100)

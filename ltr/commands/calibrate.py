@@ -26,6 +26,7 @@ itself is unweighted). Written atomically into ``--out``: ``calibrator.json`` (J
 from __future__ import annotations
 
 import argparse
+import re
 
 import numpy as np
 from scipy.special import expit
@@ -161,7 +162,7 @@ def _fit(args, scores, labels, fields, fit, probabilities):
 
 
 def run(args) -> int:
-    from ltr.calibrate.field_report import BoundFields, field_report, field_report_text
+    from ltr.calibrate.field_report import BoundFields, field_report, field_report_text, save_field_reliability
     from ltr.calibrate.report import CalibrationReport, add_reliability_to_tensorboard, save_reliability_diagram
     from ltr.checks import output_folder
     from ltr.io_utils import atomic_write_json, atomic_write_text
@@ -208,9 +209,13 @@ def run(args) -> int:
     atomic_write_text(out / "report.txt", text)
     save_reliability_diagram(out / "reliability.png", labels[ev], {"before": before, f"after ({args.method})": after},
                              n_bins=args.bins, title=f"ltr calibrate --method {args.method}")
+    for name, values in f_ev.items():
+        save_field_reliability(out / f"reliability_{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}.png", labels[ev], {"before": before, "after": after},
+                               values, name, n_bins=min(args.bins, 10), seed=args.seed)
     if args.tensorboard:
         add_reliability_to_tensorboard(args.tensorboard, f"calibration/{args.method}", labels[ev],
                                        {"before": before, "after": after}, n_bins=args.bins)
     print(text, end="")
-    print(f"wrote {out}/calibrator.json, report.json, report.txt, reliability.png")
+    extra = "".join(f", reliability_{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}.png" for name in f_ev)
+    print(f"wrote {out}/calibrator.json, report.json, report.txt, reliability.png{extra}")
     return 0
