@@ -22,6 +22,7 @@ weights every sum (a row of weight 2 counts as two rows).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -190,13 +191,10 @@ def poisson_bootstrap_ratio(codes, k: int, num, den, n_boot: int = 200, level: f
         with np.errstate(divide="ignore", invalid="ignore"):
             reps[b] = np.where(s_den > 0, s_num / s_den, np.nan)
     a = (1.0 - level) / 2.0
-    with np.errstate(all="ignore"):
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            low = np.nanquantile(reps, a, axis=0)
-            high = np.nanquantile(reps, 1.0 - a, axis=0)
+    with warnings.catch_warnings():  # a group without clicks in every replicate: all-NaN column, NaN interval
+        warnings.simplefilter("ignore", RuntimeWarning)
+        low = np.nanquantile(reps, a, axis=0)
+        high = np.nanquantile(reps, 1.0 - a, axis=0)
     return low, high
 
 

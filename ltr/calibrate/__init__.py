@@ -4,6 +4,9 @@ Platt and isotonic calibrators (:mod:`~ltr.calibrate.calibrators`), the AUC-inva
 after every calibration (:mod:`~ltr.calibrate.invariance`), the before / after report with
 reliability diagrams (:mod:`~ltr.calibrate.report`), synthetic CTR data with true probabilities and
 negative down-sampling (:mod:`~ltr.calibrate.ctr`), and bid x pCTR auctions (:mod:`~ltr.calibrate.auction`).
+By field: beta, spline, field-aware and multicalibration calibrators (:mod:`~ltr.calibrate.field_calibrators`),
+impressions with fields and a known truth (:mod:`~ltr.calibrate.fields_data`), and the NE / PCOC / per-field
+report of ``ltr calibrate --table`` (:mod:`~ltr.calibrate.field_report`).
 """
 
 from ltr.calibrate.auction import oracle_comparison, run_auctions, second_price
@@ -13,6 +16,14 @@ from ltr.calibrate.calibrators import (
     load_calibrator,
     make_calibrator,
 )
+from ltr.calibrate.field_calibrators import (
+    BetaCalibrator,
+    FieldAwareCalibrator,
+    MulticalibrationCalibrator,
+    SplineCalibrator,
+    check_within_field_order,
+)
+from ltr.calibrate.fields_data import make_field_world
 from ltr.calibrate.ctr import (
     correct_downsampling,
     downsample_negatives,
@@ -35,4 +46,6 @@ __all__ = [
     "CalibrationReport", "calibration_metrics", "save_reliability_diagram",
     "generate_impressions", "downsample_negatives", "correct_downsampling",
     "run_auctions", "second_price", "oracle_comparison",
+    "BetaCalibrator", "SplineCalibrator", "FieldAwareCalibrator", "MulticalibrationCalibrator",
+    "check_within_field_order", "make_field_world",
 ]  # fmt: skip

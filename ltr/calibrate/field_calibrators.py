@@ -22,7 +22,6 @@ field-aware calibration and multicalibration over fields. All saved as JSON, nev
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any, Mapping
 
