@@ -201,3 +201,21 @@ def test_maximization_bias_unbiased_noise_inflates_winners_pcoc():
     assert noisy.sum() / true.sum() == pytest.approx(1.0, abs=0.01)
     r = run_auctions(np.ones_like(true), noisy, true, slots=1)
     assert r.winners_pcoc > 1.3  # winners were picked for their high noise
+
+
+def test_log_winners_rows_and_click_rate():
+    from ltr.calibrate.auction import log_winners
+
+    rng = np.random.default_rng(3)
+    true = rng.uniform(0.05, 0.3, (20000, 5))
+    pctr = true * 1.2
+    r = run_auctions(np.ones_like(true), pctr, true, slots=2, position_effects=[1.0, 0.5])
+    log = log_winners(r, pctr, seed=0)
+    assert log["slot"].shape == (40000,)
+    assert np.array_equal(log["pctr"], pctr[log["auction"], log["candidate"]])
+    top = log["slot"] == 0
+    assert np.allclose(log["expected_clicks"][top], true[log["auction"][top], log["candidate"][top]])
+    assert np.allclose(log["expected_clicks"][~top], 0.5 * true[log["auction"][~top], log["candidate"][~top]])
+    # clicks follow theta_s * true CTR: the click count is within 4 standard deviations of its mean
+    mean = log["expected_clicks"].sum()
+    assert abs(log["click"].sum() - mean) < 4 * np.sqrt(mean)

@@ -41,7 +41,8 @@ import numpy as np
 
 from ltr.errors import LtrError
 
-__all__ = ["AuctionResult", "run_auctions", "second_price", "oracle_comparison", "pad_groups", "field_reserves"]
+__all__ = ["AuctionResult", "run_auctions", "second_price", "oracle_comparison", "pad_groups", "field_reserves",
+           "log_winners"]
 
 
 @dataclass
@@ -242,3 +243,23 @@ def field_reserves(values, table: dict, default: float = 0.0) -> np.ndarray:
             raise LtrError(f"reserve for {key!r} must be finite and >= 0, got {price!r}")
         out[v == key] = float(price)
     return out
+
+
+def log_winners(result: AuctionResult, pctr, seed: int = 0) -> dict:
+    """The impression log an ad system keeps: one row per shown ad of ``result`` (run with the true
+    CTRs), with a click drawn (seeded) from the separable model, ``Bernoulli(theta_s * true_CTR)``.
+
+    Returns flat arrays ``auction``, ``candidate``, ``slot``, ``pctr`` (the ad's pCTR in the top slot),
+    ``expected_clicks`` (``theta_s * true_CTR``) and ``click`` (0/1). Calibrating on this log
+    (e.g. :class:`~ltr.calibrate.field_calibrators.FieldAwareCalibrator` with the slot as its field,
+    predicting at slot 0) fits the winners, whose pCTRs selection pushed up.
+    """
+    p = _as2d(pctr, "pctr")
+    if p.shape[0] != result.winners.shape[0]:
+        raise LtrError(f"log_winners: pctr has {p.shape[0]} auctions, the result {result.winners.shape[0]}")
+    shown = result.winners >= 0
+    a, s = np.nonzero(shown)
+    c = result.winners[a, s]
+    expected = result.expected_clicks[a, s]
+    click = (np.random.default_rng(seed).random(a.shape[0]) < expected).astype(np.float64)
+    return {"auction": a, "candidate": c, "slot": s, "pctr": p[a, c], "expected_clicks": expected, "click": click}
