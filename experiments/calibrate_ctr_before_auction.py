@@ -15,9 +15,19 @@ requests with known true click probabilities, split by request into train / cali
    sharpening) keep AUC to the fourth decimal while LogLoss and ECE grow severalfold, and cost money
    in the auction; re-calibration on held-out data brings them back.
 
+Part two (``--study fields``): calibration by field. A seeded world with fields
+(:mod:`ltr.calibrate.fields_data`: advertiser, site, device, position, hour), a pooled model that misses
+most of the advertiser and all of the device effect, globally calibrated by Platt; fitted on one half
+of the impressions, judged on the other: NE, PCOC, F-RCE, the worst field value, global and
+within-field AUC and fit time for global Platt / isotonic / beta / spline, field-aware calibration,
+multicalibration, MCGrad (when the ``mcgrad`` package is installed) and the true probabilities; then
+GSP and VCG auctions with reserve prices on requests of the same world: revenue, welfare and regret
+against the oracle that knows the true CTRs, and the winners' PCOC (maximization bias).
+
 Prints markdown tables; writes reliability diagrams (PNG) and results.json under ``--out``.
 
     .venv/bin/python experiments/calibrate_ctr_before_auction.py --out runs/calibrate_ctr
+    .venv/bin/python experiments/calibrate_ctr_before_auction.py --study fields --impressions 400000 --out runs/calibrate_fields
 """
 
 from __future__ import annotations
@@ -87,8 +97,212 @@ def table(rows, cols) -> str:
     return markdown_table([c[0] for c in cols], cells, align="l" + "r" * (len(cols) - 1))
 
 
+FIELDS = ("advertiser", "site", "device", "position")
+
+
+def _fit_methods(fit, with_mcgrad: bool):
+    """Fit every calibrator on the fit half; returns {name: (predict(scores, fields), seconds)}."""
+    from ltr.calibrate.calibrators import PlattCalibrator
+    from ltr.calibrate.field_calibrators import make_global_map
+
+    ff = {f: fit.fields[f] for f in FIELDS}
+    s, y = fit.pooled_logit, fit.clicks
+    out = {}
+    for name in ("platt", "isotonic-strict", "beta", "spline"):
+        t = time.perf_counter()
+        cal = PlattCalibrator(input="score") if name == "platt" else (
+            make_calibrator(name) if name.startswith("isotonic") else make_global_map(name, s))
+        cal.fit(s, y)
+        out[f"global {name}"] = ((lambda c: lambda sc, fl: c.predict(sc))(cal), time.perf_counter() - t)
+    for name, kw in (("field-aware", {}), ("multicalibration", {"n_bins": 4, "learning_rate": 0.5})):
+        t = time.perf_counter()
+        cal = make_calibrator(name, fields=list(FIELDS), **kw).fit(s, y, ff)
+        out[name] = ((lambda c: lambda sc, fl: c.predict(sc, fl))(cal), time.perf_counter() - t)
+    if with_mcgrad:
+        out["MCGrad (defaults)"] = _fit_mcgrad(fit)
+    return out
+
+
+def _fit_mcgrad(fit):
+    """MCGrad with its defaults on the Platt-calibrated pooled model, the fields as categorical features.
+    The fit time includes the Platt fit it starts from."""
+    import warnings
+
+    import pandas as pd
+    from mcgrad.methods import MCGrad
+
+    from ltr.calibrate.calibrators import PlattCalibrator
+
+    def frame(p, fields):
+        d = pd.DataFrame({f: np.asarray(fields[f]).astype(str) for f in FIELDS})
+        d["score"] = p
+        return d
+
+    t = time.perf_counter()
+    platt = PlattCalibrator(input="score").fit(fit.pooled_logit, fit.clicks)
+    d = frame(platt.predict(fit.pooled_logit), fit.fields)
+    d["label"] = fit.clicks
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = MCGrad().fit(d, "score", "label", categorical_feature_column_names=list(FIELDS))
+    seconds = time.perf_counter() - t
+
+    def predict(sc, fl):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return model.predict(frame(platt.predict(sc), fl), "score", categorical_feature_column_names=list(FIELDS))
+
+    return predict, seconds
+
+
+def _judge(name, p, judge, seconds, min_count) -> dict:
+    from metrics.calibration import field_calibration, normalized_entropy, pcoc
+
+    jf = {f: judge.fields[f] for f in FIELDS}
+    fc = field_calibration(judge.clicks, p, jf, min_count=min_count, n_boot=20)
+    worst = next(r for r in fc.rows if r["count"] >= min_count)
+    cells = np.zeros(judge.n, dtype=np.int64)
+    for f in FIELDS:
+        cells = cells * 1000 + judge.fields[f]
+    from ltr.calibrate.field_calibrators import check_within_field_order
+
+    order = check_within_field_order(judge.pooled_logit, p, cells)
+    return {"method": name, "ne": normalized_entropy(judge.clicks, p), "pcoc": pcoc(judge.clicks, p),
+            "order_kept": "yes" if not any(order.values()) else f"no ({order['reversed']} reversed, "
+                          f"{order['ties_created']} ties)",
+            "f_rce": fc.mean_f_rce, **{f"f_rce_{f}": fc.fields[f]["f_rce"] for f in FIELDS},
+            "worst": worst["abs_error"], "worst_value": f"{worst['field']} {worst['value']}",
+            "pcoc_pos0": next(r["pcoc"] for r in fc.rows if r["field"] == "position" and r["value"] == 0),
+            "auc": auc(judge.clicks, p), "gauc_adv": grouped_auc(judge.clicks, p, judge.fields["advertiser"]).value,
+            "gauc_cells": grouped_auc(judge.clicks, p, cells).value, "seconds": seconds}
+
+
+def _requests_pctr(world, predict, seed, args):
+    """Requests of the world and the pCTRs of ``predict`` for every candidate (position 0), ``[A, K]``."""
+    req = world.requests(args.requests_fields, args.ads, seed=seed)
+    flat = {f: req.fields[f].reshape(-1) for f in ("advertiser", "site", "device")}
+    flat["position"] = np.zeros(flat["advertiser"].shape[0], dtype=np.int64)
+    if predict is None:
+        return req, req.ad_ctr
+    return req, np.clip(predict(req.pooled_logit.reshape(-1), flat), 0.0, 1.0).reshape(req.bids.shape)
+
+
+def _reserves(req, args):
+    from ltr.calibrate.auction import field_reserves
+
+    return field_reserves(req.fields["device"], {0: args.reserve, 1: args.reserve * 0.8, 2: args.reserve * 1.2})
+
+
+def _winners_recalibration(world, predict, theta, args):
+    """Calibrate on winners: run GSP on other requests with these pCTRs, log the winners with clicks
+    drawn from the truth, fit a field-aware map (global Platt on logit pCTR + one offset per slot) on
+    that log; return the map from pCTR to the recalibrated top-slot pCTR."""
+    from scipy.special import logit
+
+    from ltr.calibrate.auction import log_winners, run_auctions
+    from ltr.calibrate.field_calibrators import FieldAwareCalibrator
+
+    req, p = _requests_pctr(world, predict, args.seed + 6, args)
+    res = run_auctions(req.bids, p, req.ad_ctr, slots=args.slots, position_effects=theta, reserve=_reserves(req, args))
+    log = log_winners(res, p, seed=args.seed + 7)
+    x = logit(np.clip(log["pctr"], 1e-9, 1 - 1e-9))
+    cal = FieldAwareCalibrator(["slot"], global_method="platt").fit(x, log["click"], {"slot": log["slot"]})
+
+    def apply(q):
+        z = logit(np.clip(q.reshape(-1), 1e-9, 1 - 1e-9))
+        return cal.predict(z, {"slot": np.zeros(z.shape[0], dtype=np.int64)}).reshape(q.shape)
+
+    return apply
+
+
+def _auction_rows(world, predictors, args) -> list:
+    """GSP and VCG auctions on requests of the same world, pCTRs from each calibrator (position 0);
+    for the global Platt and field-aware pCTRs also after calibrating on logged winners."""
+    from ltr.calibrate.auction import oracle_comparison, run_auctions
+
+    theta = world.position_effects[: args.slots]
+    runs = []
+    for name, (predict, _) in predictors.items():
+        req, p = _requests_pctr(world, predict, args.seed + 5, args)
+        runs.append((name, p))
+        if name in ("global platt", "field-aware"):
+            runs.append((f"{name}, then calibrated on winners", _winners_recalibration(world, predict, theta, args)(p)))
+    reserve = _reserves(req, args)
+    rows = []
+    for name, p in runs:
+        row = {"method": name}
+        for mech in ("gsp", "vcg"):
+            kw = dict(slots=args.slots, position_effects=theta, reserve=reserve, mechanism=mech)
+            cmp_ = oracle_comparison(req.bids, p, req.ad_ctr, **kw)
+            row.update({f"{mech}_revenue_ratio": cmp_["revenue_ratio"], f"{mech}_welfare_ratio": cmp_["welfare_ratio"],
+                        f"{mech}_regret": cmp_["regret"], f"{mech}_cpc": cmp_["cost_per_click"]})
+        row["winners_pcoc"] = run_auctions(req.bids, p, req.ad_ctr, slots=args.slots, position_effects=theta,
+                                           reserve=reserve).winners_pcoc
+        row["all_pcoc"] = float(p.sum() / req.ad_ctr.sum())
+        rows.append(row)
+    return rows
+
+
+def fields_study(args) -> str:
+    """Part two: calibration by field, and what it is worth in GSP / VCG auctions with reserves."""
+    from ltr.calibrate.fields_data import make_field_world
+
+    world = make_field_world(seed=args.seed)
+    imps = world.impressions(args.impressions, seed=args.seed + 1)
+    fit, judge = imps.halves(seed=args.seed + 2)
+    with_mcgrad = not args.no_mcgrad
+    if with_mcgrad:
+        try:
+            import mcgrad  # noqa: F401
+        except ImportError:
+            print("mcgrad is not installed (pip install mcgrad, or the 'bench' extra): its row is left out")
+            with_mcgrad = False
+    predictors = _fit_methods(fit, with_mcgrad)
+    min_count = args.impressions / 20
+    rows = [_judge(n, pr(judge.pooled_logit, {f: judge.fields[f] for f in FIELDS}), judge, sec, min_count)
+            for n, (pr, sec) in predictors.items()]
+    rows.append(_judge("true probabilities", judge.true_ctr, judge, 0.0, min_count))
+    cols = [("method", "method", "{}"), ("NE", "ne", "{:.4f}"), ("PCOC", "pcoc", "{:.3f}"),
+            ("F-RCE (mean)", "f_rce", "{:.4f}")] + [(f"F-RCE {f}", f"f_rce_{f}", "{:.3f}") for f in FIELDS] + [
+           ("worst |PCOC-1|", "worst", "{:.3f}"), ("worst value", "worst_value", "{}"),
+           ("PCOC position 0", "pcoc_pos0", "{:.3f}"), ("AUC", "auc", "{:.5f}"),
+           ("AUC within advertiser", "gauc_adv", "{:.5f}"), ("AUC within cells", "gauc_cells", "{:.6f}"),
+           ("order kept in cells", "order_kept", "{}"),
+           ("fit s", "seconds", "{:.1f}")]
+    predictors["oracle (true CTR)"] = (None, 0.0)
+    arows = _auction_rows(world, predictors, args)
+    acols = [("pCTR from", "method", "{}"), ("PCOC all candidates", "all_pcoc", "{:.3f}"),
+             ("winners' PCOC", "winners_pcoc", "{:.3f}"), ("GSP revenue / oracle", "gsp_revenue_ratio", "{:.3f}"),
+             ("GSP welfare / oracle", "gsp_welfare_ratio", "{:.4f}"), ("GSP regret", "gsp_regret", "{:.1f}"),
+             ("GSP cost per click", "gsp_cpc", "{:.3f}"), ("VCG revenue / oracle", "vcg_revenue_ratio", "{:.3f}"),
+             ("VCG regret", "vcg_regret", "{:.1f}"), ("VCG cost per click", "vcg_cpc", "{:.3f}")]
+    n_fit = fit.n
+    text = "\n".join([
+        f"### Calibration by field ({args.impressions} impressions, fit on {n_fit}, judged on {judge.n})", "",
+        f"Pooled model: misses {1 - world.advertiser_known:.0%} of the advertiser and {1 - world.device_known:.0%} of "
+        f"the device effect; click rate {judge.clicks.mean():.4f}. Worst |PCOC - 1| over field values with at least "
+        f"{min_count:.0f} judged impressions. AUC within cells: pairs-weighted AUC inside groups sharing all four "
+        "field values; order kept in cells: no pair of rows sharing all four field values changes order "
+        "against the pooled model's score (adjacent pairs counted).", "", table(rows, cols), "",
+        f"### Auctions with reserve prices ({args.requests_fields} requests, {args.ads} candidates, {args.slots} slots, "
+        f"position effects {', '.join(f'{v:.2f}' for v in world.position_effects[: args.slots])}; reserve per click "
+        f"by device {args.reserve:g} / {args.reserve * 0.8:g} / {args.reserve * 1.2:g})", "",
+        "Regret = oracle welfare - welfare (money); PCOC all candidates / winners: predicted over true expected "
+        "clicks of every candidate / of the ads shown (GSP). \"Calibrated on winners\": a field-aware map (Platt on "
+        f"logit pCTR + one offset per slot) fitted on the winners of {args.requests_fields} other GSP auctions with "
+        "clicks drawn from the truth, applied at slot 0.", "", table(arows, acols), ""])
+    args.results_fields = {"methods": rows, "auctions": arows}
+    return text
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--study", choices=("downsampling", "fields"), default="downsampling",
+                    help="downsampling: part one (the CTR model trained on down-sampled data); fields: part two")
+    ap.add_argument("--impressions", type=int, default=400_000, help="fields study: impressions (half fit, half judged)")
+    ap.add_argument("--requests-fields", type=int, default=50_000, help="fields study: auctions")
+    ap.add_argument("--reserve", type=float, default=0.4, help="fields study: reserve price per click (device 0)")
+    ap.add_argument("--no-mcgrad", action="store_true", help="fields study: leave MCGrad out")
     ap.add_argument("--requests", type=int, default=12000, help="requests (page views) in the world")
     ap.add_argument("--ads", type=int, default=8, help="candidate ads per request")
     ap.add_argument("--rate", type=float, default=0.1, help="negative down-sampling rate w of the training data")
@@ -101,6 +315,16 @@ def main(argv=None) -> int:
     ap.add_argument("--progress", action="store_true", help="show the trainer's progress bars")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
+    if args.study == "fields":
+        text = fields_study(args)
+        print(text)
+        args.out.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(args.out / "results_fields.json", {"args": {k: str(v) for k, v in vars(args).items()
+                                                                      if k != "results_fields"},
+                                                             **args.results_fields})
+        atomic_write_text(args.out / "tables_fields.md", text + "\n")
+        print(f"wrote {args.out}/tables_fields.md, results_fields.json ({time.perf_counter() - t0:.0f} s)")
+        return 0
     akw = auction_kwargs(args)
 
     world = generate_impressions(args.requests, args.ads, seed=args.seed)

@@ -24,3 +24,4 @@ from metrics.user_models import *  # noqa: F401,F403
 from metrics.order_metrics import *  # noqa: F401,F403
 from metrics.diversity import *  # noqa: F401,F403
 from metrics.compare import *  # noqa: F401,F403
+from metrics.calibration import *  # noqa: F401,F403

@@ -4,6 +4,9 @@ Platt and isotonic calibrators (:mod:`~ltr.calibrate.calibrators`), the AUC-inva
 after every calibration (:mod:`~ltr.calibrate.invariance`), the before / after report with
 reliability diagrams (:mod:`~ltr.calibrate.report`), synthetic CTR data with true probabilities and
 negative down-sampling (:mod:`~ltr.calibrate.ctr`), and bid x pCTR auctions (:mod:`~ltr.calibrate.auction`).
+By field: beta, spline, field-aware and multicalibration calibrators (:mod:`~ltr.calibrate.field_calibrators`),
+impressions with fields and a known truth (:mod:`~ltr.calibrate.fields_data`), and the NE / PCOC / per-field
+report of ``ltr calibrate --table`` (:mod:`~ltr.calibrate.field_report`).
 """
 
 from ltr._lazy import lazy_exports
@@ -13,6 +16,9 @@ _WHERE = {
     "ltr.calibrate.auction": ("oracle_comparison", "run_auctions", "second_price"),
     "ltr.calibrate.calibrators": ("IsotonicCalibrator", "PlattCalibrator", "load_calibrator", "make_calibrator"),
     "ltr.calibrate.ctr": ("correct_downsampling", "downsample_negatives", "generate_impressions"),
+    "ltr.calibrate.field_calibrators": ("BetaCalibrator", "FieldAwareCalibrator", "MulticalibrationCalibrator",
+                                        "SplineCalibrator", "check_within_field_order"),
+    "ltr.calibrate.fields_data": ("make_field_world",),
     "ltr.calibrate.invariance": ("AucInvarianceReport", "check_auc_invariance", "count_created_ties"),
     "ltr.calibrate.report": ("CalibrationReport", "calibration_metrics", "save_reliability_diagram"),
 }

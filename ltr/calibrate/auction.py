@@ -1,4 +1,4 @@
-"""Ad auctions that multiply money by probabilities: GSP / second price, reserve, threshold.
+"""Ad auctions that multiply money by probabilities: GSP / VCG / second price, reserves, threshold.
 
 Many auctions at once, as padded arrays ``[A, K]`` (auctions x candidate ads) with a ``mask`` for the
 candidates that exist. Rules, stated once:
@@ -6,19 +6,31 @@ candidates that exist. Rules, stated once:
 * **Rank score** ``bid * pCTR``; the ``S`` slots go to the eligible ads with the highest scores (ties:
   the lower candidate index first, a stable sort).
 * **Eligible**: present in ``mask``, ``pCTR > 0``, ``pCTR >= threshold`` (the "show only if pCTR >= t"
-  rule), ``bid >= reserve`` (a per-click reserve price, money per click) and
+  rule), ``bid >= reserve`` (a per-click reserve price, money per click; a number, or one value per
+  candidate ``[A, K]`` for reserves per field value, see :func:`field_reserves`) and
   ``bid * pCTR >= score_reserve`` (a reserve on the rank score, money per impression).
 * **GSP price per click** of the ad in slot ``s``: the smallest bid that keeps its slot,
   ``max(score of the next eligible ad, score_reserve, reserve * pCTR_own) / pCTR_own``; 0 competition
   and no reserve means a price of 0. It never exceeds the own bid. With ``slots=1`` this is the
   (quality-weighted) second-price auction.
+* **VCG price per click** (``mechanism="vcg"``): the externality the ad imposes on the ads below it,
+  with rank scores ``e_(1) >= e_(2) >= ...`` of the eligible ads and slot effects ``theta_0 >= ... >=
+  theta_{S-1}``, ``theta_S = 0``: the ad in slot s pays per impression
+  ``sum_{j=s}^{S-1} (theta_j - theta_{j+1}) e_(j+2)`` (``e`` of a missing ad = 0), i.e. per click that
+  amount over ``theta_s pCTR_own``; the reserves act as a floor on the price per click
+  (``max(VCG, reserve, score_reserve / pCTR_own)``). One slot: VCG = GSP. With the
+  slot click-through ``theta_s x CTR`` both follow the separable model below.
 * **Clicks** follow a separable model: ad ``i`` in slot ``s`` is clicked with probability
   ``true_CTR_i * position_effect_s`` (``position_effects`` default all 1). Without ``true_ctr`` the
   pCTRs are used, i.e. the auctioneer's own expectation.
 * **Revenue** = ``sum over shown ads of price * expected clicks``. **Welfare** = the value of the true
   expected clicks, ``sum over shown ads of bid * true_CTR * position_effect`` (bids are taken as the
   advertisers' values per click, i.e. truthful bidding).
-* The **oracle** runs the same auction with ``pCTR = true CTR``; agreement compares allocations.
+* The **oracle** runs the same auction with ``pCTR = true CTR``; agreement compares allocations;
+  **regret** = oracle welfare - welfare (money the wrong allocation loses).
+* **Winners' PCOC** = ``sum over shown ads of pCTR * theta_s`` / ``sum of true_CTR * theta_s``: the
+  predicted over the expected clicks of the ads that won. Selection picks ads whose pCTR came out
+  high, so a model calibrated on all candidates over-predicts on its winners (maximization bias).
 """
 
 from __future__ import annotations
@@ -29,7 +41,8 @@ import numpy as np
 
 from ltr.errors import LtrError
 
-__all__ = ["AuctionResult", "run_auctions", "second_price", "oracle_comparison", "pad_groups"]
+__all__ = ["AuctionResult", "run_auctions", "second_price", "oracle_comparison", "pad_groups", "field_reserves",
+           "log_winners"]
 
 
 @dataclass
@@ -41,6 +54,23 @@ class AuctionResult:
     expected_clicks: np.ndarray  # [A, S] true_CTR * position effect of the slot
     revenue: np.ndarray  # [A]
     welfare: np.ndarray  # [A]
+    predicted_clicks: np.ndarray | None = None  # [A, S] pCTR * position effect of the slot
+
+    @property
+    def total_clicks(self) -> float:
+        return float(self.expected_clicks.sum())
+
+    @property
+    def cost_per_click(self) -> float:
+        """Revenue over expected clicks: what advertisers pay per click on average."""
+        c = self.total_clicks
+        return self.total_revenue / c if c else float("nan")
+
+    @property
+    def winners_pcoc(self) -> float:
+        """Predicted over expected clicks of the shown ads (see the module docstring)."""
+        c = self.total_clicks
+        return float(self.predicted_clicks.sum()) / c if c and self.predicted_clicks is not None else float("nan")
 
     @property
     def total_revenue(self) -> float:
@@ -67,10 +97,12 @@ def _as2d(x, name: str, shape=None) -> np.ndarray:
 
 
 def run_auctions(bids, pctr, true_ctr=None, mask=None, *, slots: int = 1, position_effects=None,
-                 reserve: float = 0.0, score_reserve: float = 0.0, threshold: float = 0.0) -> AuctionResult:
-    """Run GSP auctions row by row (vectorised; see the module docstring for every rule).
+                 reserve=0.0, score_reserve: float = 0.0, threshold: float = 0.0,
+                 mechanism: str = "gsp") -> AuctionResult:
+    """Run GSP or VCG auctions row by row (vectorised; see the module docstring for every rule).
 
-    ``bids``, ``pctr``, ``true_ctr``, ``mask``: ``[A, K]`` (a 1-D input is one auction).
+    ``bids``, ``pctr``, ``true_ctr``, ``mask``: ``[A, K]`` (a 1-D input is one auction); ``reserve``: a
+    number or ``[A, K]`` per-click reserves.
 
     >>> r = run_auctions([[4.0, 3.0, 2.0]], [[0.1, 0.2, 0.1]], slots=2)
     >>> r.winners.tolist(), r.prices.round(6).tolist()
@@ -88,9 +120,16 @@ def run_auctions(bids, pctr, true_ctr=None, mask=None, *, slots: int = 1, positi
         raise LtrError(f"position_effects needs one value per slot ({slots}), got {theta.shape}")
     if (b[m] < 0).any() or (p[m] < 0).any() or (p[m] > 1).any() or not np.isfinite(b[m]).all():
         raise LtrError("bids must be finite and >= 0, and pCTRs in [0, 1]")
+    if mechanism not in ("gsp", "vcg"):
+        raise LtrError(f"mechanism must be 'gsp' or 'vcg', got {mechanism!r}")
+    try:
+        r = np.broadcast_to(np.asarray(reserve, dtype=np.float64), b.shape)
+    except ValueError:
+        raise LtrError(f"reserve must be a number or one value per candidate {b.shape}, got shape "
+                       f"{np.shape(reserve)}") from None
     n_auctions, k = b.shape
 
-    eligible = m & (p > 0) & (p >= threshold) & (b >= reserve)
+    eligible = m & (p > 0) & (p >= threshold) & (b >= r)
     score = b * p
     eligible &= score >= score_reserve
     ranked = np.where(eligible, score, -np.inf)
@@ -106,9 +145,15 @@ def run_auctions(bids, pctr, true_ctr=None, mask=None, *, slots: int = 1, positi
     w_p = np.take_along_axis(p, idx, axis=1)
     w_b = np.take_along_axis(b, idx, axis=1)
     w_t = np.take_along_axis(t, idx, axis=1)
-    floor = np.maximum(np.maximum(next_score, score_reserve), reserve * w_p)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        prices = np.where(shown, floor / np.where(shown, w_p, 1.0), 0.0)
+    w_r = np.take_along_axis(r, idx, axis=1)
+    safe_p = np.where(shown, w_p, 1.0)
+    if mechanism == "gsp":
+        floor = np.maximum(np.maximum(next_score, score_reserve), w_r * w_p)
+        prices = np.where(shown, floor / safe_p, 0.0)
+    else:
+        per_impression = _vcg_payments(next_score, theta)
+        vcg = per_impression / (theta[None, :] * safe_p)
+        prices = np.where(shown, np.maximum(np.maximum(vcg, w_r), score_reserve / safe_p), 0.0)
     prices = np.minimum(prices, w_b)  # guards rounding only: the floor never exceeds the own score
     clicks = np.where(shown, w_t * theta[None, :], 0.0)
     return AuctionResult(
@@ -117,7 +162,16 @@ def run_auctions(bids, pctr, true_ctr=None, mask=None, *, slots: int = 1, positi
         expected_clicks=clicks,
         revenue=(prices * clicks).sum(axis=1),
         welfare=np.where(shown, w_b * clicks, 0.0).sum(axis=1),
+        predicted_clicks=np.where(shown, w_p * theta[None, :], 0.0),
     )
+
+
+def _vcg_payments(next_score: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """``[A, S]`` VCG payment per impression of slot s: ``sum_{j>=s} (theta_j - theta_{j+1}) e_(j+2)``,
+    where ``next_score[:, j]`` is ``e_(j+2)`` (the score ranked just below slot j, 0 if none)."""
+    drops = theta - np.r_[theta[1:], 0.0]  # theta_j - theta_{j+1}
+    terms = drops[None, :] * next_score
+    return np.cumsum(terms[:, ::-1], axis=1)[:, ::-1]
 
 
 def second_price(bids, pctr, true_ctr=None, mask=None, *, reserve: float = 0.0, score_reserve: float = 0.0,
@@ -138,6 +192,10 @@ def oracle_comparison(bids, pctr, true_ctr, mask=None, **auction_kwargs) -> dict
     ora = run_auctions(bids, true_ctr, true_ctr, mask, **auction_kwargs)
     same = res.winners == ora.winners
     return {
+        "regret": ora.total_welfare - res.total_welfare,
+        "cost_per_click": res.cost_per_click,
+        "oracle_cost_per_click": ora.cost_per_click,
+        "winners_pcoc": res.winners_pcoc,
         "revenue": res.total_revenue,
         "welfare": res.total_welfare,
         "oracle_revenue": ora.total_revenue,
@@ -169,3 +227,39 @@ def pad_groups(values, offsets, fill: float = 0.0) -> tuple[np.ndarray, np.ndarr
     out = np.full((g, lmax), fill, dtype=np.result_type(v.dtype, np.asarray(fill).dtype))
     out[mask] = v[off[0]:off[-1]]
     return out, mask
+
+
+def field_reserves(values, table: dict, default: float = 0.0) -> np.ndarray:
+    """Per-candidate reserves from one field: ``table[value]`` for each entry of ``values`` (any shape,
+    e.g. the ``[A, K]`` site or device of every candidate), ``default`` for values not in the table.
+
+    >>> field_reserves([["a", "b"], ["c", "a"]], {"a": 0.5, "c": 0.2}).tolist()
+    [[0.5, 0.0], [0.2, 0.5]]
+    """
+    v = np.asarray(values)
+    out = np.full(v.shape, float(default))
+    for key, price in table.items():
+        if not np.isfinite(price) or price < 0:
+            raise LtrError(f"reserve for {key!r} must be finite and >= 0, got {price!r}")
+        out[v == key] = float(price)
+    return out
+
+
+def log_winners(result: AuctionResult, pctr, seed: int = 0) -> dict:
+    """The impression log an ad system keeps: one row per shown ad of ``result`` (run with the true
+    CTRs), with a click drawn (seeded) from the separable model, ``Bernoulli(theta_s * true_CTR)``.
+
+    Returns flat arrays ``auction``, ``candidate``, ``slot``, ``pctr`` (the ad's pCTR in the top slot),
+    ``expected_clicks`` (``theta_s * true_CTR``) and ``click`` (0/1). Calibrating on this log
+    (e.g. :class:`~ltr.calibrate.field_calibrators.FieldAwareCalibrator` with the slot as its field,
+    predicting at slot 0) fits the winners, whose pCTRs selection pushed up.
+    """
+    p = _as2d(pctr, "pctr")
+    if p.shape[0] != result.winners.shape[0]:
+        raise LtrError(f"log_winners: pctr has {p.shape[0]} auctions, the result {result.winners.shape[0]}")
+    shown = result.winners >= 0
+    a, s = np.nonzero(shown)
+    c = result.winners[a, s]
+    expected = result.expected_clicks[a, s]
+    click = (np.random.default_rng(seed).random(a.shape[0]) < expected).astype(np.float64)
+    return {"auction": a, "candidate": c, "slot": s, "pctr": p[a, c], "expected_clicks": expected, "click": click}

@@ -46,9 +46,11 @@ __all__ = [
     "load_calibrator",
     "prediction_fingerprint",
     "METHODS",
+    "ALL_METHODS",
 ]
 
 METHODS = ("platt", "isotonic", "isotonic-strict")
+ALL_METHODS = METHODS + ("beta", "spline", "field-aware", "multicalibration")
 _FORMAT_VERSION = 1
 
 
@@ -459,14 +461,20 @@ def _strict_levels(y: np.ndarray, margin: float) -> tuple[np.ndarray, float, flo
 
 
 def make_calibrator(method: str, **kwargs) -> _Calibrator:
-    """``"platt"`` -> :class:`PlattCalibrator`; ``"isotonic"`` / ``"isotonic-strict"`` -> :class:`IsotonicCalibrator`."""
+    """``"platt"`` -> :class:`PlattCalibrator`; ``"isotonic"`` / ``"isotonic-strict"`` -> :class:`IsotonicCalibrator`;
+    ``"beta"``, ``"spline"``, ``"field-aware"``, ``"multicalibration"`` -> :mod:`ltr.calibrate.field_calibrators`
+    (the last two take ``fields=[names]``)."""
+    if method in ALL_METHODS[len(METHODS):]:
+        from ltr.calibrate.field_calibrators import make_field_calibrator
+
+        return make_field_calibrator(method, **kwargs)
     if method == "platt":
         return PlattCalibrator(**kwargs)
     if method == "isotonic":
         return IsotonicCalibrator(strict=False, **kwargs)
     if method == "isotonic-strict":
         return IsotonicCalibrator(strict=True, **kwargs)
-    raise LtrError(f"unknown calibration method {method!r}; choose one of {', '.join(METHODS)}")
+    raise LtrError(f"unknown calibration method {method!r}; choose one of {', '.join(ALL_METHODS)}")
 
 
 def calibrator_from_json(text: str) -> _Calibrator:
@@ -483,6 +491,10 @@ def calibrator_from_json(text: str) -> _Calibrator:
             return PlattCalibrator.from_dict(d)
         if kind in ("isotonic", "isotonic-strict"):
             return IsotonicCalibrator.from_dict(d)
+        if kind in ALL_METHODS[len(METHODS):]:
+            from ltr.calibrate.field_calibrators import field_calibrator_from_dict
+
+            return field_calibrator_from_dict(d)
     except KeyError as exc:
         raise LtrError(f"calibrator JSON of kind {kind!r} lacks the field {exc}") from None
     raise LtrError(f"unknown calibrator kind {kind!r} in JSON")
