@@ -314,3 +314,13 @@ def test_cli_open_bandit_smoke(tmp_path, method):
     assert rep["before"]["ece_width"] == pytest.approx(abs(rep["before"]["mean_prediction"] - rep["before"]["base_rate"]))
     assert rep["before"]["ece_width"] == rep["before"]["mce_width"]
     assert rep["before"]["ece_mass"] > rep["before"]["ece_width"]
+
+
+def test_the_report_says_what_its_tie_counts_count():
+    from ltr.calibrate import check_auc_invariance
+
+    # isotonic-like merge: scores 0.1 and 0.2 (a negative and a positive) become equal; 0.3 and 0.3 split
+    report = check_auc_invariance([0.1, 0.2, 0.3, 0.3], [0.4, 0.4, 0.6, 0.7], [0, 1, 0, 1])
+    text = report.to_text()
+    assert "pairs of distinct scores the calibration made equal: 1 (1 of them positive-negative" in text
+    assert "pairs of equal scores it made distinct: 1" in text

@@ -106,8 +106,9 @@ class AucInvarianceReport:
         lines = [
             f"AUC before {self.auc_before:.6f}  after {self.auc_after:.6f}  difference {self.auc_difference:+.3e}"
             f"  ({'unchanged' if self.unchanged else 'CHANGED'})",
-            f"tied pairs created {self.tied_pairs_created} (positive-negative {self.tied_pos_neg_pairs_created}),"
-            f" ties broken {self.ties_broken}",
+            f"pairs of distinct scores the calibration made equal: {self.tied_pairs_created}"
+            f" ({self.tied_pos_neg_pairs_created} of them positive-negative, whose AUC credit became 1/2);"
+            f" pairs of equal scores it made distinct: {self.ties_broken}",
         ]
         if self.grouped_auc_before is not None:
             lines.append(

@@ -27,7 +27,6 @@ import numpy as np
 
 from ltr.clicks.click_models import MODE_RANDOMIZED, MODE_SWAP, ClickLog
 from ltr.errors import LtrError
-from metrics.stats import normal_interval
 
 __all__ = [
     "PropensityEstimate",
@@ -91,11 +90,42 @@ def _default_positions(log: ClickLog, n_positions: int | None) -> int:
     return int(log.position.max())
 
 
+def wilson_interval(clicks, n, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson's score interval of a click rate ``clicks / n``: inside [0, 1], and above 0 when no click
+    was seen (``[0, z^2 / (n + z^2)]``).
+
+    >>> low, high = wilson_interval(np.array([0.0, 5.0]), np.array([10, 10]), 0.95)
+    >>> low.round(4).tolist(), high.round(4).tolist()
+    ([0.0, 0.2366], [0.2775, 0.7634])
+    """
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    n = np.asarray(n, dtype=np.float64)
+    p = np.asarray(clicks, dtype=np.float64) / np.maximum(n, 1.0)
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
+
+
+def ratio_interval(clicks_r, n_r, clicks_1, n_1, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """An interval of ``theta = rate_r / rate_1`` that never goes below 0: the Wilson intervals of the
+    two rates at confidence ``1 - (1 - confidence) / 2`` each (so both hold together with probability at
+    least ``confidence``, by Bonferroni), divided crosswise: ``[low_r / high_1, high_r / low_1]``."""
+    each = 1 - (1 - confidence) / 2
+    low_r, high_r = wilson_interval(clicks_r, n_r, each)
+    low_1, high_1 = wilson_interval(clicks_1, n_1, each)
+    with np.errstate(divide="ignore"):
+        return low_r / high_1, np.where(low_1 > 0, high_r / np.where(low_1 > 0, low_1, 1.0), np.inf)
+
+
 def estimate_from_randomized(log: ClickLog, n_positions: int | None = None, *, confidence: float = 0.95) -> PropensityEstimate:
     """``theta_r / theta_1 = CTR_r / CTR_1`` over randomized sessions showing >= n_positions items.
 
     Standard error of a ratio of paired means R = mean(x) / mean(y) (x, y: clicks at r and at 1 in
-    the same sessions): ``sqrt(var(x - R y) / n) / mean(y)``.
+    the same sessions): ``sqrt(var(x - R y) / n) / mean(y)``. The interval is :func:`ratio_interval`'s
+    (Wilson's score intervals of the two click rates), so it stays above 0 and is not empty for a
+    position without clicks.
     """
     n_pos = _default_positions(log, n_positions)
     sessions = np.flatnonzero((log.session_mode == MODE_RANDOMIZED) & (_shown_per_session(log) >= n_pos))
@@ -114,7 +144,7 @@ def estimate_from_randomized(log: ClickLog, n_positions: int | None = None, *, c
     theta = mean / mean[0]
     resid = x - theta[None, :] * x[:, [0]]
     se = np.sqrt(resid.var(axis=0, ddof=1) / n) / mean[0]
-    low, high = normal_interval(theta, se, confidence=confidence)
+    low, high = ratio_interval(x.sum(axis=0), n, x[:, 0].sum(), n, confidence)
     return PropensityEstimate(np.arange(1, n_pos + 1), theta, se, low, high, x.sum(axis=0),
                               np.full(n_pos, n), "randomized", confidence)
 
@@ -142,6 +172,7 @@ def estimate_from_swaps(log: ClickLog, n_positions: int | None = None, *, confid
     if c_all.sum() <= 0:
         raise LtrError("no clicks on the top item in the control (k = 1) swap sessions")
     clicks[0], counts[0] = c_all.sum(), len(c_all)
+    ctrl_clicks, ctrl_n = np.full(n_pos, c_all.sum()), np.full(n_pos, len(c_all), dtype=np.float64)
     for k in range(2, n_pos + 1):
         group = top_click[swap & (log.session_swap == k)]
         ctrl = top_click[control & (shown >= k)]
@@ -155,7 +186,11 @@ def estimate_from_swaps(log: ClickLog, n_positions: int | None = None, *, confid
         if group.mean() > 0:
             rel_var += group.var(ddof=1) / (len(group) * group.mean() ** 2)
         se[k - 1] = r * np.sqrt(rel_var)
-    low, high = normal_interval(theta, se, confidence=confidence)
+        ctrl_clicks[k - 1], ctrl_n[k - 1] = ctrl.sum(), len(ctrl)
+    low, high = ratio_interval(clicks, counts, ctrl_clicks, ctrl_n, confidence)
+    undefined = ~np.isfinite(theta)
+    low[undefined], high[undefined] = np.nan, np.nan
+    low[0], high[0] = 1.0, 1.0  # theta_1 = 1 by definition
     return PropensityEstimate(np.arange(1, n_pos + 1), theta, se, low, high, clicks, counts, "swap", confidence)
 
 

@@ -462,7 +462,7 @@ def run_train(args) -> int:
     from ltr.clicks.unbiased_training import fit_on_clicks
     from ltr.io_utils import atomic_write_json
     from ltr.train.models import save_model
-    from ltr.train.run_folder import check_destination, run_folder
+    from ltr.runs.folder import check_destination, run_folder
     from ltr.train.trainer import TrainConfig
 
     inputs = [("--data", args.data), ("--log", args.log), ("--valid", args.valid)]
