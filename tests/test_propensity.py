@@ -78,3 +78,19 @@ def test_curve_extends_with_power_law_and_maps_positions(log_and_truth):
     np.testing.assert_allclose(p, curve[log.position - 1])
     with pytest.raises(LtrError, match="positions"):
         propensities_from_curve(log, curve[:3])
+
+
+@pytest.mark.parametrize("estimator", [estimate_from_randomized, estimate_from_swaps])
+def test_intervals_stay_above_zero_and_cover_positions_without_clicks(estimator):
+    # a small log with steep position bias: the low positions see few or no clicks
+    rng = np.random.default_rng(3)
+    offsets = np.arange(0, 12 * 40 + 1, 12)
+    labels = rng.integers(0, 3, offsets[-1]).astype(float)
+    log = simulate_clicks(labels, offsets, labels, eta=3.0, top_k=10, sessions_per_query=3,
+                          randomize_fraction=0.5, swap_fraction=0.5, seed=2)
+    est = estimator(log, 10)
+    ok = np.isfinite(est.theta)
+    assert np.all(est.low[ok] >= 0) and np.all(est.high[ok] >= est.theta[ok] - 1e-12)
+    assert np.all(est.low[ok] <= est.theta[ok] + 1e-12)
+    no_clicks = ok & (est.clicks == 0)
+    assert no_clicks.any() and np.all(est.high[no_clicks] > 0)  # not "0 [0, 0]"
