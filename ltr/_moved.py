@@ -31,6 +31,12 @@ MOVED = {
 #: names that ``ltr.train`` itself re-exported before 0.2, and where they live now
 MOVED_FROM_TRAIN = {name: "ltr.gbdt.lightgbm" for name in ("train_lightgbm", "predict_booster", "save_booster", "load_booster")}
 
+#: names that left a module which stays: module -> {name: new module}
+MOVED_NAMES = {
+    "ltr.calibrate.calibrators": {name: "ltr.calibrate.factory"
+                                  for name in ("make_calibrator", "calibrator_from_json", "load_calibrator")},
+}
+
 #: methods of RankingDataset that moved to functions of ltr.data (they made ltr.data.dataset and
 #: ltr.data.parquet import each other)
 MOVED_METHODS = {

@@ -1244,7 +1244,7 @@ def test_grad_clip_and_other_config_values_are_checked_in_python_too():
     ({"n_fit": -1}, "n_fit"),
 ])
 def test_calibrator_json_with_impossible_values_is_refused(tmp_path, change, field_name):
-    from ltr.calibrate.calibrators import load_calibrator, make_calibrator
+    from ltr.calibrate.factory import load_calibrator, make_calibrator
     from ltr.errors import LtrError
 
     rng = np.random.default_rng(0)
@@ -1269,7 +1269,7 @@ def test_calibrator_json_with_impossible_values_is_refused(tmp_path, change, fie
     (lambda d: d.__setitem__("strict", 1), "strict"),
 ])
 def test_isotonic_json_with_impossible_values_is_refused(tmp_path, change, what):
-    from ltr.calibrate.calibrators import load_calibrator, make_calibrator
+    from ltr.calibrate.factory import load_calibrator, make_calibrator
     from ltr.errors import LtrError
 
     rng = np.random.default_rng(1)

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from ltr.calibrate.calibrators import load_calibrator
+from ltr.calibrate.factory import load_calibrator
 from ltr.calibrate.fields_data import make_field_world
 from ltr.commands.calibrate import split_rows
 from metrics.calibration import field_rce, normalized_entropy, pcoc

@@ -14,7 +14,7 @@ from scipy.special import expit, log_expit
 from sklearn.linear_model import LogisticRegression
 
 import ltr.calibrate.field_calibrators as fcal
-from ltr.calibrate.calibrators import calibrator_from_json, make_calibrator
+from ltr.calibrate.factory import calibrator_from_json, make_calibrator
 from ltr.calibrate.field_calibrators import (
     BetaCalibrator,
     FieldAwareCalibrator,

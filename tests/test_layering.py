@@ -294,3 +294,18 @@ def test_tarjan_handles_a_long_chain_without_recursion():
     assert len(cycle) == n + 1
     del graph[f"m{n}"]
     assert import_cycles(graph) == []
+
+
+def test_names_moved_out_of_a_module_forward_with_a_warning():
+    import importlib
+    import warnings
+
+    from ltr._moved import MOVED_NAMES
+
+    for old, names in MOVED_NAMES.items():
+        for name, new in names.items():
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                value = getattr(importlib.import_module(old), name)
+            assert value is getattr(importlib.import_module(new), name)
+            assert caught and issubclass(caught[0].category, DeprecationWarning) and new in str(caught[0].message)

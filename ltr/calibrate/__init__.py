@@ -14,7 +14,8 @@ from ltr._lazy import lazy_exports
 # what the package re-exports, by defining module; each imported on first use (ltr._lazy)
 _WHERE = {
     "ltr.calibrate.auction": ("oracle_comparison", "run_auctions", "second_price"),
-    "ltr.calibrate.calibrators": ("IsotonicCalibrator", "PlattCalibrator", "load_calibrator", "make_calibrator"),
+    "ltr.calibrate.calibrators": ("IsotonicCalibrator", "PlattCalibrator"),
+    "ltr.calibrate.factory": ("calibrator_from_json", "load_calibrator", "make_calibrator"),
     "ltr.calibrate.ctr": ("correct_downsampling", "downsample_negatives", "generate_impressions"),
     "ltr.calibrate.field_calibrators": ("BetaCalibrator", "FieldAwareCalibrator", "MulticalibrationCalibrator",
                                         "SplineCalibrator", "check_within_field_order"),

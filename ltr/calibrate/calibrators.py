@@ -41,9 +41,6 @@ from ltr.errors import LtrError
 __all__ = [
     "PlattCalibrator",
     "IsotonicCalibrator",
-    "make_calibrator",
-    "calibrator_from_json",
-    "load_calibrator",
     "prediction_fingerprint",
     "METHODS",
     "ALL_METHODS",
@@ -460,56 +457,13 @@ def _strict_levels(y: np.ndarray, margin: float) -> tuple[np.ndarray, float, flo
     return out, lo_limit, hi_limit
 
 
-def make_calibrator(method: str, **kwargs) -> _Calibrator:
-    """``"platt"`` -> :class:`PlattCalibrator`; ``"isotonic"`` / ``"isotonic-strict"`` -> :class:`IsotonicCalibrator`;
-    ``"beta"``, ``"spline"``, ``"field-aware"``, ``"multicalibration"`` -> :mod:`ltr.calibrate.field_calibrators`
-    (the last two take ``fields=[names]``)."""
-    if method in ALL_METHODS[len(METHODS):]:
-        from ltr.calibrate.field_calibrators import make_field_calibrator
+def __getattr__(name: str):
+    """make_calibrator, calibrator_from_json and load_calibrator moved to :mod:`ltr.calibrate.factory` in 0.2
+    (they know every calibrator kind, field-aware ones included): forwarded with a DeprecationWarning."""
+    from ltr._moved import MOVED_NAMES, moved
 
-        return make_field_calibrator(method, **kwargs)
-    if method == "platt":
-        return PlattCalibrator(**kwargs)
-    if method == "isotonic":
-        return IsotonicCalibrator(strict=False, **kwargs)
-    if method == "isotonic-strict":
-        return IsotonicCalibrator(strict=True, **kwargs)
-    raise LtrError(f"unknown calibration method {method!r}; choose one of {', '.join(ALL_METHODS)}")
-
-
-def calibrator_from_json(text: str) -> _Calibrator:
-    """Rebuild a calibrator from :meth:`to_json` output (JSON only; nothing is unpickled)."""
-    try:
-        d = json.loads(text)
-        kind = d["kind"]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise LtrError(f"not a calibrator JSON document: {exc}") from None
-    if d.get("format_version") != _FORMAT_VERSION:
-        raise LtrError(f"calibrator JSON format_version {d.get('format_version')!r} is not {_FORMAT_VERSION}")
-    try:
-        if kind == "platt":
-            return PlattCalibrator.from_dict(d)
-        if kind in ("isotonic", "isotonic-strict"):
-            return IsotonicCalibrator.from_dict(d)
-        if kind in ALL_METHODS[len(METHODS):]:
-            from ltr.calibrate.field_calibrators import field_calibrator_from_dict
-
-            return field_calibrator_from_dict(d)
-    except KeyError as exc:
-        raise LtrError(f"calibrator JSON of kind {kind!r} lacks the field {exc}") from None
-    raise LtrError(f"unknown calibrator kind {kind!r} in JSON")
-
-
-def load_calibrator(path) -> _Calibrator:
-    """Read a calibrator saved with :meth:`save`."""
-    from ltr.checks import input_file
-
-    path = input_file(path, "calibrator")
-    try:
-        return calibrator_from_json(path.read_bytes().decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise LtrError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    except LtrError as exc:
-        raise LtrError(f"{path}: {exc}") from None
+    if name in MOVED_NAMES.get(__name__, {}):
+        return moved(__name__, name, MOVED_NAMES[__name__][name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -20,7 +20,7 @@ the calibrator is fitted on the fit part only and every number in the report is 
 evaluation part. With fields the report adds normalized entropy, PCOC, the per-field table (worst
 values first, F-RCE per field) and the AUC within each field; weights weight those metrics (the fit
 itself is unweighted). Written atomically into ``--out``: ``calibrator.json`` (JSON, reloadable with
-:func:`ltr.calibrate.calibrators.load_calibrator`), ``report.json``, ``report.txt``, ``reliability.png``.
+:func:`ltr.calibrate.factory.load_calibrator`), ``report.json``, ``report.txt``, ``reliability.png``.
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ def _read_inputs(args):
 
 
 def _fit(args, scores, labels, fields, fit, probabilities):
-    from ltr.calibrate.calibrators import make_calibrator
+    from ltr.calibrate.factory import make_calibrator
 
     if args.method in FIELD_METHODS:
         if not fields:
