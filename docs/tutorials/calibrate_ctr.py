@@ -1,0 +1,5 @@
+# %% [markdown]
+# # calibrate_ctr
+
+# %%
+print(1)

@@ -1,0 +1,5 @@
+# %% [markdown]
+# # clicks
+
+# %%
+print(1)

@@ -1,0 +1,5 @@
+# %% [markdown]
+# # neural_vs_gbdt
+
+# %%
+print(1)
