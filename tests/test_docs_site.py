@@ -28,6 +28,9 @@ def _hook(name: str):
 def test_readme_is_a_front_door():
     lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
     assert len(lines) < 200, f"README.md has {len(lines)} lines; move details into docs/"
+    text = "\n".join(lines)
+    for must in ("make demo", "make test", "ltr --help", "docs/getting-started.md"):   # set-up, commands, the docs
+        assert must in text, must
 
 
 @pytest.mark.slow
