@@ -7,15 +7,20 @@ steps (:mod:`~ltr.train.trainer`, :mod:`~ltr.train.early_stopping`), several pro
 checkpoints (:mod:`~ltr.train.checkpoint`) and the scikit-learn estimator
 (:mod:`~ltr.train.sklearn_ranker`). Builds on :mod:`ltr.runs`, :mod:`ltr.data`, ``losses`` and
 ``metrics``. The GBDT engines are its sibling :mod:`ltr.gbdt`.
+
+The names below are imported on first use (PEP 562), so that a module that needs only the
+configuration (``ltr.train.config``, as the command line does to build its parser) does not import torch.
 """
 
-from ltr.runs.scoring import evaluate_scores
-from ltr.train.attention import ContextAwareScorer
-from ltr.train.config import DEFAULT_METRICS, TrainConfig, load_toml
-from ltr.train.ensemble import EnsembleScorer, fit_ensemble
-from ltr.train.models import build_model, load_model, save_model
-from ltr.train.scorers import FeatureTransform, LinearScorer, MLPScorer
-from ltr.train.trainer import FitResult, Trainer, predict_scores, seed_everything
+import importlib
+
+_WHERE = {
+    "Trainer": "trainer", "FitResult": "trainer", "predict_scores": "trainer", "seed_everything": "trainer",
+    "TrainConfig": "config", "DEFAULT_METRICS": "config", "load_toml": "config",
+    "ContextAwareScorer": "attention", "EnsembleScorer": "ensemble", "fit_ensemble": "ensemble",
+    "LinearScorer": "scorers", "MLPScorer": "scorers", "FeatureTransform": "scorers",
+    "build_model": "models", "save_model": "models", "load_model": "models",
+}
 
 __all__ = [
     "Trainer", "TrainConfig", "FitResult", "DEFAULT_METRICS", "load_toml",
@@ -25,9 +30,20 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    """The LightGBM names ltr.train re-exported before 0.2 (now in :mod:`ltr.gbdt`), with a DeprecationWarning."""
+    """The public names, imported on first use; the LightGBM names ltr.train re-exported before 0.2
+    (now in :mod:`ltr.gbdt`), with a DeprecationWarning."""
+    if name == "evaluate_scores":
+        from ltr.runs.scoring import evaluate_scores
+
+        return evaluate_scores
+    if name in _WHERE:
+        return getattr(importlib.import_module(f"ltr.train.{_WHERE[name]}"), name)
     from ltr._moved import MOVED_FROM_TRAIN, moved
 
     if name in MOVED_FROM_TRAIN:
         return moved("ltr.train", name, MOVED_FROM_TRAIN[name])
     raise AttributeError(f"module 'ltr.train' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])
