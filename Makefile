@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PIP    := $(BIN)/python -m pip install --disable-pip-version-check -q -c constraints.txt
 
-.PHONY: install test demo bench clean
+.PHONY: install test demo docs bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,11 @@ test: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/ltr ablate --quick --out runs/demo
 
+# The documentation site into site/ (mkdocs.yml); --strict: a broken link or API name fails the build.
+# `make test` builds it too (tests/test_docs_site.py), into a temporary folder.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --site-dir site
+
 # allRank pins torch<=1.8, so it is installed without its dependencies (its loss file is all we use).
 bench: $(STAMP)
 	$(PIP) -e '.[bench]'
@@ -33,4 +38,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_losses.py
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) runs site .pytest_cache

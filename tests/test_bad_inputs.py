@@ -1470,16 +1470,16 @@ def test_cli_resume_with_other_validation_data_is_refused(world, tmp_path, capsy
 
 
 # --------------------------------------------------------------------------------------------------
-# README's ablation snippet and the worker processes
+# The ablation guide's snippet and the worker processes
 # --------------------------------------------------------------------------------------------------
-def test_readme_ablation_snippet_has_the_main_guard():
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    blocks = [b for b in readme.split("```python")[1:] if "run_ablation(" in b.split("```")[0]]
-    assert blocks, "README has no Python snippet calling run_ablation"
+def test_ablation_guide_snippet_has_the_main_guard():
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "guide" / "ablation.md").read_text()
+    blocks = [b for b in guide.split("```python")[1:] if "run_ablation(" in b.split("```")[0]]
+    assert blocks, "docs/guide/ablation.md has no Python snippet calling run_ablation"
     for block in blocks:
         code = block.split("```")[0]
         assert 'if __name__ == "__main__":' in code
-        compile(code, "README.md", "exec")  # it parses as a script
+        compile(code, "ablation.md", "exec")  # it parses as a script
 
 
 def test_run_ablation_in_a_starting_worker_says_what_to_do(monkeypatch, tmp_path):
