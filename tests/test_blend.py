@@ -231,3 +231,70 @@ def test_cli_end_to_end_gbdt_and_neural_runs(tmp_path, capsys):
                  "--top", "3", "--json"]) == 0
     imp = json.loads(capsys.readouterr().out)
     assert imp["base"] == pytest.approx(summary["metrics"]["valid"]["blend"], abs=1e-12) and len(imp["importance"]) == 8
+
+
+# ------------------------------------------------------------------------------ blends in ltr ablate
+def _study(**kw):
+    from ltr.study.ablation import AblationConfig, DatasetSpec
+
+    base = dict(datasets=[DatasetSpec("tiny", "synthetic", dict(n_queries=60, n_features=12, mean_list_length=12, seed=3))],
+                methods=["ranknet", "lightgbm", "bl"], seeds=[0], n_resamples=200,
+                train={"epochs": 2, "batch_size": 16, "patience": 2}, model={"type": "mlp", "hidden": [8], "normalize": "standard"},
+                lightgbm={"num_leaves": 7, "min_data_in_leaf": 5}, gbdt={"num_boost_round": 8, "early_stopping_rounds": 4},
+                variants={"bl": {"blend": ["lightgbm", "ranknet"]}})
+    base.update(kw)
+    return AblationConfig(**base)
+
+
+@pytest.mark.parametrize("variant, message", [
+    ({"blend": ["lightgbm"]}, "two or more"),
+    ({"blend": ["lightgbm", "lightgbm"]}, "a member twice"),
+    ({"blend": ["lightgbm", "rank_net"]}, "unknown method 'rank_net'"),
+    ({"blend": ["lightgbm", "ranknet"], "ensemble": 2}, "takes only blend"),
+    ({"blend": ["lightgbm", "inner"]}, "itself a blend"),
+])
+def test_bad_blend_variants_are_refused(variant, message):
+    with pytest.raises(LtrError, match=message):
+        _study(variants={"bl": variant, "inner": {"blend": ["lightgbm", "ranknet"]}})
+
+
+def test_blend_variant_resolves_to_its_members():
+    from ltr.study import ablation
+    from ltr.study.ablation import Cell
+    from ltr.study.methods import resolve_method
+
+    cfg = _study(variants={"bl": {"blend": ["lightgbm", "soft"]}, "soft": {"method": "softmax", "ensemble": 2}})
+    spec = resolve_method("bl", cfg)
+    assert spec.kind == "blend" and [m.name for m in spec.members] == ["lightgbm", "soft"]
+    assert spec.members[1].ensemble == 2 and spec.members[1].loss == "softmax"
+    # the cell's fingerprint follows its members' settings
+    other = _study(variants={"bl": {"blend": ["lightgbm", "soft"]}, "soft": {"method": "softmax", "ensemble": 3}})
+    assert ablation.cell_fingerprint(Cell("tiny", "bl", 0), cfg) != ablation.cell_fingerprint(Cell("tiny", "bl", 0), other)
+
+
+@pytest.mark.slow
+def test_blend_cell_trains_its_members_as_their_own_cells():
+    from ltr.study import ablation
+    from ltr.study.ablation import Cell
+
+    cfg = _study()
+    lgb, net, bl = (ablation.run_cell(Cell("tiny", m, 0), cfg) for m in ("lightgbm", "ranknet", "bl"))
+    info = bl["train_info"]
+    # the same seed and data: the members inside the blend are the models of their own cells
+    assert info["members"]["ranknet"]["curve"] == net["train_info"]["curve"]
+    assert info["members"]["lightgbm"]["valid_best"] == lgb["train_info"]["valid_best"]
+    assert info["member_valid"]["lightgbm"] == pytest.approx(lgb["train_info"]["valid_best"], abs=1e-12)
+    assert info["valid_best"] >= max(info["member_valid"].values())
+    assert sum(info["weights"].values()) == pytest.approx(1.0, abs=1e-12) and min(info["weights"].values()) >= 0
+    assert set(bl["per_query"]) == set(lgb["per_query"]) and bl["query_ids"] == lgb["query_ids"]
+    # the test scores are the members' test scores, standardised and weighted as the validation chose
+    from ltr.study.cell_training import train_method
+    from ltr.study.methods import resolve_method
+
+    train, valid, test = ablation.load_splits(cfg.datasets[0], None)
+    kw = dict(seed=0, metrics=cfg.metrics, monitor="ndcg@10", budget=1, threads=1)
+    scores, again = train_method(resolve_method("bl", cfg), train, valid, test, **kw)
+    members = [train_method(resolve_method(m, cfg), train, valid, test, **kw)[0] for m in ("lightgbm", "ranknet")]
+    weights = [again["weights"]["lightgbm"], again["weights"]["ranknet"]]
+    assert again["weights"] == info["weights"]
+    assert np.array_equal(scores, combine([standardise(m, test.query_offsets) for m in members], weights))

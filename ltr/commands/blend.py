@@ -80,10 +80,23 @@ def _evaluate(scores, ds, metric: str, preset) -> tuple[str, float]:
     return ev.names[metric], float(ev.mean[ev.names[metric]])
 
 
+def _test_report(members, fit, test, args) -> dict:
+    """The metric on the test data: the blend, equal weights (as the search's start point), each member."""
+    from ltr.models.blend import blend_scorer, equal_weights
+
+    report = {}
+    for name, weights in (("blend", fit.weights), ("equal_weights", equal_weights(len(members)))):
+        scores = blend_scorer([m["score"] for m in members], weights)(test.features, test.query_offsets)
+        report[name] = _evaluate(scores, test, args.metric, args.preset)[1]
+    report["members"] = {str(m["folder"]): _evaluate(m["score"](test.features, test.query_offsets), test, args.metric,
+                                                     args.preset)[1] for m in members}
+    return report
+
+
 def run(args) -> int:
     from ltr.data.files import data_facts, data_options, format_options, load_data_file
     from ltr.io_utils import atomic_write_json
-    from ltr.models.blend import blend_scorer, fit_weights, write_blend
+    from ltr.models.blend import fit_weights, write_blend
     from ltr.models.folder import check_width
     from ltr.runs.folder import check_destination, run_folder, versions
     from ltr.runs.scoring import check_metric_names
@@ -112,11 +125,7 @@ def run(args) -> int:
     report = {"valid": {"blend": fit.value, "equal_weights": fit.equal_value,
                         "members": dict(zip((str(m["folder"]) for m in members), fit.member_values))}}
     if splits["test"] is not None:
-        test = splits["test"]
-        scorer = blend_scorer([m["score"] for m in members], fit.weights)
-        report["test"] = {"blend": _evaluate(scorer(test.features, test.query_offsets), test, args.metric, args.preset)[1],
-                          "members": {str(m["folder"]): _evaluate(m["score"](test.features, test.query_offsets), test,
-                                                                  args.metric, args.preset)[1] for m in members}}
+        report["test"] = _test_report(members, fit, splits["test"], args)
     valid_facts = {**data_facts(args.valid, valid), "fingerprint": data_fingerprint(valid)}
     with run_folder(args.out, overwrite=args.force, kind="blend", inputs=inputs) as tmp:
         write_blend(tmp, Path(args.out), members, fit, valid=valid_facts, n_features=width, feature_names=names,
@@ -140,3 +149,4 @@ def _print_report(out, members, fit, report) -> None:
     print(f"valid\tequal weights\t{fit.equal_value:.6f}")
     if "test" in report:
         print(f"test\tblend\t{report['test']['blend']:.6f}")
+        print(f"test\tequal weights\t{report['test']['equal_weights']:.6f}")

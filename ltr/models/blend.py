@@ -53,7 +53,7 @@ import numpy as np
 from ltr.errors import LtrError
 
 __all__ = ["BLEND_FILE", "BLEND_FORMAT", "DENOMINATOR", "STANDARDISATION", "BlendFit", "standardise", "combine",
-           "fit_weights", "blend_scorer", "member_digest", "write_blend", "read_blend", "is_blend"]
+           "fit_weights", "equal_weights", "blend_scorer", "member_digest", "write_blend", "read_blend", "is_blend"]
 
 BLEND_FILE = "blend.json"
 BLEND_FORMAT = "ltr-blend-1"
@@ -125,6 +125,11 @@ def _spread(units: tuple[int, ...]) -> int:
 def _equal_units(m: int) -> tuple[int, ...]:
     base, extra = divmod(DENOMINATOR, m)
     return tuple(base + (1 if k < extra else 0) for k in range(m))
+
+
+def equal_weights(m: int) -> list[float]:
+    """The search's equal weights for ``m`` members (multiples of 1/500: 0.334, 0.334, 0.332 for three)."""
+    return [u / DENOMINATOR for u in _equal_units(m)]
 
 
 def _simplex(m: int, parts: int) -> list[tuple[int, ...]]:
