@@ -202,6 +202,8 @@ def test_bad_members_and_widths_are_refused(members, tmp_path, capsys):
     assert main(["blend", "--out", str(tmp_path / "c"), "--models", str(tmp_path / "b"), "--valid",
                  str(root / "valid.txt")]) == 2
     assert "is a blend folder" in capsys.readouterr().err
+    assert main(["export", "--model", str(tmp_path / "b"), "--format", "onnx", "--out", str(tmp_path / "b.onnx")]) == 2
+    assert "is a blend (ltr blend)" in capsys.readouterr().err
 
 
 @pytest.mark.slow
@@ -298,3 +300,14 @@ def test_blend_cell_trains_its_members_as_their_own_cells():
     weights = [again["weights"]["lightgbm"], again["weights"]["ranknet"]]
     assert again["weights"] == info["weights"]
     assert np.array_equal(scores, combine([standardise(m, test.query_offsets) for m in members], weights))
+
+
+def test_the_blend_study_config_loads(shared_data):
+    from ltr.study import ablation
+    from ltr.study.methods import resolve_method
+
+    shared_data("letor4-mq2008")
+    cfg = ablation.load_config(Path(__file__).resolve().parents[1] / "experiments" / "blend_mq2008.toml")
+    spec = resolve_method("blend", cfg)
+    assert spec.kind == "blend" and [m.kind for m in spec.members] == ["lightgbm", "neural"]
+    assert spec.members[0].tune and spec.members[1].loss == "softmax"
