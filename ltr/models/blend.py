@@ -167,8 +167,8 @@ def _moves(units: tuple[int, ...], step: int, window: int | None) -> list[tuple[
 def _search(value_of: Callable[[tuple[int, ...]], float], m: int) -> tuple[tuple[int, ...], dict]:
     """The start points, then the three stages of pairwise-exchange coordinate ascent (module docstring)."""
 
-    def best_of(points, incumbent=None):
-        best = incumbent
+    def best_of(points):
+        best = None
         for p in points:
             key = (value_of(p), -_spread(p))
             if best is None or key > best[1]:
