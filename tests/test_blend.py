@@ -311,3 +311,27 @@ def test_the_blend_study_config_loads(shared_data):
     spec = resolve_method("blend", cfg)
     assert spec.kind == "blend" and [m.kind for m in spec.members] == ["lightgbm", "neural"]
     assert spec.members[0].tune and spec.members[1].loss == "softmax"
+
+
+def test_listwise_member_gets_the_query_offsets_through_predict(members, tmp_path, capsys):
+    """A context-aware (listwise) member scores whole queries: the blend passes the offsets on, and
+    `ltr predict --format tsv` writes exactly the blend of the members' scores."""
+    from ltr.train.models import build_model, save_model
+
+    root = members
+    torch.manual_seed(0)
+    save_model(build_model({"type": "attention", "n_features": 4, "width": 8, "heads": 2, "layers": 1}), tmp_path / "attn")
+    out = tmp_path / "blend"
+    assert main(["blend", "--models", str(tmp_path / "attn"), str(root / "lin"), "--valid", str(root / "valid.txt"),
+                 "--out", str(out), "--copy-members"]) == 0
+    assert main(["predict", "--model", str(out), "--data", str(root / "test.txt"), "--format", "tsv",
+                 "--out", str(tmp_path / "s.tsv")]) == 0
+    test = load_svmlight(root / "test.txt")
+    parts = [load_scorer(f)[0](test.features, test.query_offsets) for f in (tmp_path / "attn", root / "lin")]
+    # the listwise member really depends on the lists: scored as one long list it would differ
+    assert not np.allclose(parts[0], load_scorer(tmp_path / "attn")[0](test.features, np.array([0, test.n_items])))
+    weights = json.loads((out / "blend.json").read_text())["weights"]
+    assert min(weights) > 0  # both members count (0.646 / 0.354 here)
+    expected = combine([standardise(p, test.query_offsets) for p in parts], weights)
+    written = np.array([float(v) for v in (tmp_path / "s.tsv").read_text().split()])
+    assert np.array_equal(written, expected)

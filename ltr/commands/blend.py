@@ -35,7 +35,7 @@ def register(subparsers) -> None:
     p.add_argument("--valid", required=True, metavar="FILE", help="validation data the weights are fitted on (SVMlight, Parquet or a store)")
     p.add_argument("--test", default=None, metavar="FILE", help="also report the blend's and each member's metrics on this data")
     p.add_argument("--out", required=True, metavar="DIR", help="blend folder to write")
-    p.add_argument("--metric", default="ndcg@10", help="ranking metric the weights maximise (the toolkit's conventions)")
+    p.add_argument("--metric", default="ndcg@10", help="ranking metric the weights maximise, with the toolkit's conventions unless --preset")
     p.add_argument("--preset", default=None, help="metric conventions preset: trec_eval, sklearn, lightgbm, ranx (default: the toolkit's own)")
     p.add_argument("--copy-members", action="store_true",
                    help="copy the members' model files into DIR/members/ (default: refer to the member folders by a path relative to DIR)")
