@@ -311,6 +311,9 @@ def test_the_blend_study_config_loads(shared_data):
     spec = resolve_method("blend", cfg)
     assert spec.kind == "blend" and [m.kind for m in spec.members] == ["lightgbm", "neural"]
     assert spec.members[0].tune and spec.members[1].loss == "softmax"
+    synthetic = ablation.load_config(Path(__file__).resolve().parents[1] / "experiments" / "blend_synthetic.toml")
+    members = resolve_method("blend", synthetic).members
+    assert [m.name for m in members] == ["lgbm", "mlp_log1p"] and members[1].model["normalize"] == "log1p_standard"
 
 
 def test_listwise_member_gets_the_query_offsets_through_predict(members, tmp_path, capsys):
