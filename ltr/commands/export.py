@@ -40,6 +40,9 @@ def run(args) -> int:
     try:
         meta = json.loads((folder / "model.json").read_text())
     except FileNotFoundError:
+        if (folder / "blend.json").exists():
+            raise LtrError(f"--model {folder}: is a blend (ltr blend), which export does not write; export its "
+                           "neural members one by one") from None
         raise LtrError(f"--model {folder}: no model.json (not a run folder written by ltr train)") from None
     except json.JSONDecodeError as exc:
         raise LtrError(f"{folder / 'model.json'}: invalid JSON: {exc}") from None

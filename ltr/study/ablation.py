@@ -144,7 +144,7 @@ class AblationConfig:
         if len(set(self.methods)) != len(self.methods):
             raise LtrError(f"{self.source}: methods repeat: {self.methods}")
         for name, variant in self.variants.items():
-            check_variant(name, variant, where=self.source)
+            check_variant(name, variant, where=self.source, variants=self.variants)
         for m in self.methods:
             if m not in self.variants:
                 parse_method(m, where=self.source)
@@ -441,7 +441,7 @@ def cell_fingerprint(cell: Cell, config: AblationConfig) -> str:
     if cell.method in config.variants or "/" in cell.method:
         # what the method resolves to (plain methods keep the older layout: their stored cells stay valid)
         parts["spec"] = spec.as_dict()
-        if spec.tune:
+        if spec.tune or any(m.tune for m in spec.members):
             parts["tuning_budget"] = int(config.tuning_budget)
     elif spec.kind == "lightgbm":
         parts.update(lightgbm=config.lightgbm, gbdt=config.gbdt)

@@ -5,7 +5,10 @@ For each candidate of :func:`ltr.study.methods.tuning_candidates` a model is tra
 split with the cell's seed and judged on the validation split by the monitored metric (``[train]
 monitor``, ``ndcg@10`` by default; a GBDT engine's model is judged by the same ``metrics.evaluate``
 call). The best candidate is kept; with ``ensemble = N`` it becomes member 0 of an ensemble whose
-members 1..N-1 are trained with seeds ``seed + 1000 k`` and whose scores are averaged.
+members 1..N-1 are trained with seeds ``seed + 1000 k`` and whose scores are averaged. A blend
+method trains each of its members that way and weights their per-query standardised scores on the
+validation split (:mod:`ltr.models.blend`); its ``train_info`` holds the weights, each member's
+validation value alone and each member's own ``train_info``.
 
 What a cell records about its training (``train_info``): every candidate tried (settings, validation
 value, best epoch or round, epochs or rounds run), the chosen one, whether its best epoch was its
@@ -33,6 +36,16 @@ __all__ = ["train_method"]
 def train_method(spec: MethodSpec, train, valid, test, *, seed: int, metrics, monitor: str, budget: int,
                  threads: int) -> tuple[np.ndarray, dict[str, Any]]:
     """Tune ``spec`` (up to ``budget`` candidates), train the chosen model(s); ``(test scores, info)``."""
+    kw = dict(seed=seed, metrics=metrics, monitor=monitor, budget=budget, threads=threads)
+    if spec.kind == "blend":
+        return _train_blend(spec, train, valid, test, **kw)
+    predictors, info = _train_chosen(spec, train, valid, **kw)
+    return np.mean([p(test) for p in predictors], axis=0), info
+
+
+def _train_chosen(spec: MethodSpec, train, valid, *, seed: int, metrics, monitor: str, budget: int,
+                  threads: int) -> tuple[list, dict[str, Any]]:
+    """The chosen candidate's predictor(s) (one per ensemble member) and the cell's ``train_info``."""
     fit_one = {"lightgbm": _fit_lightgbm, "xgboost": _fit_engine, "catboost": _fit_engine}.get(spec.kind, _fit_neural)
     timed = ("seconds", "curve_seconds")
     trials, tuning_seconds, best = [], [], None
@@ -50,7 +63,6 @@ def train_method(spec: MethodSpec, train, valid, test, *, seed: int, metrics, mo
         p, f = fit_one(chosen, train, valid, seed=seed + 1000 * k, metrics=metrics, monitor=monitor, threads=threads)
         predictors.append(p)
         members.append(f)
-    scores = np.mean([p(test) for p in predictors], axis=0)
     info = {key: facts[key] for key in ("best_epoch", "epochs_run", "best_iteration", "num_boost_round")
             if key in facts}
     info.update(valid_best=float(facts["valid_best"]), chosen=overrides, tuning=trials, curve=facts["curve"],
@@ -65,6 +77,30 @@ def train_method(spec: MethodSpec, train, valid, test, *, seed: int, metrics, mo
         info["ensemble"] = {"seeds": [seed + 1000 * k for k in range(chosen.ensemble)],
                             "valid": float(ev.mean[ev.names[monitor]]),
                             "members": [{k: m[k] for k in m if k not in timed + ("curve",)} for m in members]}
+    return predictors, info
+
+
+def _train_blend(spec: MethodSpec, train, valid, test, **kw) -> tuple[np.ndarray, dict[str, Any]]:
+    """Each member trained as its own cell would be, then weighted on the validation split
+    (:func:`ltr.models.blend.fit_weights` on the monitored metric); the test split's blended scores."""
+    from ltr.models.blend import combine, fit_weights, standardise
+
+    valid_scores, test_scores, infos = [], [], {}
+    for member in spec.members:
+        predictors, infos[member.name] = _train_chosen(member, train, valid, **kw)
+        valid_scores.append(np.mean([p(valid) for p in predictors], axis=0))
+        test_scores.append(np.mean([p(test) for p in predictors], axis=0))
+    try:
+        fit = fit_weights(valid_scores, valid, kw["monitor"])
+    except LtrError as exc:
+        raise LtrError(f"method {spec.name}: {exc}") from None
+    scores = combine([standardise(s, test.query_offsets) for s in test_scores], fit.weights)
+    seconds = sum(sum(i["timing"]["tuning_seconds"]) + sum(i["timing"]["ensemble_seconds"]) for i in infos.values())
+    info = {"valid_best": fit.value, "weights": dict(zip(infos, fit.weights)),
+            "member_valid": dict(zip(infos, fit.member_values)), "equal_weights_valid": fit.equal_value,
+            "curve": [fit.value], "hit_cap": any(i["hit_cap"] for i in infos.values()), "members": infos,
+            "timing": {"train_seconds": seconds, "curve_seconds": [round(seconds, 4)], "tuning_seconds": [],
+                       "ensemble_seconds": []}}
     return scores, info
 
 

@@ -13,7 +13,13 @@ Names (``[ablation] methods``):
   :mod:`ltr.gbdt.engines`);
 - the name of a ``[variants.NAME]`` table, which sets ``method`` (one of the names above) and may
   override ``model``, ``train``, ``loss``, ``lightgbm``, ``xgboost``, ``catboost`` and ``gbdt`` settings, average a seed
-  ensemble (``ensemble = N``) and give a search space (``tune = {"train.lr" = [...], ...}``).
+  ensemble (``ensemble = N``) and give a search space (``tune = {"train.lr" = [...], ...}``);
+- the name of a blend variant, ``[variants.NAME] blend = ["lightgbm", "attention/softmax"]``: each
+  member (a method name or a non-blend variant) is trained in the cell as if it were the cell's
+  method (its own tuning and ensemble, the same seed, so the same model as its own cell), and the
+  members' scores are combined with the weights that maximise the monitored metric on the cell's
+  validation split (:func:`ltr.models.blend.fit_weights`: per-query z-scores, non-negative weights
+  summing to 1); the test split is scored with those weights.
 
 Tuning (``[ablation] tuning_budget = N``): a method's candidates are the combinations of its
 ``tune`` lists, shuffled with a fixed seed (0, the same for every cell) and cut to the first N; each
@@ -42,7 +48,7 @@ __all__ = ["MODEL_NAMES", "VARIANT_KEYS", "TUNE_SECTIONS", "MethodSpec", "split_
 
 MODEL_NAMES = ("mlp", "linear", "attention")
 ENGINE_NAMES = ("lightgbm", "xgboost", "catboost")  # = ltr.gbdt.engines.ENGINES
-VARIANT_KEYS = ("method", "model", "train", "loss", "lightgbm", "xgboost", "catboost", "gbdt", "ensemble", "tune")
+VARIANT_KEYS = ("method", "model", "train", "loss", "lightgbm", "xgboost", "catboost", "gbdt", "ensemble", "tune", "blend")
 TUNE_SECTIONS = ("model", "train", "loss", "lightgbm", "xgboost", "catboost", "gbdt")
 _NAME_RE = re.compile(r"^(?:([a-z_0-9]+)/)?([a-z_0-9]+?)(?:@(\d+))?$")
 _ENGINE_RE = re.compile(r"^(lightgbm|xgboost|catboost)(?:[:/]([A-Za-z_:]+))?$")
@@ -94,7 +100,7 @@ class MethodSpec:
     """A method resolved against a configuration: what one cell trains (before tuning)."""
 
     name: str
-    kind: str  # "neural" or a GBDT engine: "lightgbm", "xgboost", "catboost"
+    kind: str  # "neural", a GBDT engine ("lightgbm", "xgboost", "catboost") or "blend"
     loss: str | None = None
     loss_options: dict = field(default_factory=dict)
     model: dict = field(default_factory=dict)
@@ -106,15 +112,19 @@ class MethodSpec:
     objective: str | None = None  # a GBDT engine's objective (None: the engine's default)
     xgboost: dict = field(default_factory=dict)
     catboost: dict = field(default_factory=dict)
+    members: tuple = ()  # a blend's member MethodSpecs
 
     def as_dict(self) -> dict:
-        """The fields; the engine fields only when set (a fingerprint of an older spec is unchanged)."""
+        """The fields; the engine and blend fields only when set (a fingerprint of an older spec is unchanged)."""
         d = dataclasses.asdict(self)
-        return {k: v for k, v in d.items() if k not in ("objective", "xgboost", "catboost") or v}
+        return {k: v for k, v in d.items() if k not in ("objective", "xgboost", "catboost", "members") or v}
 
 
-def check_variant(name: str, variant: Any, *, where: str) -> None:
-    """Refuse a malformed ``[variants.NAME]`` table with a message naming it."""
+def check_variant(name: str, variant: Any, *, where: str, variants: dict | None = None) -> None:
+    """Refuse a malformed ``[variants.NAME]`` table with a message naming it (``variants``: all of
+    them, to check a blend's members)."""
+    if isinstance(variant, dict) and "blend" in variant:
+        return _check_blend(name, variant, where=where, variants=variants or {})
     where = f"{where} [variants.{name}]"
     if not isinstance(variant, dict) or "method" not in variant:
         raise LtrError(f"{where}: a variant is a table with at least method = \"LOSS\", \"MODEL/LOSS@K\" or an engine (\"lightgbm\", \"xgboost:rank_ndcg\")")
@@ -135,9 +145,31 @@ def check_variant(name: str, variant: Any, *, where: str) -> None:
             raise LtrError(f"{where}: tune {key!r} must be a non-empty list of values")
 
 
+def _check_blend(name: str, variant: dict, *, where: str, variants: dict) -> None:
+    """A blend variant: ``blend = [two or more distinct method or variant names]`` and nothing else."""
+    where = f"{where} [variants.{name}]"
+    extra = sorted(set(variant) - {"blend"})
+    if extra:
+        raise LtrError(f"{where}: a blend variant takes only blend = [METHOD, ...] (its members carry the "
+                       f"settings), not {extra[0]!r}")
+    members = variant["blend"]
+    if not isinstance(members, list) or len(members) < 2 or not all(isinstance(m, str) for m in members):
+        raise LtrError(f"{where}: blend must list two or more method names, got {members!r}")
+    if len(set(members)) != len(members):
+        raise LtrError(f"{where}: blend lists a member twice: {members}")
+    for m in members:
+        if m in variants:
+            if isinstance(variants[m], dict) and "blend" in variants[m]:
+                raise LtrError(f"{where}: member {m!r} is itself a blend; list its members instead")
+        else:
+            split_method(m, where=f"{where} blend member")
+
+
 def resolve_method(name: str, config) -> MethodSpec:
     """The :class:`MethodSpec` of method ``name`` under an :class:`~ltr.study.ablation.AblationConfig`."""
     variant = dict(config.variants.get(name, {}))
+    if "blend" in variant:
+        return MethodSpec(name, "blend", members=tuple(resolve_method(m, config) for m in variant["blend"]))
     model_name, base, k = split_method(variant.get("method", name), where=config.source)
     common = {"ensemble": int(variant.get("ensemble", 1)), "tune": dict(variant.get("tune", {}))}
     if base in ENGINE_NAMES:
