@@ -61,17 +61,14 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def imported_modules(path: Path, module: str, every_name: bool = False) -> list[tuple[int, str]]:
-    """Every (line, absolute module name) imported anywhere in the file.
-
-    ``from pkg import name`` gives ``pkg``, and ``pkg.name`` too when that is another part (or, with
-    ``every_name``, always: the caller decides which of them are modules).
-    """
+def import_statements(path: Path, module: str):
+    """``(line, module the statement names, [names imported from it] or None)`` for every import
+    statement of the file, at any depth; relative imports made absolute."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name) for alias in node.names]
+            for alias in node.names:
+                yield node.lineno, alias.name, None
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
@@ -79,10 +76,19 @@ def imported_modules(path: Path, module: str, every_name: bool = False) -> list[
                 name = ".".join(base + ([node.module] if node.module else []))
             else:
                 name = node.module or ""
-            found.append((node.lineno, name))
-            # ``from ltr import data`` imports the sub-package ltr.data
-            found += [(node.lineno, f"{name}.{alias.name}") for alias in node.names
-                      if every_name or part_of(f"{name}.{alias.name}") not in (None, part_of(name))]
+            yield node.lineno, name, [alias.name for alias in node.names]
+
+
+def imported_modules(path: Path, module: str) -> list[tuple[int, str]]:
+    """Every (line, absolute module name) imported anywhere in the file.
+
+    ``from pkg import name`` gives ``pkg``, and ``pkg.name`` too when that is another part
+    (``from ltr import data`` imports the sub-package ltr.data).
+    """
+    found = []
+    for line, name, names in import_statements(path, module):
+        found.append((line, name))
+        found += [(line, f"{name}.{n}") for n in names or () if part_of(f"{name}.{n}") not in (None, part_of(name))]
     return found
 
 
@@ -191,24 +197,13 @@ def module_graph(root: Path, files: list[Path]) -> dict[str, set[str]]:
     known = set(names.values())
     graph: dict[str, set[str]] = {}
     for path, module in names.items():
-        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
         targets = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import):
-                targets.update(alias.name for alias in node.names if alias.name in known)
-            elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = package.split(".")
-                    base = base[: len(base) - node.level + 1]
-                    name = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    name = node.module or ""
-                for alias in node.names:
-                    sub = f"{name}.{alias.name}"
-                    if sub in known:
-                        targets.add(sub)
-                    elif name in known:
-                        targets.add(name)
+        for _, name, imported in import_statements(path, module):
+            if imported is None:
+                targets.update({name} & known)
+            for n in imported or ():
+                sub = f"{name}.{n}"
+                targets.update({sub} & known or {name} & known)
         graph[module] = targets
     return graph
 

@@ -44,6 +44,7 @@ __all__ = [
     "prediction_fingerprint",
     "METHODS",
     "ALL_METHODS",
+    "logistic_fit",
 ]
 
 METHODS = ("platt", "isotonic", "isotonic-strict")
@@ -134,6 +135,47 @@ class _Calibrator:
 
 
 # ----------------------------------------------------------------------------- Platt
+def logistic_fit(X, y, *, max_iter: int = 100, tol: float = 1e-10) -> np.ndarray:
+    r"""Unpenalised logistic regression with an intercept: ``argmin sum_i softplus(z_i) - y_i z_i``,
+    ``z = X @ coef[:-1] + coef[-1]``. Newton's method with step halving on standardised columns, to a
+    gradient of ``tol`` per row. Returns ``coef`` (``[k + 1]``, intercept last).
+    Raises :class:`LtrError` when it does not converge (separable data)."""
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    n, k = X.shape
+    mu, sd = X.mean(axis=0), X.std(axis=0)
+    sd[sd == 0] = 1.0
+    Z = np.column_stack([(X - mu) / sd, np.ones(n)])
+    rate = float(np.clip(y.mean(), 1e-12, 1 - 1e-12))
+    theta = np.zeros(k + 1)
+    theta[-1] = math.log(rate / (1 - rate))
+
+    def loss(t):
+        u = Z @ t
+        return float(np.sum(-log_expit(-u) - y * u))
+
+    current = loss(theta)
+    for _ in range(max_iter):
+        p = expit(Z @ theta)
+        grad = Z.T @ (p - y)
+        if np.max(np.abs(grad)) <= tol * n:
+            coef = theta[:k] / sd
+            return np.r_[coef, theta[-1] - np.dot(coef, mu)]
+        hess = (Z * (p * (1 - p))[:, None]).T @ Z + 1e-12 * n * np.eye(k + 1)
+        step = np.linalg.solve(hess, grad)
+        lr = 1.0
+        while lr > 1e-10:
+            cand = theta - lr * step
+            value = loss(cand)
+            if value <= current:
+                break
+            lr *= 0.5
+        theta, current = cand, value
+        if np.max(np.abs(theta)) > 1e6:
+            break
+    raise LtrError("logistic fit did not converge: the fit data is (nearly) separable by the features")
+
+
 class PlattCalibrator(_Calibrator):
     r"""Platt scaling: ``p = sigmoid(a x + b)``, an unpenalised logistic fit of the label on ``x``.
 
@@ -212,42 +254,15 @@ class PlattCalibrator(_Calibrator):
         return self
 
     def _newton(self, z: np.ndarray, t: np.ndarray) -> tuple[float, float]:
-        n = z.shape[0]
-        base = float(np.clip(t.mean(), 1e-12, 1 - 1e-12))
-        theta = np.array([0.0, math.log(base / (1.0 - base))])
-
-        def loss(th):
-            u = th[0] * z + th[1]
-            return float(np.sum(-log_expit(-u) - t * u))  # softplus(u) - t u
-
-        current = loss(theta)
-        for _ in range(self.max_iter):
-            u = theta[0] * z + theta[1]
-            p = expit(u)
-            r = p - t
-            grad = np.array([np.dot(r, z), r.sum()])
-            if np.max(np.abs(grad)) <= 1e-10 * n:
-                return float(theta[0]), float(theta[1])
-            w = p * (1.0 - p)
-            hess = np.array([[np.dot(w, z * z), np.dot(w, z)], [np.dot(w, z), w.sum()]])
-            try:
-                step = np.linalg.solve(hess + 1e-12 * n * np.eye(2), grad)
-            except np.linalg.LinAlgError:  # pragma: no cover - regularised above
-                break
-            lr = 1.0
-            while lr > 1e-10:
-                cand = theta - lr * step
-                value = loss(cand)
-                if value <= current:
-                    break
-                lr *= 0.5
-            theta, current = cand, value
-            if np.max(np.abs(theta)) > 1e6:
-                break
-        raise LtrError(
-            "Platt fit did not converge: the fit data is (nearly) separable by the score, so the "
-            "maximum-likelihood slope is infinite; use smoothed_targets=True or more held-out data"
-        )
+        """Slope and intercept on the standardised score ``z`` (:func:`logistic_fit`, one feature)."""
+        try:
+            a, b = logistic_fit(z[:, None], t, max_iter=self.max_iter)
+        except LtrError:
+            raise LtrError(
+                "Platt fit did not converge: the fit data is (nearly) separable by the score, so the "
+                "maximum-likelihood slope is infinite; use smoothed_targets=True or more held-out data"
+            ) from None
+        return float(a), float(b)
 
     def predict(self, scores) -> np.ndarray:
         """Calibrated probabilities ``sigmoid(a x + b)``."""

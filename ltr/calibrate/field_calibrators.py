@@ -28,11 +28,11 @@ from typing import Any, Mapping
 import numpy as np
 from scipy.special import expit, log_expit
 
-from ltr.calibrate.calibrators import _as_scores, _Calibrator, _FORMAT_VERSION
+from ltr.calibrate.calibrators import _FORMAT_VERSION, _as_scores, _Calibrator, logistic_fit
 from ltr.errors import LtrError
 
 __all__ = [
-    "logistic_fit", "bounded_logistic_newton", "BetaCalibrator", "SplineCalibrator", "FieldAwareCalibrator", "MulticalibrationCalibrator",
+    "bounded_logistic_newton", "BetaCalibrator", "SplineCalibrator", "FieldAwareCalibrator", "MulticalibrationCalibrator",
     "check_within_field_order", "field_keys", "FIELD_METHODS", "GLOBAL_MAPS", "make_field_calibrator",
     "field_calibrator_from_dict", "make_global_map", "global_logit",
 ]  # fmt: skip
@@ -43,47 +43,7 @@ _EPS = 1e-12
 
 
 # ----------------------------------------------------------------------------- logistic regression
-def logistic_fit(X, y, *, max_iter: int = 100, tol: float = 1e-10) -> np.ndarray:
-    r"""Unpenalised logistic regression with an intercept: ``argmin sum_i softplus(z_i) - y_i z_i``,
-    ``z = X @ coef[:-1] + coef[-1]``. Newton's method with step halving on standardised columns, to a
-    gradient of ``tol`` per row. Returns ``coef`` (``[k + 1]``, intercept last).
-    Raises :class:`LtrError` when it does not converge (separable data)."""
-    X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    n, k = X.shape
-    mu, sd = X.mean(axis=0), X.std(axis=0)
-    sd[sd == 0] = 1.0
-    Z = np.column_stack([(X - mu) / sd, np.ones(n)])
-    rate = float(np.clip(y.mean(), 1e-12, 1 - 1e-12))
-    theta = np.zeros(k + 1)
-    theta[-1] = math.log(rate / (1 - rate))
-
-    def loss(t):
-        u = Z @ t
-        return float(np.sum(-log_expit(-u) - y * u))
-
-    current = loss(theta)
-    for _ in range(max_iter):
-        p = expit(Z @ theta)
-        grad = Z.T @ (p - y)
-        if np.max(np.abs(grad)) <= tol * n:
-            coef = theta[:k] / sd
-            return np.r_[coef, theta[-1] - np.dot(coef, mu)]
-        hess = (Z * (p * (1 - p))[:, None]).T @ Z + 1e-12 * n * np.eye(k + 1)
-        step = np.linalg.solve(hess, grad)
-        lr = 1.0
-        while lr > 1e-10:
-            cand = theta - lr * step
-            value = loss(cand)
-            if value <= current:
-                break
-            lr *= 0.5
-        theta, current = cand, value
-        if np.max(np.abs(theta)) > 1e6:
-            break
-    raise LtrError("logistic fit did not converge: the fit data is (nearly) separable by the features")
-
-
+# logistic_fit lives in ltr.calibrate.calibrators (Platt's fit is the one-feature case)
 def bounded_logistic_newton(A, y, lower, *, max_iter: int = 200, tol: float = 1e-9) -> np.ndarray:
     r"""``argmin_theta mean_i softplus(a_i theta) - y_i a_i theta`` subject to ``theta >= lower``
     (``-inf`` for a free coefficient): projected Newton steps with step halving; a coefficient at its

@@ -10,7 +10,8 @@ import numpy as np
 
 from ltr.errors import LtrError
 
-__all__ = ["query_ids", "checked_labels", "engine_threads", "refuse_keys", "ValidationMonitor", "progress_bar"]
+__all__ = ["query_ids", "checked_labels", "engine_threads", "refuse_keys", "ValidationMonitor", "progress_bar",
+           "model_folder_file"]
 
 
 def query_ids(ds) -> np.ndarray:
@@ -86,3 +87,33 @@ def progress_bar(total: int, enabled: bool):
     from tqdm.auto import tqdm
 
     return tqdm(total=int(total), desc="boosting rounds")
+
+
+def model_folder_file(folder, engine: str, default_file: str, label: str):
+    """``(model file, model.json)`` of an ``engine`` model folder, checked: ``model.json`` says this
+    engine, the file it names lies inside the folder (a name such as ``../../etc/passwd`` or an absolute
+    path is refused) and exists, and ``n_features`` is a positive integer. ``label`` names the engine in
+    the message about a missing file."""
+    from pathlib import Path
+
+    from ltr.checks import input_file, read_json_object
+
+    folder = Path(folder)
+    where = folder / "model.json"
+    if not where.exists():
+        raise LtrError(f"{folder}: no readable model.json (not a model folder written by ltr)")
+    meta = read_json_object(where)
+    if meta.get("type") != engine:
+        raise LtrError(f"{folder}: model.json describes a {meta.get('type')!r} model, not {engine}")
+    name = meta.get("file", default_file)
+    if not isinstance(name, str) or not name:
+        raise LtrError(f"{where}: file must be a file name, got {name!r}")
+    path = (folder / name).resolve()
+    if Path(name).is_absolute() or path.parent != folder.resolve():
+        raise LtrError(f"{where}: file {name!r} must name a file inside the model folder")
+    n = meta.get("n_features")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise LtrError(f"{where}: n_features must be a positive integer, got {n!r}")
+    if not path.exists():
+        raise LtrError(f"{path}: {label} model file missing")
+    return input_file(path), meta

@@ -189,29 +189,10 @@ def write_model_meta(folder: Path, engine: str, *, n_features: int, feature_name
 
 
 def model_file_path(folder: str | os.PathLike, engine: str) -> tuple[Path, dict[str, Any]]:
-    """``(model file, model.json)`` of an ``engine`` model folder, checked: the file must lie inside
-    the folder and exist, and ``n_features`` must be a positive integer."""
-    from ltr.checks import input_file, read_json_object
+    """``(model file, model.json)`` of an ``engine`` model folder, checked (:func:`ltr.gbdt.common.model_folder_file`)."""
+    from ltr.gbdt.common import model_folder_file
 
-    folder = Path(folder)
-    where = folder / "model.json"
-    if not where.exists():
-        raise LtrError(f"{folder}: no readable model.json (not a model folder written by ltr)")
-    meta = read_json_object(where)
-    if meta.get("type") != engine:
-        raise LtrError(f"{folder}: model.json describes a {meta.get('type')!r} model, not {engine}")
-    name = meta.get("file", MODEL_FILES[engine])
-    if not isinstance(name, str) or not name:
-        raise LtrError(f"{where}: file must be a file name, got {name!r}")
-    path = (folder / name).resolve()
-    if Path(name).is_absolute() or path.parent != folder.resolve():
-        raise LtrError(f"{where}: file {name!r} must name a file inside the model folder")
-    n = meta.get("n_features")
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise LtrError(f"{where}: n_features must be a positive integer, got {n!r}")
-    if not path.exists():
-        raise LtrError(f"{path}: {engine} model file missing")
-    return input_file(path), meta
+    return model_folder_file(folder, engine, MODEL_FILES[engine], engine)
 
 
 def load_gbdt(folder: str | os.PathLike, engine: str):

@@ -308,27 +308,10 @@ def load_booster(folder: str | os.PathLike):
     """
     import lightgbm as lgb
 
-    from ltr.checks import input_file, read_json_object
+    from ltr.gbdt.common import model_folder_file
 
-    folder = Path(folder)
-    where = folder / "model.json"
-    if not where.exists():
-        raise LtrError(f"{folder}: no readable model.json (not a model folder written by ltr)")
-    meta = read_json_object(where)
-    if meta.get("type") != "lightgbm":
-        raise LtrError(f"{folder}: model.json describes a {meta.get('type')!r} model, not lightgbm")
-    name = meta.get("file", "model.txt")
-    if not isinstance(name, str) or not name:
-        raise LtrError(f"{where}: file must be a file name, got {name!r}")
-    path = (folder / name).resolve()
-    if Path(name).is_absolute() or path.parent != folder.resolve():
-        raise LtrError(f"{where}: file {name!r} must name a file inside the model folder")
-    n = meta.get("n_features")
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise LtrError(f"{where}: n_features must be a positive integer, got {n!r}")
-    if not path.exists():
-        raise LtrError(f"{path}: LightGBM model file missing")
-    path = input_file(path)
+    path, meta = model_folder_file(folder, "lightgbm", "model.txt", "LightGBM")
+    where, n = Path(folder) / "model.json", meta["n_features"]
     try:
         booster = lgb.Booster(model_file=str(path))
     except lgb.basic.LightGBMError as exc:
