@@ -135,6 +135,15 @@ def _value_sums(codes, k, y, p, w):
     return n, sy, sp
 
 
+def _field_sums(y_true, y_prob, field, sample_weight) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per value of ``field``: (weighted) rows, clicks and predicted clicks, inputs checked."""
+    y = _binary_labels(y_true)
+    p = _scores(y_prob, y.shape[0], "y_prob", probability=True)
+    w = _weights(sample_weight, y.shape[0])
+    keys, codes = _codes(field, y.shape[0], "field")
+    return _value_sums(codes, keys.shape[0], y, p, w)
+
+
 def field_rce(y_true, y_prob, field, *, sample_weight=None) -> float:
     r"""Field-level relative calibration error (F-RCE) of one field, after Pan et al., "Field-aware
     Calibration: A Simple and Empirically Strong Method for Reliable Probabilistic Predictions"
@@ -150,11 +159,7 @@ def field_rce(y_true, y_prob, field, *, sample_weight=None) -> float:
     >>> round(field_rce([1, 0, 1, 1], [0.5, 0.5, 0.3, 0.3], ["a", "a", "b", "b"]), 6)   # (2*0 + 2*0.7) / 4
     0.35
     """
-    y = _binary_labels(y_true)
-    p = _scores(y_prob, y.shape[0], "y_prob", probability=True)
-    w = _weights(sample_weight, y.shape[0])
-    keys, codes = _codes(field, y.shape[0], "field")
-    n, sy, sp = _value_sums(codes, keys.shape[0], y, p, w)
+    n, sy, sp = _field_sums(y_true, y_prob, field, sample_weight)
     has = sy > 0
     return float(np.sum(n[has] * np.abs(sy[has] - sp[has]) / sy[has]) / n.sum())
 
@@ -166,11 +171,7 @@ def field_ece(y_true, y_prob, field, *, sample_weight=None) -> float:
     >>> round(field_ece([1, 0, 1, 1], [0.5, 0.5, 0.3, 0.3], ["a", "a", "b", "b"]), 6)   # (0 + 1.4) / 4
     0.35
     """
-    y = _binary_labels(y_true)
-    p = _scores(y_prob, y.shape[0], "y_prob", probability=True)
-    w = _weights(sample_weight, y.shape[0])
-    keys, codes = _codes(field, y.shape[0], "field")
-    n, sy, sp = _value_sums(codes, keys.shape[0], y, p, w)
+    n, sy, sp = _field_sums(y_true, y_prob, field, sample_weight)
     return float(np.sum(np.abs(sp - sy)) / n.sum())
 
 
