@@ -157,10 +157,15 @@ def table(results: list[dict], budget: float) -> str:
             ranks[c].append(i + 1)
     lines = ["| candidate | " + " | ".join(sets) + " | mean rank | max time / gbdt_default |",
              "|---" * (len(sets) + 3) + "|"]
+    ratio = {c: max(wall[(c, d)] / wall[("gbdt_default", d)] for d in sets)
+             if all(("gbdt_default", d) in wall for d in sets) else float("nan") for c in complete}
     for c in complete:
-        ratio = max(wall[(c, d)] / wall[("gbdt_default", d)] for d in sets) if all(("gbdt_default", d) in wall for d in sets) else float("nan")
         cells = [f"{mean[(c, d)]:.4f}" for d in sets]
-        lines.append(f"| {c} | " + " | ".join(cells) + f" | {np.mean(ranks[c]):.2f} | {ratio:.1f} |")
+        lines.append(f"| {c} | " + " | ".join(cells) + f" | {np.mean(ranks[c]):.2f} | {ratio[c]:.1f} |")
+    within = [c for c in complete if CANDIDATES.get(c, ("train",))[0] == "train" and ratio[c] <= budget]
+    if within:
+        pick = min(within, key=lambda c: np.mean(ranks[c]))
+        lines.append(f"\npick: {pick} (best mean rank of the ltr train candidates within {budget:g}x the time of gbdt_default)")
     return "\n".join(lines)
 
 

@@ -32,7 +32,7 @@ Below, the third column spans 1000 / (4 / 1.349) = 337 robust standard deviation
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -70,14 +70,6 @@ class AutoFit:
         z = np.where(self.log, _signed_log1p(z), z)
         z = np.clip((z - self.center) / self.scale, self.low, self.high)
         return z * self.keep
-
-    def describe(self, names: Sequence[str] | None = None) -> list[dict[str, Any]]:
-        """One JSON-able record per feature: its name, the action and the statistics used."""
-        names = list(names) if names is not None else [f"f{j + 1}" for j in range(len(self.keep))]
-        return [
-            {"feature": str(n), "action": a, "center": float(c), "scale": float(s), "clip": [float(lo), float(hi)]}
-            for n, a, c, s, lo, hi in zip(names, self.actions, self.center, self.scale, self.low, self.high)
-        ]
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k).tolist() for k in ("log", "center", "scale", "low", "high", "keep")}

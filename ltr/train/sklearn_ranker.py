@@ -38,6 +38,8 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_array, check_is_fitted
 
+from ltr.train.settings import DEFAULT_LOSS, MODEL_DEFAULTS
+
 __all__ = ["NeuralRanker", "RankingScorer", "ranking_scorer", "dataset_from_arrays"]
 
 QID_COLUMN = "qid"
@@ -135,14 +137,14 @@ class NeuralRanker(BaseEstimator):
     def __init__(
         self,
         model: str = "mlp",
-        loss: str = "softmax",
+        loss: str = DEFAULT_LOSS,
         *,
-        hidden: Sequence[int] = (128, 64),
+        hidden: Sequence[int] = tuple(MODEL_DEFAULTS["hidden"]),
         activation: str = "relu",
         dropout: float = 0.0,
         batch_norm: bool = False,
-        normalize: str = "auto",
-        input_noise: float = 0.1,
+        normalize: str = MODEL_DEFAULTS["normalize"],
+        input_noise: float = MODEL_DEFAULTS["input_noise"],
         loss_params: dict[str, Any] | None = None,
         epochs: int = 30,
         batch_size: int = 64,
