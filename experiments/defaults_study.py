@@ -56,6 +56,9 @@ CANDIDATES: dict[str, tuple[str, list[str]]] = {
     "auto_softmax_noise_qz": ("train", ["--normalize", "auto", "--loss", "softmax", "--input-noise", "0.1", "--query-norm", "zscore"]),
     "auto_softmax_noise_qa": ("train", ["--normalize", "auto", "--loss", "softmax", "--input-noise", "0.1", "--query-norm", "append_zscore"]),
     "auto_softmax_qa": ("train", ["--normalize", "auto", "--loss", "softmax", "--query-norm", "append_zscore"]),
+    "default_b16": ("train", ["--batch-size", "16"]),
+    "default_b8": ("train", ["--batch-size", "8"]),
+    "default_b16_ens3": ("train", ["--batch-size", "16", "--ensemble", "3"]),
     "auto_softmax_noise_qa_ens3": ("train", ["--normalize", "auto", "--loss", "softmax", "--input-noise", "0.1",
                                              "--query-norm", "append_zscore", "--ensemble", "3"]),
 }
@@ -176,12 +179,15 @@ def main(argv=None) -> int:
     p.add_argument("--large", action="store_true", help="add the 10,000-query synthetic set")
     p.add_argument("--only-candidates", default=None, help="comma-separated candidate names")
     p.add_argument("--only-datasets", default=None, help="comma-separated data set names")
+    p.add_argument("--folds", type=int, default=None, help="only the first N folds of a data set that has several")
     p.add_argument("--time-budget", type=float, default=3.0)
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     sets = prepare(args.out / "data", args.large)
     if args.only_datasets:
         sets = {k: v for k, v in sets.items() if k in args.only_datasets.split(",")}
+    if args.folds:
+        sets = {k: v[: args.folds] for k, v in sets.items()}
     names = args.only_candidates.split(",") if args.only_candidates else list(CANDIDATES)
     store = args.out / "results.json"
     results = json.loads(store.read_text()) if store.exists() else []

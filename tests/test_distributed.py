@@ -222,6 +222,23 @@ def test_two_nodes_launched_by_torchrun_train_like_one_process(files, one_proces
     assert_same_run(one["history"], summary["history"], one_weights, weights_of(load_model(out)), skip=RANKING_FREE)
 
 
-def test_cli_ensemble_with_several_processes_is_refused(files, tmp_path, capsys):
-    assert main(train_args(files, tmp_path / "e") + ["--nproc", "2", "--ensemble", "2"]) == 2
-    assert "--ensemble" in capsys.readouterr().err and not (tmp_path / "e").exists()
+@pytest.mark.slow
+def test_cli_ensemble_with_two_processes_trains_the_same_members(files, tmp_path):
+    # each member is trained data-parallel in turn, so two processes give one process's ensemble
+    one, two = tmp_path / "one", tmp_path / "two"
+    assert main(train_args(files, one) + ["--ensemble", "2", "--seed", "5"]) == 0
+    assert main(train_args(files, two) + ["--ensemble", "2", "--seed", "5", "--nproc", "2"]) == 0
+    s1, s2 = (json.loads((d / "summary.json").read_text()) for d in (one, two))
+    assert [m["seed"] for m in s2["ensemble"]] == [5, 6] and s2["distributed"]["world_size"] == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one", "two"]  # no folder from rank 1
+    for m1, m2 in zip(s1["ensemble"], s2["ensemble"]):
+        assert m2["best_epoch"] == m1["best_epoch"]
+        for name, value in m1["valid"].items():
+            assert m2["valid"][name] == pytest.approx(value, abs=TOL)
+    w1, w2 = weights_of(load_model(one)), weights_of(load_model(two))
+    assert w1.keys() == w2.keys()
+    for name in w1:
+        if not name.endswith(RANKING_FREE):
+            np.testing.assert_allclose(w2[name], w1[name], atol=TOL, err_msg=name)
+    for name, value in s1["metrics"]["test"].items():
+        assert s2["metrics"]["test"][name] == pytest.approx(value, abs=TOL)

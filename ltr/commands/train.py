@@ -150,9 +150,6 @@ def run(args) -> int:
 
     train_cfg, model_cfg, _ = resolve_settings(args)
     device = str(train_cfg.get("device", "cpu"))
-    several = args.nproc > 1 or distributed.launched_by_torchrun()
-    if several and model_cfg.get("ensemble", 1) > 1:
-        raise LtrError("--ensemble trains its members one after another in one process; it cannot be combined with --nproc or torchrun")
     if distributed.launched_by_torchrun():
         if args.nproc > 1:
             raise LtrError("--nproc is for a job launched by ltr itself; under torchrun use its --nproc-per-node")
@@ -192,6 +189,9 @@ def _run(args) -> int:
     resolve_device(settings.device)
     train_ds, valid_ds, test_ds = _load_splits(args)
     if not ctx.is_main:  # the other ranks of a distributed job train; rank 0 alone writes the run folder
+        if model_cfg["ensemble"] > 1:
+            _fit_ensemble(settings, model_cfg, loss, train_ds, valid_ds, test_ds)
+            return 0
         seed_everything(settings.seed)
         DistributedTrainer(build_scorer(model_cfg, train_ds), loss, settings).fit(train_ds, valid_ds, test_ds)
         return 0
@@ -268,19 +268,21 @@ def _fit_ensemble(cfg, model_cfg, loss, train_ds, valid_ds, test_ds):
     record of the ensemble (its best epoch / history are the first member's) and the members' facts."""
     import dataclasses
 
+    from ltr.train.distributed import DistributedTrainer, context
     from ltr.train.ensemble import fit_ensemble
     from ltr.train.settings import build_scorer
 
     seeds = [cfg.seed + k for k in range(model_cfg["ensemble"])]
 
     def member_config(c, k):
-        changes = {"log_dir": f"{cfg.log_dir}/member-{k}"}
+        changes = {"log_dir": None if cfg.log_dir is None else f"{cfg.log_dir}/member-{k}"}
         if cfg.checkpoint_dir is not None:
             changes["checkpoint_dir"] = f"{cfg.checkpoint_dir}/member-{k}"
         return dataclasses.replace(c, **changes)
 
     fit = fit_ensemble(lambda seed: build_scorer(model_cfg, train_ds), loss, cfg, train_ds, valid_ds, test_ds,
-                       seeds=seeds, member_config=member_config)
+                       seeds=seeds, member_config=member_config,
+                       trainer_class=DistributedTrainer if context().active else None)
     first = fit.members[0]
     result = dataclasses.replace(first, model=fit.model, valid_metrics=fit.valid_metrics, test_metrics=fit.test_metrics,
                                  wall_time_s=fit.wall_time_s, tensorboard_tags={})

@@ -8,7 +8,10 @@ ICLR 2021) averages the scores of models trained from different random seeds. An
 scorer, without pickle.
 
 :func:`fit_ensemble` trains the members one after the other: member k is built and trained with
-seed ``seeds[k]`` (initial weights, batch order, dropout and input noise all follow it).
+seed ``seeds[k]`` (initial weights, batch order, dropout and input noise all follow it). Under a
+process group (``ltr train --nproc N`` or torchrun) every rank calls it and each member is trained
+data-parallel by :class:`~ltr.train.distributed.DistributedTrainer`, so N processes train the same
+members as one.
 """
 
 from __future__ import annotations
@@ -80,13 +83,16 @@ def _duration(seconds: float) -> str:
 
 
 def fit_ensemble(make_model: Callable[[int], nn.Module], loss: nn.Module, config, train_ds, valid_ds, test_ds=None,
-                 *, seeds: Sequence[int], member_config: Callable[[Any, int], Any] | None = None) -> EnsembleFit:
+                 *, seeds: Sequence[int], member_config: Callable[[Any, int], Any] | None = None,
+                 trainer_class: type | None = None) -> EnsembleFit:
     """Train one member per seed and average them.
 
     ``make_model(seed)`` builds an untrained member (called after the seed is set, so its initial
     weights follow it); ``config`` is the :class:`~ltr.train.config.TrainConfig` shared by the
     members, its ``seed`` replaced by each member's; ``member_config(config, k)`` may change it
-    further per member (e.g. a log folder each).
+    further per member (e.g. a log folder each). ``trainer_class`` trains each member
+    (:class:`~ltr.train.trainer.Trainer` by default; ``DistributedTrainer`` under a process group,
+    where every rank must call this function with the same arguments).
     """
     import time
 
@@ -103,7 +109,7 @@ def fit_ensemble(make_model: Callable[[int], nn.Module], loss: nn.Module, config
         if member_config is not None:
             cfg = member_config(cfg, k)
         seed_everything(seed)
-        trainer = Trainer(make_model(seed), loss, cfg)
+        trainer = (trainer_class or Trainer)(make_model(seed), loss, cfg)
         trainer.progress_label = f"member {k + 1}/{len(seeds)} (seed {seed}) epochs"  # which bar is which
         fits.append(trainer.fit(train_ds, valid_ds))
         left = len(seeds) - k - 1
