@@ -27,8 +27,8 @@ from test_bad_inputs import (
     _quiet_main,
     assert_refused,
     build_world,
+    check_refusal,
     run_cli,
-    snapshot,
     space,
     store_copy,
 )
@@ -230,18 +230,7 @@ LR = "[space.train]\nlr = { float = [1e-3, 1e-2] }\n"
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_bad_input_is_refused_cleanly(case: Case, world, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    extra = case.setup(tmp_path, world) if case.setup else {}
-    values = {**world, **extra, "tmp": str(tmp_path)}
-    argv = [a.format(**values) for a in case.argv]
-    before = snapshot(world["root"])
-    mine = snapshot(values["bad"]) if "bad" in extra and Path(extra["bad"]).is_dir() else None
-    code, err = run_cli(argv, capsys)
-    assert_refused(code, err, case.expect)
-    assert snapshot(world["root"]) == before, "an input or an earlier output changed"
-    if mine is not None:
-        assert snapshot(values["bad"]) == mine, "the input folder changed"
-    leftovers = [p for p in Path(world["root"]).rglob(".*partial*")] + list(tmp_path.rglob(".*partial*"))
-    assert not leftovers, leftovers
+    check_refusal(case, world, tmp_path, capsys)
 
 
 # --------------------------------------------------------------------------------------------------
