@@ -84,10 +84,14 @@ class Rule:
     optional: bool = False  # None is accepted
     item: "Rule | None" = None  # the rule of a list's items
     min_len: int = 0
+    words: tuple[str, ...] = ()  # text values also accepted in place of a number (e.g. "auto")
 
     # ---------------------------------------------------------------- description
     def describe(self) -> str:
         """``"an integer >= 1"``, ``"a finite number in (0, 1)"``, ``"one of a, b"``..."""
+        if self.words:
+            return " or ".join([Rule(self.kind, self.min, self.max, self.above, self.below, self.choices, self.optional,
+                                     self.item, self.min_len).describe()] + [repr(w) for w in self.words])
         if self.kind == "str" and self.choices:
             return "one of " + ", ".join(map(str, self.choices))
         noun = {"int": "an integer", "float": "a finite number", "bool": "true or false", "str": "text",
@@ -113,6 +117,8 @@ class Rule:
             return None
         if value is None:
             return None if self.optional else f"must be {self.describe()}, got nothing"
+        if self.words and isinstance(value, str) and value in self.words:
+            return None
         wrong = f"must be {self.describe()}, got {_show(value)}"
         if self.kind == "bool":
             return None if isinstance(value, bool) else wrong
@@ -152,6 +158,8 @@ class Rule:
         why = self.problem(value)
         if why:
             raise LtrError(f"{name} {why}")
+        if isinstance(value, str) and value in self.words:
+            return value
         if value is not None and self.kind == "float":
             return float(value)
         if value is not None and self.kind == "int":
@@ -161,6 +169,8 @@ class Rule:
     def __call__(self, text: str) -> Any:
         """argparse ``type=``: parse the option's text, then check it."""
         value: Any = text
+        if text in self.words:
+            return text
         if self.kind == "int":
             try:
                 value = int(text)
@@ -195,8 +205,9 @@ def _is_numpy_int(value: Any) -> bool:
     return getattr(value, "ndim", None) == 0 and getattr(getattr(value, "dtype", None), "kind", None) in ("i", "u")
 
 
-def integer(*, min: int | None = None, max: int | None = None, optional: bool = False) -> Rule:
-    return Rule("int", min=min, max=max, optional=optional)
+def integer(*, min: int | None = None, max: int | None = None, optional: bool = False, words: Sequence[str] = ()) -> Rule:
+    """An integer; ``words``: text values accepted instead (``integer(min=1, words=("auto",))``)."""
+    return Rule("int", min=min, max=max, optional=optional, words=tuple(words))
 
 
 def number(*, min: float | None = None, max: float | None = None, above: float | None = None,

@@ -121,11 +121,13 @@ def test_ltr_train_fits_auto_by_default_on_the_training_split_only(run):
     d, out, train = run
     model = load_model(out)
     expected = fit_auto(load_svmlight(d / "train.txt", cache=False).features)
-    t = model.normalizer
-    assert t.kind == "auto"
-    np.testing.assert_allclose(t.shift.numpy(), expected.center, rtol=1e-6)
-    np.testing.assert_allclose(t.scale.numpy(), expected.scale, rtol=1e-6)
-    assert t.keep.tolist() == [1.0, 1.0, 0.0, 1.0, 1.0]
+    assert len(model.members) == 3  # ltr train's default: three seeds, each with the same transform
+    for member in model.members:
+        t = member.normalizer
+        assert t.kind == "auto"
+        np.testing.assert_allclose(t.shift.numpy(), expected.center, rtol=1e-6)
+        np.testing.assert_allclose(t.scale.numpy(), expected.scale, rtol=1e-6)
+        assert t.keep.tolist() == [1.0, 1.0, 0.0, 1.0, 1.0]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["config"]["model"]["normalize"] == "auto"
     assert summary["input_transform"]["counts"] == {"log": 2, "linear": 2, "constant": 1}
@@ -175,8 +177,8 @@ def test_query_norm_model_scores_whole_queries_and_round_trips(run, tmp_path):
     assert main(["train", "--train", str(d / "train.txt"), "--valid", str(d / "valid.txt"), "--query-norm", "zscore",
                  "--epochs", "1", "--quiet", "--out", str(out)]) == 0
     model = load_model(out)
-    assert model.query_norm == "zscore" and model.listwise
-    assert json.loads((out / "model.json").read_text())["query_norm"] == "zscore"
+    assert [m.query_norm for m in model.members] == ["zscore"] * 3 and model.listwise
+    assert [m["query_norm"] for m in json.loads((out / "model.json").read_text())["members"]] == ["zscore"] * 3
     test = load_svmlight(d / "test.txt", cache=False)
     assert main(["predict", "--model", str(out), "--data", str(d / "test.txt"), "--out", str(tmp_path / "t.run")]) == 0
     scores = run_scores(read_run(tmp_path / "t.run"), test)

@@ -442,7 +442,9 @@ CASES: list[Case] = [
     Case("train-checkpoint-dir-under-file", T + ["--checkpoint-dir", "{train}/ck"], ("--checkpoint-dir",)),
     Case("train-valid-narrower-ok-but-wider", ["train", "--train", "{narrow}", "--valid", "{valid}", "--quiet",
                                                "--out", "{tmp}/o"], ("valid.txt", "feature")),
-    Case("train-checkpoint-hostile", T + ["--checkpoint-dir", "{bad}"], ("last.pt",),
+    Case("train-checkpoint-hostile", T + ["--ensemble", "1", "--checkpoint-dir", "{bad}"], ("last.pt",),
+         lambda t, w: ((t / "ck").mkdir(), (t / "ck" / "last.pt").write_bytes(b"\x80\x04garbage"), {"bad": str(t / "ck")})[2]),
+    Case("train-ensemble-over-one-model-checkpoint", T + ["--checkpoint-dir", "{bad}"], ("last.pt", "--ensemble 1"),
          lambda t, w: ((t / "ck").mkdir(), (t / "ck" / "last.pt").write_bytes(b"\x80\x04garbage"), {"bad": str(t / "ck")})[2]),
     # ------------------------------------------------------------------ ltr train --config (TOML)
     *[Case(f"train-toml-{name}", T + ["--config", "{bad}"], expect, put("run.toml", body)) for name, body, expect in [

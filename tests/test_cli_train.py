@@ -47,9 +47,12 @@ def test_train_then_predict(files, tmp_path, capsys):
                  "--normalize", "standard", "--out", str(out), "--quiet"])
     assert code == 0
     assert sorted(p.name for p in out.iterdir()) == [".ltr-run.json", "input_transform.json", "model.json", "model.pt", "summary.json", "tensorboard"]
-    assert list((out / "tensorboard").glob("events.out.tfevents.*"))
+    # three MLPs by default (seeds 4, 5, 6), each with its TensorBoard folder
+    assert [len(list((out / "tensorboard" / f"member-{k}").glob("events.out.tfevents.*"))) for k in range(3)] == [1, 1, 1]
     assert not list(tmp_path.glob(".run.partial-*"))
     summary = json.loads((out / "summary.json").read_text())
+    assert [m["seed"] for m in summary["ensemble"]] == [4, 5, 6]
+    assert summary["config"]["train"]["batch_size"] == 4  # auto: 40 training queries // 20 = 2, raised to 4
     assert summary["seed"] == 4 and summary["config"]["loss"] == {"name": "ranknet"}
     assert summary["config"]["model"]["hidden"] == [12, 6] and summary["config"]["train"]["epochs"] == 3
     assert set(summary["versions"]) >= {"python", "torch", "lightgbm", "numpy", "ltr"}
@@ -60,7 +63,8 @@ def test_train_then_predict(files, tmp_path, capsys):
     # the saved model reproduces the summary's test metric
     test = load_svmlight(files["test"], n_features=6, cache=False)
     model = load_model(out)
-    assert model.normalizer is not None and model.hidden == (12, 6)
+    assert len(model.members) == 3
+    assert all(m.normalizer is not None and m.hidden == (12, 6) for m in model.members)
     scores = predict_scores(model, test.features)
     ev = metrics.evaluate(scores, test.labels, test.query_offsets, ["ndcg@10"])
     assert ev.mean[ndcg_name] == pytest.approx(test_metrics[ndcg_name], abs=1e-12)
@@ -239,7 +243,7 @@ def test_toml_config_and_command_line_precedence(files, tmp_path):
     assert summary["monitor"].startswith("map[") and list(summary["metrics"]["valid"]) == [summary["monitor"]]
     assert summary["monitor_higher_is_better"] is True
     model = load_model(out)
-    assert model.hidden == (5,) and model.activation == "tanh"
+    assert all(m.hidden == (5,) and m.activation == "tanh" for m in model.members)
 
 
 def test_gbdt_reads_negative_labels_as_judged_non_relevant(files, tmp_path, capsys):

@@ -41,20 +41,29 @@ def frame(ds):
 def test_fit_predict_score_equal_the_trainer(data):
     train, valid, test = data
     ranker = NeuralRanker(**SMALL).fit(*arrays(train), eval_set=[arrays(valid)])
-    # the same run through the trainer directly: identical weights, identical scores
-    seed_everything(3)
-    model = MLPScorer(train.n_features, hidden=(8,), input_noise=0.1)  # NeuralRanker's defaults: noise 0.1, softmax
-    model.set_normalizer(FeatureTransform.fit(train.features, "auto"))  # NeuralRanker's default input transform
-    cfg = TrainConfig(epochs=3, batch_size=8, lr=0.01, seed=3, metrics=("ndcg@10",), progress=False)
-    result = Trainer(model, losses.get_loss("softmax"), cfg).fit(train, valid)
-    expected = predict_scores(result.model, test.features)
-    np.testing.assert_array_equal(ranker.predict(test.features), expected)
-    assert ranker.best_epoch_ == result.best_epoch and ranker.n_features_in_ == 6
+    # the same runs through the trainer directly: NeuralRanker's default is the average of three models
+    # trained with seeds seed, seed+1, seed+2, each with identical weights to the trainer's
+    results = []
+    for seed in (3, 4, 5):
+        seed_everything(seed)
+        model = MLPScorer(train.n_features, hidden=(8,), input_noise=0.1)  # NeuralRanker's defaults: noise 0.1, softmax
+        model.set_normalizer(FeatureTransform.fit(train.features, "auto"))  # NeuralRanker's default input transform
+        cfg = TrainConfig(epochs=3, batch_size=8, lr=0.01, seed=seed, metrics=("ndcg@10",), progress=False)
+        results.append(Trainer(model, losses.get_loss("softmax"), cfg).fit(train, valid))
+    for member, result in zip(ranker.model_.members, results):
+        np.testing.assert_array_equal(predict_scores(member, test.features), predict_scores(result.model, test.features))
+    expected = np.mean([predict_scores(r.model, test.features) for r in results], axis=0)
+    predicted = ranker.predict(test.features)
+    np.testing.assert_allclose(predicted, expected, rtol=1e-6, atol=1e-7)  # torch averages in float32
+    assert ranker.best_epoch_ == results[0].best_epoch and ranker.n_features_in_ == 6
     # score = mean NDCG@10 over queries with a relevant item, the toolkit's conventions
     x, y, qid = arrays(test)
-    ev = metrics.evaluate(expected, test.labels, test.query_offsets, ["ndcg@10"])
+    ev = metrics.evaluate(predicted, test.labels, test.query_offsets, ["ndcg@10"])
     assert ranker.score(x, y, qid=qid) == pytest.approx(ev.mean[ev.names["ndcg@10"]], abs=1e-15)
     assert list(ranker.evals_result_["valid"]) == [ev.names["ndcg@10"]] and len(ranker.history_) == 3
+    # one model on request: the first member exactly
+    single = NeuralRanker(**SMALL, ensemble=1).fit(*arrays(train), eval_set=[arrays(valid)])
+    np.testing.assert_array_equal(single.predict(test.features), predict_scores(results[0].model, test.features))
 
 
 def test_params_round_trip_and_clone(data):

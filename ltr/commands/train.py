@@ -54,14 +54,16 @@ def register(subparsers) -> None:
     p.add_argument("--input-noise", type=MODEL_RULES["input_noise"], default=None, metavar="STD",
                    help="Gaussian noise of this standard deviation on the (normalised) inputs while training (default 0.1 for mlp, 0 for the others)")
     p.add_argument("--ensemble", type=MODEL_RULES["ensemble"], default=None, metavar="N",
-                   help="train N models with seeds seed..seed+N-1 and save their score average as one model (default 1; 3 is the defaults study's best recipe, at about 2.5x the time of ltr gbdt)")
+                   help="train N models with seeds seed..seed+N-1 and save their score average as one model (default 3 for mlp, "
+                        "chosen by the defaults study of docs/experiments.md; 1 for the other types; --ensemble 1 trains one MLP in a third of the time)")
     p.add_argument("--hidden", default=None, metavar="W1,W2,...", help="MLP hidden widths (default 128,64)")
     p.add_argument("--activation", default=None, type=MODEL_RULES["activation"], help="MLP activation: relu, leaky_relu, gelu, elu, silu, tanh, sigmoid (default relu)")
     p.add_argument("--dropout", type=MODEL_RULES["dropout"], default=None, help="dropout probability (default 0 for mlp, 0.1 for attention)")
     p.add_argument("--batch-norm", action="store_true", default=None, help="batch normalisation after each hidden layer (valid items only)")
     p.add_argument("--normalize", default=None, choices=NORMALIZE_CHOICES, help="input transform fitted on the training split and saved in the model; auto: per feature, constant ones dropped, heavy-tailed ones signed-log1p'd, robust scale, clipped to the training range (default auto)")
     p.add_argument("--epochs", type=R["epochs"], default=None, help="maximum number of epochs (default 30)")
-    p.add_argument("--batch-size", type=R["batch_size"], default=None, help="queries per batch (default 64)")
+    p.add_argument("--batch-size", type=R["batch_size"], default=None, help="queries per batch, or auto (the default): n_train_queries // 20 between 4 and 64, "
+                        "chosen by the defaults study of docs/experiments.md")
     p.add_argument("--bucket-size", type=R["bucket_size"], default=None, help="length bucketing: this many shuffled queries are sorted by length before batches are cut; "
                    "smaller = more random batches (equal to --batch-size: no bucketing), larger = less padding (default: 50 batches)")
     p.add_argument("--lr", type=R["lr"], default=None, help="Adam learning rate (default 0.001)")
@@ -97,7 +99,7 @@ def resolve_settings(args) -> tuple[dict[str, Any], dict[str, Any], dict[str, An
     """Merge defaults, the TOML file and the command line -> (train, model, loss) dicts."""
     from ltr.checks import check_table
     from ltr.train.config import TrainConfig, load_toml
-    from ltr.train.settings import DEFAULT_LOSS, model_defaults
+    from ltr.train.settings import DEFAULT_ENSEMBLE, DEFAULT_LOSS, model_defaults
 
     tables = {"train": {}, "model": {}, "loss": {}}
     if args.config:
@@ -108,8 +110,9 @@ def resolve_settings(args) -> tuple[dict[str, Any], dict[str, Any], dict[str, An
             if key in LOSS_RULES:
                 LOSS_RULES[key].check(value, f"{args.config} [loss] {key}")
     train = dict(tables["train"])
-    model = model_defaults(args.model or tables["model"].get("type", "mlp"))
-    model["ensemble"] = 1
+    kind = args.model or tables["model"].get("type", "mlp")
+    model = model_defaults(kind)
+    model["ensemble"] = DEFAULT_ENSEMBLE if kind == "mlp" else 1
     model.update(tables["model"])
     loss = {"name": DEFAULT_LOSS}
     loss.update(tables["loss"])
@@ -183,6 +186,7 @@ def _run(args) -> int:
     check_destination(out, overwrite=args.force, inputs=inputs)  # before minutes of work, not after
     if args.checkpoint_dir is not None:
         output_folder(args.checkpoint_dir, "--checkpoint-dir", inputs=inputs)
+        _check_checkpoint_kind(Path(args.checkpoint_dir), model_cfg["ensemble"])
     loss = build_loss(loss_cfg)
     settings = TrainConfig.from_dict(train_cfg, source="train settings")
     check_metric_names(settings.metrics, settings.preset, settings.conventions)  # a typo fails before any work
@@ -246,7 +250,7 @@ def _write_summary(tmp: Path, args, cfg, model_cfg, loss_cfg, result, members, m
         "best_epoch": result.best_epoch,
         "epochs_run": result.epochs_run,
         "stopped_early": result.stopped_early,
-        "config": {"train": {**cfg.to_dict(), "log_dir": "tensorboard"}, "model": model_cfg, "loss": loss_cfg},
+        "config": {"train": _train_settings(cfg, train_ds), "model": model_cfg, "loss": loss_cfg},
         "data": {k: data_facts(p, d) for k, p, d in (("train", args.train, train_ds), ("valid", args.valid, valid_ds), ("test", args.test, test_ds)) if d is not None},
         "versions": versions(),
         "tensorboard": {"log_dir": "tensorboard", "tags": result.tensorboard_tags},
@@ -261,6 +265,28 @@ def _write_summary(tmp: Path, args, cfg, model_cfg, loss_cfg, result, members, m
         summary["input_transform"] = {"kind": report["kind"], "counts": report["counts"], "file": "input_transform.json"}
         atomic_write_json(tmp / "input_transform.json", report)
     atomic_write_json(tmp / "summary.json", summary)
+
+
+def _check_checkpoint_kind(folder: Path, ensemble: int) -> None:
+    """An ensemble keeps one checkpoint per member (``member-K/last.pt``): a one-model ``last.pt`` in the
+    folder would be silently ignored, so it is refused (and the reverse)."""
+    single, members = (folder / "last.pt").exists(), any(folder.glob("member-*/last.pt"))
+    if ensemble > 1 and single:
+        raise LtrError(f"{folder / 'last.pt'}: this checkpoint is of one model, and ltr train averages {ensemble} "
+                       "by default; resume it with --ensemble 1, or choose another --checkpoint-dir")
+    if ensemble == 1 and members:
+        raise LtrError(f"{folder}: holds the checkpoints of an ensemble (member-K/last.pt); resume them with "
+                       "--ensemble N as they were written, or choose another --checkpoint-dir")
+
+
+def _train_settings(cfg, train_ds) -> dict[str, Any]:
+    """The [train] settings as run: an "auto" batch size is written as the number it chose, and the rule."""
+    from ltr.train.config import auto_batch_size
+
+    settings = {**cfg.to_dict(), "log_dir": "tensorboard"}
+    if settings["batch_size"] == "auto":
+        settings.update(batch_size=auto_batch_size(train_ds.n_queries), batch_size_rule="auto")
+    return settings
 
 
 def _fit_ensemble(cfg, model_cfg, loss, train_ds, valid_ds, test_ds):

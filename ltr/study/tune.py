@@ -288,7 +288,8 @@ def _neural_trial(trial, cfg: TuneConfig, settings, data, log_dir: Path) -> tupl
     from ltr.train.trainer import Trainer, seed_everything
 
     train_ds, valid_ds = data
-    settings["model"] = {**MODEL_DEFAULTS, **settings["model"]}
+    # a trial trains one model: best.toml says so, since ltr train's default averages three
+    settings["model"] = {**MODEL_DEFAULTS, "ensemble": 1, **settings["model"]}
     settings["loss"] = {"name": "lambdarank", **settings["loss"]}
     settings["train"]["monitor"] = cfg.metric
     tcfg = TrainConfig.from_dict({**settings["train"], "log_dir": str(log_dir), "progress": False, "histograms": False},

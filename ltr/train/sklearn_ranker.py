@@ -38,7 +38,8 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_array, check_is_fitted
 
-from ltr.train.settings import DEFAULT_LOSS, MODEL_DEFAULTS
+from ltr.train.config import MODEL_RULES
+from ltr.train.settings import DEFAULT_ENSEMBLE, DEFAULT_LOSS, MODEL_DEFAULTS
 
 __all__ = ["NeuralRanker", "RankingScorer", "ranking_scorer", "dataset_from_arrays"]
 
@@ -125,13 +126,16 @@ class NeuralRanker(BaseEstimator):
     input_noise : standard deviation of Gaussian noise on the normalised inputs while training (default 0.1;
         with loss "softmax" and normalize "auto", the defaults study of docs/experiments.md chose it).
     loss_params : keyword arguments of the loss (e.g. ``{"k": 10}`` for LambdaRank@10).
+    ensemble : number of models trained with seeds seed, seed+1, ... whose scores are averaged (default 3, as
+        ``ltr train``; 1 trains one model in a third of the time).
     epochs, batch_size, lr, weight_decay, patience, monitor, seed, device : the trainer's settings
-        (:class:`ltr.train.config.TrainConfig`); ``batch_size`` counts queries.
+        (:class:`ltr.train.config.TrainConfig`); ``batch_size`` counts queries ("auto": the number of
+        training queries // 20, between 4 and 64).
     verbose : progress bars while training.
 
     Attributes (after ``fit``): ``model_`` (the torch scorer, best epoch's weights), ``n_features_in_``,
     ``feature_names_in_`` (data frames only), ``best_epoch_``, ``best_score_`` (the monitored validation
-    value), ``history_`` (per-epoch records), ``evals_result_`` (``{"valid": {stamped metric: [per epoch]}}``).
+    value; of the averaged model for an ensemble, whose ``best_epoch_`` and ``history_`` are its first member's), ``history_`` (per-epoch records), ``evals_result_`` (``{"valid": {stamped metric: [per epoch]}}``).
     """
 
     def __init__(
@@ -146,8 +150,9 @@ class NeuralRanker(BaseEstimator):
         normalize: str = MODEL_DEFAULTS["normalize"],
         input_noise: float = MODEL_DEFAULTS["input_noise"],
         loss_params: dict[str, Any] | None = None,
+        ensemble: int = DEFAULT_ENSEMBLE,
         epochs: int = 30,
-        batch_size: int = 64,
+        batch_size: int | str = "auto",
         lr: float = 1e-3,
         weight_decay: float = 0.0,
         patience: int | None = 5,
@@ -165,6 +170,7 @@ class NeuralRanker(BaseEstimator):
         self.normalize = normalize
         self.input_noise = input_noise
         self.loss_params = loss_params
+        self.ensemble = ensemble
         self.epochs = epochs
         self.batch_size = batch_size
         self.lr = lr
@@ -182,7 +188,6 @@ class NeuralRanker(BaseEstimator):
 
         from ltr.errors import LtrError
         from ltr.train.config import TrainConfig
-        from ltr.train.trainer import Trainer, seed_everything
 
         names = getattr(X, "columns", None)
         train = dataset_from_arrays(X, y, qid, sample_weight=sample_weight, where="X")
@@ -199,9 +204,7 @@ class NeuralRanker(BaseEstimator):
                                  patience=self.patience, monitor=self.monitor, metrics=(self.monitor,), seed=self.seed,
                                  device=self.device, progress=bool(self.verbose), histograms=False)
             loss = losses.get_loss(self.loss, **(self.loss_params or {}))
-            seed_everything(self.seed)
-            net = self._build_model(train)
-            result = Trainer(net, loss, config).fit(train, valid)
+            result = self._train(train, valid, loss, config)
         except (LtrError, KeyError, TypeError) as exc:
             raise ValueError(f"NeuralRanker: {exc}") from None
         self.model_ = result.model.cpu().eval()
@@ -210,6 +213,22 @@ class NeuralRanker(BaseEstimator):
         self.history_ = result.history
         self.evals_result_ = {"valid": {name: [h["valid"][name] for h in result.history] for name in result.history[0]["valid"]}}
         return self
+
+    def _train(self, train, valid, loss, config):
+        """One model, or ``ensemble`` of them averaged (the first member's history stands for the ensemble's)."""
+        import dataclasses
+
+        from ltr.train.ensemble import fit_ensemble
+        from ltr.train.trainer import Trainer, seed_everything
+
+        MODEL_RULES["ensemble"].check(self.ensemble, "ensemble")
+        if self.ensemble == 1:
+            seed_everything(self.seed)
+            return Trainer(self._build_model(train), loss, config).fit(train, valid)
+        fit = fit_ensemble(lambda seed: self._build_model(train), loss, config, train, valid,
+                           seeds=[self.seed + k for k in range(self.ensemble)])
+        (ensemble_value,) = fit.valid_metrics.values()  # the monitor, the one metric of ``config``
+        return dataclasses.replace(fit.members[0], model=fit.model, best_value=ensemble_value)
 
     def _eval_dataset(self, eval_set):
         if not isinstance(eval_set, (list, tuple)) or len(eval_set) != 1:

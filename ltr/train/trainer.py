@@ -39,6 +39,7 @@ folder each time) first receives the restored epochs' scalars again, so every cu
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 import random
@@ -61,7 +62,7 @@ from ltr.train.checkpoint import (
     set_rng_state,
 )
 from ltr.runs.scoring import CLASSIFICATION_METRICS, check_metric_names, evaluate_scores, higher_is_better
-from ltr.train.config import DEFAULT_METRICS, TrainConfig
+from ltr.train.config import DEFAULT_METRICS, TrainConfig, auto_batch_size
 from ltr.train.early_stopping import EarlyStopping
 
 __all__ = [
@@ -276,6 +277,8 @@ class Trainer:
         :meth:`_end_epoch` (logging, checkpoint), and last :meth:`_finish` (best weights, test set).
         """
         t0 = time.perf_counter()
+        if self.config.batch_size == "auto":  # fixed here, so checkpoints, logs and summaries hold the number
+            self.config = dataclasses.replace(self.config, batch_size=auto_batch_size(train_ds.n_queries))
         cfg = self.config
         self._check_data(train_ds, valid_ds, test_ds)
         self.stopping = EarlyStopping(cfg.monitor, higher_is_better(cfg.monitor), cfg.min_delta, cfg.patience)
@@ -439,7 +442,8 @@ class Trainer:
         use_weights = getattr(valid_ds, "weights", None) is not None
         total, count = 0.0, 0
         try:
-            for b, batch in enumerate(iterate_batches(valid_ds, self.config.batch_size, device=self.device), 1):
+            size = 64 if self.config.batch_size == "auto" else self.config.batch_size  # validate() before fit()
+            for b, batch in enumerate(iterate_batches(valid_ds, size, device=self.device), 1):
                 total += float(self._batch_loss(batch, use_weights, b, 0))
                 count += 1
         except LtrError:
