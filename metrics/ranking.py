@@ -308,60 +308,61 @@ def rank_order(
     return _order(s, offsets, ties, labels, doc_ids)
 
 
-def _rows_by_code_desc(codes: np.ndarray, offsets: np.ndarray) -> np.ndarray | None:
-    """Rows ordered by (query, ``codes`` descending, row), from one ``np.sort`` of unique uint64 keys
-    ``query | (max code - code) | position``; None when the three fields need more than 63 bits.
+def _break_ties_by_id(perm: np.ndarray, s: np.ndarray, ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Reorder, in place, each run of equal scores inside a query of the ranking ``perm`` by document
+    id descending (then input order): ``perm`` becomes ``np.lexsort((-codes, -s, query))``.
 
-    ``by_id[_stable_order(s[by_id], offsets)]`` then orders by (query, -score, -code, row): what
-    ``np.lexsort((-codes, -s, query))`` gives, without its three comparison passes.
+    Only the rows in a tie are touched, so ids are compared (strings ranked, by ``np.unique``) for
+    those rows alone: a run file of distinct scores costs one comparison pass.
 
-    >>> _rows_by_code_desc(np.array([5, 9, 7, 1, 1]), np.array([0, 3, 5])).tolist()
-    [1, 2, 0, 3, 4]
+    >>> _break_ties_by_id(np.array([1, 0, 2, 3]), np.array([1., 2., 1., 0.]), np.array(["a", "b", "c", "d"]),
+    ...                   np.array([0, 3, 4])).tolist()
+    [1, 2, 0, 3]
     """
-    n = codes.size
-    lengths = np.diff(offsets)
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    hi = int(codes.max())
-    c_bits = _bit_length(hi - int(codes.min()))
-    p_bits = _bit_length(int(lengths.max()) - 1)
-    shift = c_bits + p_bits
-    if _bit_length(offsets.size - 2) + shift > 63:
-        return None
-    row_start = np.repeat(offsets[:-1], lengths)
-    key = np.repeat(np.arange(offsets.size - 1, dtype=np.uint64) << np.uint64(shift), lengths)
-    key |= (hi - codes).astype(np.uint64) << np.uint64(p_bits)
-    key |= (np.arange(n, dtype=np.int64) - row_start).astype(np.uint64)
-    key.sort()
-    key &= np.uint64((1 << p_bits) - 1)  # the position inside the query
-    rows = key.view(np.int64)
-    rows += row_start  # queries keep their rows
-    return rows
+    n = perm.size
+    if n < 2:
+        return perm
+    in_order = s[perm]
+    tie = in_order[1:] == in_order[:-1]  # -0.0 ties with +0.0
+    later = offsets[1:-1]
+    tie[later[(later > 0) & (later < n)] - 1] = False  # a query's first item ties with nothing before it
+    pairs = np.flatnonzero(tie)
+    if pairs.size == 0:
+        return perm
+    member = np.zeros(n, dtype=bool)
+    member[pairs] = True
+    member[pairs + 1] = True
+    items = np.flatnonzero(member)
+    run_start = np.ones(items.size, dtype=bool)
+    run_start[1:] = ~tie[items[1:] - 1]
+    rows = perm[items]
+    sub = ids[rows]
+    if sub.dtype == object:  # fixed-width strings sort about twice as fast, in the same (code point) order
+        sub = sub.astype(str)
+    # integer ids order as they are (ltr.data.trec_tables gives the ids' codes); ~x reverses int64 order
+    codes = sub.astype(np.int64) if np.issubdtype(sub.dtype, np.integer) else \
+        np.unique(sub, return_inverse=True)[1].reshape(-1).astype(np.int64)
+    # rows of one query ascend with their position: ties after the id keep input order
+    perm[items] = rows[np.lexsort((rows, ~codes, np.cumsum(run_start)))]
+    return perm
 
 
 def _order(s, offsets, ties, labels, doc_ids):
     if ties in ("stable", "average"):
         return _stable_order(s, offsets)
-    lengths = np.diff(offsets)
-    qidx = np.repeat(np.arange(offsets.size - 1, dtype=np.int64), lengths)
     if ties == "docid_desc":
         if doc_ids is None:
             raise ValueError("ties='docid_desc' needs doc_ids")
-        ids = np.asarray(doc_ids)
-        if ids.dtype == object:  # fixed-width strings sort about twice as fast, in the same (code point) order
-            ids = ids.astype(str)
-        # integer ids order as they are (ltr.data.trec_tables gives ranks of the ids): no second sort
-        codes = ids.astype(np.int64) if np.issubdtype(ids.dtype, np.integer) else \
-            np.unique(ids, return_inverse=True)[1].reshape(-1)
-        by_id = _rows_by_code_desc(codes, offsets)
-        if by_id is None:  # codes too wide for one 64-bit key: a three-key comparison sort
-            return np.lexsort((-codes, -s, qidx))
-        # ranking rows already in (code descending) order by score, ties in that order
-        return by_id[_stable_order(s[by_id], offsets)]
+        ids = np.asarray(doc_ids).reshape(-1)
+        if ids.size != s.size:
+            raise ValueError(f"doc_ids has {ids.size} entries, expected {s.size}")
+        # the stable ranking, then the runs of equal scores re-sorted by id (what trec_eval does)
+        return _break_ties_by_id(_stable_order(s, offsets), s, ids, offsets)
     if ties == "pessimistic":
         if labels is None:
             raise ValueError("ties='pessimistic' needs labels")
         y = np.nan_to_num(_numpy(labels, np.float64), nan=-np.inf)
+        qidx = np.repeat(np.arange(offsets.size - 1, dtype=np.int64), np.diff(offsets))
         return np.lexsort((np.arange(s.size), y, -s, qidx))
     raise ValueError(f"unknown ties rule {ties!r}")
 

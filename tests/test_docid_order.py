@@ -1,10 +1,11 @@
-"""``ties="docid_desc"`` ordered by two key sorts: the same permutation as the three-key ``np.lexsort``.
+"""``ties="docid_desc"``: the stable ranking with its ties re-sorted by id, the same permutation as
+the three-key ``np.lexsort``.
 
 trec_eval's tie rule (score descending, then document id descending) used ``np.lexsort((-codes,
--s, query))``; rows are now put in (query, code descending) order by one sort of uint64 keys and
-then ranked by score with the stable engine. Both must give the same permutation on every input:
-ties (rounded and float32 scores, -0.0 against +0.0), empty queries, negative and equal codes,
-scores that differ only in bits the fast key truncates, and codes too wide for the key.
+-s, query))`` over every row; now the fast stable ranking runs and only the runs of equal scores
+are re-sorted by id. Both must give the same permutation on every input: ties (rounded and
+float32 scores, -0.0 against +0.0), empty queries, negative, equal and 63-bit codes (the packed ids
+of ltr.data.trec_tables), string ids, and scores that differ only in bits the fast key truncates.
 """
 
 from __future__ import annotations
@@ -56,13 +57,25 @@ def test_scores_that_share_the_truncated_key_bits():
                           lexsort_reference(scores, codes, offsets))
 
 
-def test_codes_too_wide_for_one_key_fall_back_to_lexsort():
+def test_wide_codes_and_no_ties():
+    # packed document ids (ltr.data.trec_tables) span up to 2^63
     offsets = np.array([0, 3, 6])
     codes = np.array([-(2**62), 2**62, 5, 5, 1, 2**61])
     scores = np.array([1.0, 1.0, 1.0, 2.0, 2.0, 2.0])
-    assert ranking._rows_by_code_desc(codes, offsets) is None
     # query 0: all tie, ids descending 2^62, 5, -2^62; query 1: all tie, ids 2^61, 5, 1
     assert ranking._order(scores, offsets, "docid_desc", None, codes).tolist() == [1, 2, 0, 5, 3, 4]
+    rng = np.random.default_rng(9)
+    codes = rng.integers(-(2**62), 2**62, 5000)
+    codes[::7] = codes[0]
+    offsets = np.array([0, 10, 10, 2000, 5000])
+    scores = np.round(rng.normal(size=5000), 1)
+    assert np.array_equal(ranking._order(scores, offsets, "docid_desc", None, codes),
+                          lexsort_reference(scores, codes, offsets))
+    distinct = rng.permutation(5000).astype(float)  # no tie: the stable ranking as it is
+    assert np.array_equal(ranking._order(distinct, offsets, "docid_desc", None, codes),
+                          ranking._order(distinct, offsets, "stable", None, None))
+    with pytest.raises(ValueError, match="doc_ids has 4999 entries, expected 5000"):
+        ranking._order(scores, offsets, "docid_desc", None, codes[1:])
 
 
 def test_string_ids_rank_by_code_point_descending():

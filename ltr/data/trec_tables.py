@@ -37,7 +37,7 @@ __all__ = ["RecordTable", "read_run_table", "read_qrels_table", "align_tables"]
 #: smaller files are read line by line: as fast, and ``ltr eval`` of a small run does not import pyarrow
 COLUMNAR_MIN_BYTES = 1 << 21
 
-_CONTROL_SPACES = (b"\t", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x1f")
+_CONTROL_SPACES = (b"\t", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x1f", b"\x00")
 
 
 @dataclass
@@ -50,6 +50,8 @@ class RecordTable:
     doc_code : [N] int64, codes that order the document ids in byte order: within each query for a
         run (all that ties by docno compare), across the file for qrels (equal ids, equal codes)
     values : [N] float64, the score (run) or the relevance label (qrels)
+    packed : ``doc_code`` holds the ids themselves (each at most 8 bytes, read as a big-endian
+        number: :func:`_packed_ids`), the same codes in every file
     """
 
     query_ids: list[str]
@@ -57,6 +59,7 @@ class RecordTable:
     docs: Any
     doc_code: np.ndarray
     values: np.ndarray
+    packed: bool = False
 
     @property
     def n_records(self) -> int:
@@ -86,7 +89,7 @@ def _plain_file(path: str | os.PathLike):
                 return None
             previous = b""
             while block:
-                if (not block.isascii() or any(c in block for c in _CONTROL_SPACES) or b"  " in block
+                if (not block.isascii() or any(c in block for c in _CONTROL_SPACES) or _two_spaces(block)
                         or previous + block[:1] == b"  "):
                     return None
                 previous = block[-1:]
@@ -94,6 +97,16 @@ def _plain_file(path: str | os.PathLike):
             return path
     except (OSError, ValueError, LtrError):
         return None  # the line-by-line reader words the refusal
+
+
+def _two_spaces(block: bytes) -> bool:
+    """Whether ``block`` holds two spaces in a row: 16-bit words equal to two spaces, at even and at
+    odd offsets (about 4x faster than ``b"  " in block`` on text with a space every few bytes)."""
+    data = np.frombuffer(block, dtype=np.uint8)
+    pair = np.uint16(0x2020)
+    even = data[:data.size - data.size % 2].view(np.uint16)
+    odd = data[1:data.size - (data.size - 1) % 2].view(np.uint16) if data.size > 1 else even[:0]
+    return bool((even == pair).any() or (odd == pair).any())
 
 
 def _read_columns(path, fields: tuple[int, int], value_field: int):
@@ -143,6 +156,70 @@ def _doc_codes(column) -> np.ndarray:
     return pc.rank(column, sort_keys="ascending", tiebreaker="dense").to_numpy().astype(np.int64) - 1
 
 
+def _packed_ids(column) -> np.ndarray | None:
+    """[N] int64: each id's bytes read as a big-endian number, zero-padded to 8 bytes; None when an id
+    is longer than 8 bytes (or empty).
+
+    For ASCII ids without NUL bytes (what :func:`_plain_file` passes) this is exact and keeps the byte
+    order: equal ids give equal numbers in any file, and a < b as bytes (a prefix first) iff
+    pack(a) < pack(b). MS MARCO's passage and document ids fit. One gather of 8-byte windows.
+    """
+    import pyarrow as pa
+
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    n = len(column)
+    if n == 0 or column.null_count or not pa.types.is_string(column.type):
+        return None
+    _, offsets_buffer, data_buffer = column.buffers()
+    offsets = np.frombuffer(offsets_buffer, dtype=np.int32, count=n + 1, offset=column.offset * 4)
+    lengths = np.diff(offsets)
+    if lengths.min() < 1 or lengths.max() > 8:
+        return None
+    first, end = int(offsets[0]), int(offsets[-1])
+    padded = np.zeros((end - first) // 8 + 2, dtype=np.uint64)  # whole words, two spare at the end
+    padded.view(np.uint8)[:end - first] = np.frombuffer(data_buffer, dtype=np.uint8)[first:end]
+    words = padded.view(">u8").astype(np.uint64)  # big-endian: the first byte is the highest
+    # an id's 8 bytes from byte ``start``: the end of word start // 8 and the beginning of the next
+    # (in place: every temporary of N words costs its page faults)
+    index = offsets[:-1].astype(np.int64)
+    index -= first
+    shift = (index & 7).view(np.uint64)
+    shift <<= np.uint64(3)
+    index >>= 3
+    value = words[index]
+    value <<= shift
+    index += 1
+    low = words[index]
+    low >>= np.uint64(1)  # >> 64 in two steps when the shift is 0
+    np.subtract(np.uint64(63), shift, out=shift)
+    low >>= shift
+    value |= low
+    np.subtract(np.uint64(64), lengths.astype(np.uint64) << np.uint64(3), out=shift)  # the next ids' bytes out
+    value >>= shift
+    value <<= shift
+    return value.view(np.int64)
+
+
+def _pair_hash(query_code: np.ndarray, doc_code: np.ndarray) -> np.ndarray:
+    """[N] uint64 mix of (query, document) codes: equal pairs hash equal (distinct ones rarely do)."""
+    h = doc_code.view(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    h ^= query_code.astype(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F)
+    h ^= h >> np.uint64(29)
+    return h
+
+
+def _has_repeated_pair(query_code: np.ndarray, doc_code: np.ndarray) -> bool:
+    """Whether some (query, document) pair occurs twice: one sort of 64-bit hashes; equal hashes
+    (a repeat, or rarely two pairs that collide) are settled by an exact two-key sort."""
+    h = np.sort(_pair_hash(query_code, doc_code))
+    if not np.any(h[1:] == h[:-1]):
+        return False
+    order = np.lexsort((doc_code, query_code))
+    same = (query_code[order[1:]] == query_code[order[:-1]]) & (doc_code[order[1:]] == doc_code[order[:-1]])
+    return bool(same.any())
+
+
 def _codes_within_queries(docs, query_code: np.ndarray) -> np.ndarray | None:
     """[N] int64 codes that order each query's document ids in byte order (what ties by docno
     compare), from one sort by (query, id): ~7x faster than ranking all ids together, which a run
@@ -172,7 +249,7 @@ def _table(path, fields: tuple[int, int], value_field: int, labels: bool) -> Rec
     import pyarrow.compute as pc
 
     qids, docs, value_column, last = columns
-    values = value_column.to_numpy().astype(np.float64)
+    values = value_column.combine_chunks().to_numpy().astype(np.float64)
     if not np.all(np.isfinite(values)) or (labels and np.any(values >= LABEL_LIMIT)):
         return None  # the line-by-line reader names the line
     if any(pc.min(pc.binary_length(c)).as_py() == 0 for c in (qids, docs, last) if c is not None):
@@ -180,7 +257,11 @@ def _table(path, fields: tuple[int, int], value_field: int, labels: bool) -> Rec
     query_ids, query_code = _query_codes(qids)
     if any(q.startswith("#") for q in query_ids):
         return None  # a comment line
-    if labels:  # qrels: codes shared across queries, the key of the join with a run
+    doc_code = _packed_ids(docs)  # short ids: the ids themselves, no sort of the strings
+    packed = doc_code is not None
+    if packed:
+        doc_code = None if _has_repeated_pair(query_code, doc_code) else doc_code
+    elif labels:  # qrels: codes shared across queries, the key of the join with a run
         doc_code = _doc_codes(docs)
         key = np.sort(query_code * (int(doc_code.max(initial=0)) + 1) + doc_code)
         doc_code = None if np.any(key[1:] == key[:-1]) else doc_code
@@ -188,7 +269,7 @@ def _table(path, fields: tuple[int, int], value_field: int, labels: bool) -> Rec
         doc_code = _codes_within_queries(docs, query_code)
     if doc_code is None:
         return None  # a document twice for one query: the line-by-line reader names the line
-    return RecordTable(query_ids, query_code, docs, doc_code, values)
+    return RecordTable(query_ids, query_code, docs, doc_code, values, packed)
 
 
 def _from_records(records: dict, value_of) -> RecordTable:
@@ -232,6 +313,31 @@ def _lookup(keys: np.ndarray, table_keys: np.ndarray) -> np.ndarray:
     return np.where(sorted_keys[at] == keys, order[at], -1)
 
 
+def _join_pairs(run_query, run_doc, qrels_query, qrels_doc) -> np.ndarray | None:
+    """[N] index of each run (query, document) pair among the qrels pairs (distinct), -1 where absent;
+    by 64-bit hashes (sorted search) checked exactly. None if two qrels pairs share a hash."""
+    if qrels_doc.size == 0:
+        return np.full(run_doc.size, -1, dtype=np.int64)
+    table = _pair_hash(qrels_query, qrels_doc)
+    order = np.argsort(table, kind="stable")
+    table = table[order]
+    if np.any(table[1:] == table[:-1]):
+        return None
+    # a bit per hash prefix of the qrels pairs: most run pairs (never judged) stop at this look-up
+    prefix = np.uint64(64 - 22)
+    maybe = np.zeros(1 << 22, dtype=bool)
+    maybe[(table >> prefix).view(np.int64)] = True
+    h = _pair_hash(run_query, run_doc)
+    rows = np.flatnonzero(maybe[(h >> prefix).view(np.int64)])
+    h = h[rows]
+    at = np.minimum(np.searchsorted(table, h), table.size - 1)
+    found = order[at]
+    same = (table[at] == h) & (qrels_query[found] == run_query[rows]) & (qrels_doc[found] == run_doc[rows])
+    out = np.full(run_doc.size, -1, dtype=np.int64)
+    out[rows[same]] = found[same]
+    return out
+
+
 def read_run_table(path: str | os.PathLike) -> RecordTable:
     """A run file ``qid Q0 docno rank score [tag ...]`` as columns (scores in ``values``).
 
@@ -271,16 +377,23 @@ def align_tables(run: RecordTable, qrels: RecordTable, *, complete: bool = False
     position = {q: i for i, q in enumerate(both)}
     rows, run_rank, counts = _rows_by_query(run, position)
     q_rows, qrels_rank, q_counts = _rows_by_query(qrels, position)
-    # a run row's label: its (query position, qrels document code) looked up among the qrels rows
-    # the qrels code of each kept run row's document (-1: judged for no query)
-    first = _first_index_in(run.docs, qrels.docs)[rows]
-    run_doc = np.where(first >= 0, qrels.doc_code[np.maximum(first, 0)] if qrels.n_records else -1, -1)
-    judged = np.flatnonzero(run_doc >= 0)
-    width = int(qrels.doc_code.max(initial=0)) + 1
-    run_key = run_rank[rows[judged]] * width + run_doc[judged]
-    at = _lookup(run_key, qrels_rank[q_rows] * width + qrels.doc_code[q_rows])
     labels = np.full(rows.size, np.nan)
-    labels[judged[at >= 0]] = qrels.values[q_rows][at[at >= 0]]
+    at = None
+    if run.packed and qrels.packed:  # both files' codes are the ids: join on (query, id) directly
+        at = _join_pairs(run_rank[rows], run.doc_code[rows], qrels_rank[q_rows], qrels.doc_code[q_rows])
+        if at is not None:
+            labels[at >= 0] = qrels.values[q_rows][at[at >= 0]]
+    if at is None:
+        # a run row's label: its (query position, qrels document code) looked up among the qrels rows
+        # the qrels code of each kept run row's document (-1: judged for no query)
+        q_code = np.unique(qrels.doc_code, return_inverse=True)[1].reshape(-1) if qrels.packed else qrels.doc_code
+        first = _first_index_in(run.docs, qrels.docs)[rows]
+        run_doc = np.where(first >= 0, q_code[np.maximum(first, 0)] if qrels.n_records else -1, -1)
+        judged = np.flatnonzero(run_doc >= 0)
+        width = int(q_code.max(initial=0)) + 1
+        run_key = run_rank[rows[judged]] * width + run_doc[judged]
+        at = _lookup(run_key, qrels_rank[q_rows] * width + q_code[q_rows])
+        labels[judged[at >= 0]] = qrels.values[q_rows][at[at >= 0]]
     return AlignedRun(
         query_ids=both,
         scores=run.values[rows],
