@@ -108,6 +108,8 @@ def test_bad_qrels_lines_are_reported_where_they_are(tmp_path, bad, message):
     "q1 Q0 d1 1 0.5 t \r\nq1 Q0 d2 2 0.25 t\r\n",          # trailing space, CRLF
     "q1 Q0 d\u00e9 1 0.5 t\nq1 Q0 d2 2 0.25 t\n",          # non-ASCII id
     "q1 Q0 d1 1 0.5 t \nq1 Q0 d2 2 0.25 t \n",            # a space at the end of every line
+    "q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 0.25 t \nq1 Q0 d3 3 0.2 t\n",  # a space at the end of a later line
+    "q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 0.25 t ",               # ... of the last line, without a newline
     "q1 Q0 d1 1 0.5 t\n q1 Q0 d2 2 0.25 t\n",             # a space at the start of a later line
     "q1 Q0 d1 1 0.5 t\n#c Q0 d9 1 0.5 t\nq1 Q0 d2 2 0.25 t\n",  # a comment with six fields
     "q1 Q0 d1 1 0.5 t\r\r\nq1 Q0 d2 2 0.25 t\r\n",          # a lone carriage return
@@ -189,3 +191,21 @@ def test_a_nul_byte_goes_line_by_line(tmp_path):
     assert tables._plain_file(run_path) is None
     assert tables._two_spaces(b"a  b") and tables._two_spaces(b"ab  c") and not tables._two_spaces(b"a b c ")
     assert tables._two_spaces(b"  ") and not tables._two_spaces(b" ") and not tables._two_spaces(b"")
+
+
+def test_a_sorted_fully_judged_run_is_taken_without_copies(tmp_path):
+    rng = np.random.default_rng(11)
+    run_lines, qrels_lines = [], []
+    for q in range(15):  # queries sorted by id and contiguous, every one judged
+        docs = rng.choice(50, size=20, replace=False)
+        qrels_lines += [f"q{q:02d} 0 d{d} {int(rng.integers(0, 3))}" for d in rng.choice(50, 12, replace=False)]
+        run_lines += [f"q{q:02d} Q0 d{d} {i + 1} {-i / 4} t" for i, d in enumerate(docs)]
+    (tmp_path / "run").write_text("\n".join(run_lines) + "\n")
+    (tmp_path / "qrels").write_text("\n".join(qrels_lines) + "\n")
+    run = tables.read_run_table(tmp_path / "run")
+    qrels = tables.read_qrels_table(tmp_path / "qrels")
+    both = {f"q{q:02d}": q for q in range(15)}
+    assert tables._rows_by_query(run, both)[0] == slice(None)
+    got = tables.align_tables(run, qrels)
+    assert np.shares_memory(got.scores, run.values)  # a view of the table's column
+    assert_aligned_equal(got, align(read_run(tmp_path / "run"), read_qrels(tmp_path / "qrels")))

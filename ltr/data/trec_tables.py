@@ -110,7 +110,7 @@ def _two_spaces(block: bytes) -> bool:
 
 
 def _read_columns(path, fields: tuple[int, int], value_field: int):
-    """(query ids, document ids, values, last field or None) of a single-space-separated file with
+    """(query ids, document ids, values) of a single-space-separated file with
     ``fields`` = (fewest, most) fields per line, by Arrow's CSV reader; None if a line does not fit."""
     import pyarrow as pa
     from pyarrow import csv
@@ -118,10 +118,12 @@ def _read_columns(path, fields: tuple[int, int], value_field: int):
     with open(path, "rb") as fh:
         first = fh.readline().rstrip(b"\r\n")
     n_fields = first.count(b" ") + 1
-    if not fields[0] <= n_fields <= fields[1]:
+    if not fields[0] <= n_fields <= fields[1] or first.endswith(b" "):
+        # a space at the end of the first line; one at the end of a later line gives that line
+        # another field count, which Arrow refuses
         return None
     columns = [f"f{i}" for i in range(n_fields)]
-    wanted = ["f0", "f2", f"f{value_field}"] + ([columns[-1]] if n_fields - 1 > value_field else [])
+    wanted = ["f0", "f2", f"f{value_field}"]
     types = {column: pa.string() for column in columns}
     types[wanted[2]] = pa.float64()
     try:
@@ -134,18 +136,26 @@ def _read_columns(path, fields: tuple[int, int], value_field: int):
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
         return None  # a line of another field count, a value that is not a number, ...
-    last = table.column(3) if table.num_columns > 3 else None  # a space at a line's end empties it
-    return table.column(0), table.column(1), table.column(2), last
+    return table.column(0), table.column(1), table.column(2)
 
 
 def _query_codes(column) -> tuple[list[str], np.ndarray]:
-    """(distinct query ids in order of first appearance, [N] int64 index of each row's id)."""
+    """(distinct query ids in order of first appearance, [N] int64 index of each row's id).
+
+    Chunk by chunk (no combined copy of the strings): Arrow encodes the chunks of a column with one
+    dictionary; should they differ, the combined column is encoded instead."""
     import pyarrow as pa
 
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
     encoded = column.dictionary_encode()
-    return encoded.dictionary.to_pylist(), encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    chunks = encoded.chunks if isinstance(encoded, pa.ChunkedArray) else [encoded]
+    if not chunks:
+        return [], np.zeros(0, dtype=np.int64)
+    dictionary = chunks[-1].dictionary
+    if not all(c.dictionary.equals(dictionary) for c in chunks):
+        combined = column.combine_chunks().dictionary_encode()
+        dictionary, chunks = combined.dictionary, [combined]
+    codes = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in chunks]).astype(np.int64)
+    return dictionary.to_pylist(), codes
 
 
 def _doc_codes(column) -> np.ndarray:
@@ -166,8 +176,9 @@ def _packed_ids(column) -> np.ndarray | None:
     """
     import pyarrow as pa
 
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
+    if isinstance(column, pa.ChunkedArray):  # chunk by chunk: no combined copy of the strings
+        parts = [_packed_ids(chunk) for chunk in column.chunks if len(chunk)]
+        return np.concatenate(parts) if parts and all(p is not None for p in parts) else None
     n = len(column)
     if n == 0 or column.null_count or not pa.types.is_string(column.type):
         return None
@@ -204,8 +215,11 @@ def _packed_ids(column) -> np.ndarray | None:
 def _pair_hash(query_code: np.ndarray, doc_code: np.ndarray) -> np.ndarray:
     """[N] uint64 mix of (query, document) codes: equal pairs hash equal (distinct ones rarely do)."""
     h = doc_code.view(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-    h ^= query_code.astype(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F)
-    h ^= h >> np.uint64(29)
+    mix = query_code.astype(np.uint64)  # in place from here: two arrays of N words at most
+    mix *= np.uint64(0xC2B2AE3D27D4EB4F)
+    h ^= mix
+    np.right_shift(h, np.uint64(29), out=mix)
+    h ^= mix
     return h
 
 
@@ -248,11 +262,11 @@ def _table(path, fields: tuple[int, int], value_field: int, labels: bool) -> Rec
         return None
     import pyarrow.compute as pc
 
-    qids, docs, value_column, last = columns
-    values = value_column.combine_chunks().to_numpy().astype(np.float64)
+    qids, docs, value_column = columns
+    values = np.concatenate([c.to_numpy() for c in value_column.chunks] or [np.zeros(0)]).astype(np.float64, copy=False)
     if not np.all(np.isfinite(values)) or (labels and np.any(values >= LABEL_LIMIT)):
         return None  # the line-by-line reader names the line
-    if any(pc.min(pc.binary_length(c)).as_py() == 0 for c in (qids, docs, last) if c is not None):
+    if any(pc.min(pc.binary_length(c)).as_py() == 0 for c in (qids, docs)):
         return None  # an empty field: a space at the start or end of a line
     query_ids, query_code = _query_codes(qids)
     if any(q.startswith("#") for q in query_ids):
@@ -355,12 +369,17 @@ def read_qrels_table(path: str | os.PathLike) -> RecordTable:
 
 
 def _rows_by_query(table: RecordTable, position: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(rows of the kept queries grouped by query position, file order inside, [N] position of each row, counts)."""
+    """(rows of the kept queries grouped by query position, file order inside, [N] position of each row, counts).
+
+    The rows are ``slice(None)`` when they are every row in file order (the usual run: queries sorted
+    and contiguous, all judged): the arrays are then taken as views, not copied."""
     rank_of_code = np.array([position.get(q, -1) for q in table.query_ids], dtype=np.int64)
     rank = rank_of_code[table.query_code] if table.n_records else np.zeros(0, dtype=np.int64)
     kept = np.flatnonzero(rank >= 0)
     in_order = kept.size < 2 or bool(np.all(rank[kept][1:] >= rank[kept][:-1]))  # usual: queries sorted, contiguous
     rows = kept if in_order else kept[np.argsort(rank[kept], kind="stable")]
+    if in_order and kept.size == rank.size:
+        rows = slice(None)
     return rows, rank, np.bincount(rank[kept], minlength=len(position))
 
 
@@ -377,7 +396,7 @@ def align_tables(run: RecordTable, qrels: RecordTable, *, complete: bool = False
     position = {q: i for i, q in enumerate(both)}
     rows, run_rank, counts = _rows_by_query(run, position)
     q_rows, qrels_rank, q_counts = _rows_by_query(qrels, position)
-    labels = np.full(rows.size, np.nan)
+    labels = np.full(int(counts.sum()), np.nan)
     at = None
     if run.packed and qrels.packed:  # both files' codes are the ids: join on (query, id) directly
         at = _join_pairs(run_rank[rows], run.doc_code[rows], qrels_rank[q_rows], qrels.doc_code[q_rows])
@@ -391,7 +410,7 @@ def align_tables(run: RecordTable, qrels: RecordTable, *, complete: bool = False
         run_doc = np.where(first >= 0, q_code[np.maximum(first, 0)] if qrels.n_records else -1, -1)
         judged = np.flatnonzero(run_doc >= 0)
         width = int(q_code.max(initial=0)) + 1
-        run_key = run_rank[rows[judged]] * width + run_doc[judged]
+        run_key = run_rank[rows][judged] * width + run_doc[judged]
         at = _lookup(run_key, qrels_rank[q_rows] * width + q_code[q_rows])
         labels[judged[at >= 0]] = qrels.values[q_rows][at[at >= 0]]
     return AlignedRun(
