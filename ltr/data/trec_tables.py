@@ -4,9 +4,12 @@
 MS MARCO-scale run (7,000 queries x 1,000 documents) that parsing alone took 10 s of ``ltr eval``'s
 19 s, and the tuples most of its 2 GB. Here a file in the plain shape (single spaces between the
 fields, one line per record, the same number of fields on every line, ASCII) is read by
-``pyarrow.csv`` into three columns, the query and document ids are dictionary-encoded, and
-:func:`align_tables` joins run and qrels with hash look-ups over the codes: no Python object per
-line.
+``pyarrow.csv`` into three columns (query id, document id, score or label); the query ids are
+dictionary-encoded; document ids of at most 8 bytes (MS MARCO's) are packed into int64 numbers
+that keep their byte order, so that no string is sorted or hashed in Python, a repeated (query,
+document) pair is found by one sort of 64-bit hashes, and :func:`align_tables` joins run and qrels
+by hash look-ups checked exactly (longer ids: Arrow's sort and ``index_in`` over the strings). No
+Python object per line.
 
 Anything else goes through the line-by-line readers of :mod:`ltr.data.trec`, which accept every
 file trec_eval reads (tabs, runs of spaces, comments, blank lines, a byte order mark, 5 or more run
