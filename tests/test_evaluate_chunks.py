@@ -96,3 +96,15 @@ def test_chunks_against_a_hand_computation(monkeypatch):
         np.testing.assert_allclose(got.per_query[got.names[name]], want[:, j], rtol=0, atol=1e-12, err_msg=name)
     empty = (np.diff(offsets) == 0) | (np.add.reduceat(labels, offsets[:-1]) * (np.diff(offsets) > 0) == 0)
     assert empty.sum() > 100 and np.all(np.isnan(got.per_query[got.names["map"]][empty]))
+
+
+def test_an_error_in_a_chunk_is_worded_for_the_whole_input(monkeypatch):
+    scores, labels, offsets = workload(seed=3, n_queries=400)
+    monkeypatch.setattr(ev, "CHUNK_ITEMS", 500)
+    bad = scores.copy()
+    bad[-3] = np.nan  # in the last chunk
+    for threads in (1, 2):
+        with pytest.raises(ValueError, match="scores contain NaN"):
+            metrics.evaluate(bad, labels, offsets, "ndcg@10", threads=threads)
+    with pytest.raises(ValueError, match="doc_ids has 5 entries, expected"):
+        metrics.evaluate(scores, labels, offsets, "ndcg@10", ties="docid_desc", doc_ids=np.arange(5))
