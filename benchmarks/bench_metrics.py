@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/bench_metrics.py                      # 100,000 queries, with peers
     .venv/bin/python benchmarks/bench_metrics.py --queries 1000000 --skip-peers
     .venv/bin/python benchmarks/bench_metrics.py --queries 27000 --threads 2      # ~3.2 M items, 2 threads
+    .venv/bin/python benchmarks/bench_metrics.py --queries 27000 --threads 2 --whole --skip-peers  # chunks or not
 
 Workload: ``--queries`` synthetic queries with heavy-tailed lengths (log-normal, mean ~120), graded
 labels 0..4 (mostly 0) and scores that are a noisy function of the label; seeded, generated here.
@@ -16,7 +17,8 @@ Timed: NDCG@10 + MAP + MRR@10 + P@10 + Recall@100 over all queries.
 * pytrec_eval ``RelevanceEvaluator.evaluate`` (building its dicts and the evaluator timed apart;
   its recip_rank has no cutoff).
 
-With ``--threads N``, ``metrics.evaluate(..., threads=N)`` is timed too (wall time: the point of
+With ``--whole``, one thread over the whole input at once (no chunks, the path before issue 24)
+is timed too. With ``--threads N``, ``metrics.evaluate(..., threads=N)`` is timed too (wall time: the point of
 threads is to wait less), checked equal to one thread's values bit for bit, and compared with one
 thread and with ranx in wall time (issue 24: at least 1.8x one thread on 2 cores, 20x ranx).
 
@@ -108,6 +110,19 @@ def run_pytrec(scores, labels, offsets, ids):
     return wall, cpu, build, means
 
 
+def whole_input(scores, labels, offsets):
+    """metrics.evaluate without chunks (one RankedLists over every query, as before issue 24)."""
+    import importlib
+
+    module = importlib.import_module("metrics.evaluate")
+    saved = module.CHUNK_ITEMS
+    module.CHUNK_ITEMS = scores.size + 1
+    try:
+        return metrics.evaluate(scores, labels, offsets, METRICS)
+    finally:
+        module.CHUNK_ITEMS = saved
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--queries", type=int, default=100_000, help="number of synthetic queries")
@@ -115,6 +130,8 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0, help="workload seed")
     p.add_argument("--skip-peers", action="store_true", help="do not run ranx and pytrec_eval")
     p.add_argument("--threads", type=int, default=0, help="also time metrics.evaluate(..., threads=N) (0: skip)")
+    p.add_argument("--whole", action="store_true",
+                   help="also time one thread on the whole input at once (no chunks: the path before issue 24)")
     args = p.parse_args(argv)
 
     print(f"load average before: {os.getloadavg()}, cpus: {os.cpu_count()}, numpy {np.__version__}")
@@ -136,6 +153,9 @@ def main(argv=None) -> int:
     if args.threads > 1:
         jobs["threads"] = lambda: metrics.evaluate(scores, labels, offsets, METRICS, threads=args.threads)
         best["threads"] = [np.inf, np.inf]
+    if args.whole:
+        jobs["whole"] = lambda: whole_input(scores, labels, offsets)
+        best["whole"] = [np.inf, np.inf]
     for _ in range(args.repeats):
         for name, job in jobs.items():
             wall, cpu, out = timed(job)
@@ -152,15 +172,21 @@ def main(argv=None) -> int:
           f"   (key build {key_build:.3f} s)")
     print(f"{'ours: metrics.rank_order (the shared ordering)':<48} {t_order:>8.3f} {order_cpu:>8.3f}  "
           f"{order_cpu / floor_cpu:>13.2f}")
-    print(f"{'ours: metrics.evaluate, 5 metrics':<48} {ours:>8.3f} {ours_cpu:>8.3f}  {ours_cpu / floor_cpu:>13.2f}")
+    print(f"{'ours: metrics.evaluate, 5 metrics':<48} {ours:>8.3f} {ours_cpu:>8.3f}  {ours_cpu / floor_cpu:>13.2f}"
+          f"   ({ours_cpu / n * 1e9:.1f} ns CPU per item)")
     for name in METRICS:
         print(f"    {result.names[name]} = {result[name]:.6f}")
+    if args.whole:
+        t_whole, c_whole = best["whole"]
+        print(f"{'ours: metrics.evaluate, whole input at once':<48} {t_whole:>8.3f} {c_whole:>8.3f}  "
+              f"{c_whole / floor_cpu:>13.2f}   ({c_whole / n * 1e9:.1f} ns CPU per item: "
+              f"{c_whole / ours_cpu:.2f}x the chunked CPU time)")
     t_threads = None
     if args.threads > 1:
         t_threads, c_threads = best["threads"]
         same = all(np.array_equal(result.per_query[k], threaded.per_query[k], equal_nan=True) for k in result.per_query)
         print(f"{f'ours: metrics.evaluate, threads={args.threads}':<48} {t_threads:>8.3f} {c_threads:>8.3f}  "
-              f"{c_threads / floor_cpu:>13.2f}")
+              f"{c_threads / floor_cpu:>13.2f}   ({c_threads / n * 1e9:.1f} ns CPU per item, all threads)")
         print(f"    {ours / t_threads:.2f}x one thread in wall time (target >= 1.8 on 2 cores); "
               f"per-query values equal to one thread's bit for bit: {same}")
 

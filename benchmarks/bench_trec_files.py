@@ -14,7 +14,8 @@ times, each in a fresh process (wall time, CPU time and peak RSS of the child, f
 * pytrec_eval: the files parsed in Python into its dictionaries, then ``RelevanceEvaluator``
   (ndcg_cut.10, map, recall.100) in C;
 
-and checks that the three means agree (trec_eval conventions: ``--preset trec_eval``). With
+and checks that the three means agree (trec_eval conventions: ``--preset trec_eval``). ``--steps``
+prints the CPU seconds of each step of ltr eval's work (imports, reading, join, metrics). With
 ``--runs N`` it also times ``ltr compare`` of N such runs (different seeds) against pytrec_eval
 evaluating each. The load average is printed: on a shared machine wall times include waiting.
 """
@@ -97,6 +98,27 @@ for path in sys.argv[2:]:
                        for m, k in (("ndcg@10", "ndcg_cut_10"), ("map", "map"), ("recall@100", "recall_100"))}}))
 """
 
+STEPS = """
+import sys, time
+t = time.process_time()
+import numpy as np, pyarrow, pyarrow.csv, pyarrow.compute
+import metrics
+from ltr.data.trec import evaluate_aligned
+from ltr.data.trec_tables import align_tables, read_qrels_table, read_run_table
+steps = [("imports (numpy, pyarrow, metrics, ltr.data)", time.process_time() - t)]
+for name, step in (("read the qrels", lambda: read_qrels_table(sys.argv[1])),
+                   ("read the run", lambda: read_run_table(sys.argv[2]))):
+    t = time.process_time(); out = step(); steps.append((name, time.process_time() - t))
+    qrels = out if name == "read the qrels" else qrels
+run = out
+t = time.process_time(); aligned = align_tables(run, qrels); steps.append(("join run and qrels", time.process_time() - t))
+del run
+t = time.process_time(); evaluate_aligned(aligned, "{metrics}", "trec_eval")
+steps.append(("metrics.evaluate", time.process_time() - t))
+for name, seconds in steps:
+    print(f"{{name:<48}} {{seconds:8.2f}}")
+"""
+
 
 def timed_child(argv: list[str]) -> tuple[float, float, float, str]:
     """(wall seconds, CPU seconds (user + system), peak RSS in GB, standard output) of a child process."""
@@ -123,6 +145,7 @@ def main(argv=None) -> int:
     p.add_argument("--judged", type=int, default=30, help="judged documents per query in the qrels")
     p.add_argument("--runs", type=int, default=1, help="with 2 or more, also time ltr compare of that many runs")
     p.add_argument("--skip-line-by-line", action="store_true", help="do not time the line-by-line reader")
+    p.add_argument("--steps", action="store_true", help="also print the CPU seconds of each step of ltr eval's work")
     args = p.parse_args(argv)
 
     t = time.perf_counter()
@@ -166,6 +189,9 @@ def main(argv=None) -> int:
     if args.runs >= 2:
         print(f"ltr compare / pytrec_eval ({args.runs} runs): {rows[-2][1] / rows[-1][1]:.2f}x the wall time, "
               f"{rows[-2][2] / rows[-1][2]:.2f}x the CPU time, {rows[-2][3] / rows[-1][3]:.2f}x the peak memory")
+    if args.steps:
+        *_, out = timed_child([py, "-c", STEPS.format(metrics=METRICS), str(qrels), str(runs[0])])
+        print(f"\nCPU seconds of each step (one process, as ltr eval runs them):\n{out}", end="")
     print(f"load average after: {os.getloadavg()}")
     return 0
 

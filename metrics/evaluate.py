@@ -416,9 +416,10 @@ def evaluate(
     it. ``doc_ids`` [N] are needed for ``ties="docid_desc"``; ``qrels_labels``/``qrels_offsets`` give
     every judged document per query (|R| and the ideal DCG then include judged documents that were
     not retrieved). ``query_weights`` [Q] (>= 0) weight the means: sum_q w_q v_q / sum_q w_q over
-    the queries with a value. ``threads`` > 1 splits the queries into that many contiguous shares of
-    about equal items, evaluated on as many threads (numpy's sorts release the GIL); every per-query
-    value, hence every mean, is the same bit for bit as with one thread.
+    the queries with a value. Large inputs are evaluated in chunks of whole queries (about
+    :data:`CHUNK_ITEMS` items each); ``threads`` > 1 evaluates the chunks on that many threads
+    (numpy's sorts and element-wise steps release the GIL). Every per-query value, hence every
+    mean, is the same bit for bit whatever the chunks and the threads.
 
     >>> r = evaluate([3., 2., 1., .5, .2], [3, 0, 2, 0, 1], [0, 3, 5], ["ndcg@3", "mrr", "p@2"])
     >>> r.names["ndcg@3"]
@@ -455,11 +456,10 @@ def evaluate(
         if spec.kind in ("rbp", "rbp_resid"):
             stamped = stamped.replace("[", f"[p={spec.params[0]:g},", 1)
         specs.append((spec, conv, stamped))
-    per_query = None
-    if _thread_count(threads) > 1:
-        per_query = _threaded_values(specs, _thread_count(threads), s, labels, query_offsets, doc_ids, item_gain,
-                                     qrels_labels, qrels_offsets)
-    if per_query is None:  # one thread, a small input, or an input whose error one thread words best
+    # large inputs go in chunks of whole queries (on ``threads`` threads): see _chunk_bounds
+    per_query = _threaded_values(specs, _thread_count(threads), s, labels, query_offsets, doc_ids, item_gain,
+                                 qrels_labels, qrels_offsets)
+    if per_query is None:  # a small input, or an input whose error the whole-input path words best
         per_query = [_values(spec, conv, lists) for spec, conv, _ in specs]
     for (spec, _, stamped), values in zip(specs, per_query):
         result.names[spec.short] = stamped
@@ -471,6 +471,9 @@ def evaluate(
 
 #: below this many items per thread, one thread is faster than starting more
 MIN_ITEMS_PER_THREAD = 50_000
+#: queries are evaluated in chunks of about this many items (whole queries): each chunk's arrays stay
+#: in the core's cache between the steps, and a thread takes one chunk after another
+CHUNK_ITEMS = 1 << 18
 
 
 def _thread_count(threads: Any) -> int:
@@ -482,8 +485,8 @@ def _thread_count(threads: Any) -> int:
 def _share_bounds(n_items: int, labels: Any, query_offsets: Any, parts: int) -> np.ndarray | None:
     """Query indices ``[0, q_1, ..., Q]`` cutting the queries into ``<= parts`` shares of about equal items.
 
-    None when the input is not well formed (the one-thread path then raises its located error) or
-    too small to pay for threads.
+    None when the input is not well formed (the whole-input path then raises its located error) or
+    too small to cut.
     """
     try:
         offsets = np.asarray(query_offsets)
@@ -499,16 +502,25 @@ def _share_bounds(n_items: int, labels: Any, query_offsets: Any, parts: int) -> 
     return np.unique(np.concatenate([[0], cuts, [offsets.size - 1]]))
 
 
-def _threaded_values(specs, threads, s, labels, query_offsets, doc_ids, item_gain, qrels_labels, qrels_offsets):
-    """Per-query values of every spec, each share of the queries on its own thread; None to use one thread.
+def _chunk_bounds(n_items: int, labels: Any, query_offsets: Any, threads: int) -> np.ndarray | None:
+    """Query indices cutting the queries into chunks of about :data:`CHUNK_ITEMS` items, at least one
+    per thread (:func:`_share_bounds`); None to evaluate the whole input at once."""
+    return _share_bounds(n_items, labels, query_offsets, max(threads, -(-n_items // CHUNK_ITEMS)))
 
-    Each share is evaluated as a run of its own (rows ``a:b`` of every flat input, offsets shifted
-    to start at 0). Every measure is a function of one query's rows, so the concatenated values
-    equal one thread's bit for bit (tests/test_evaluate_threads.py holds each kind to it).
+
+def _threaded_values(specs, threads, s, labels, query_offsets, doc_ids, item_gain, qrels_labels, qrels_offsets):
+    """Per-query values of every spec, chunk by chunk of the queries (``threads`` threads take the
+    chunks in turn); None to evaluate the whole input at once.
+
+    Each chunk is evaluated as a run of its own (rows ``a:b`` of every flat input, offsets shifted
+    to start at 0): a few large numpy calls per step (the sorts and the element-wise work release
+    the GIL), on arrays that stay in cache. Every measure is a function of one query's rows, so the
+    concatenated values equal the whole input's bit for bit (tests/test_evaluate_threads.py and
+    tests/test_evaluate_chunks.py hold each kind to it).
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    bounds = _share_bounds(s.size, labels, query_offsets, threads)
+    bounds = _chunk_bounds(s.size, labels, query_offsets, threads)
     if bounds is None:
         return None
     offsets = np.asarray(query_offsets, dtype=np.int64)
@@ -527,8 +539,11 @@ def _threaded_values(specs, threads, s, labels, query_offsets, doc_ids, item_gai
         return [_values(spec, conv, lists) for spec, conv, _ in specs]
 
     try:
-        with ThreadPoolExecutor(max_workers=threads) as pool:
-            parts = list(pool.map(share, bounds[:-1].tolist(), bounds[1:].tolist()))
-    except Exception:  # noqa: BLE001  the one-thread path words the error with whole-input positions
+        if threads == 1:
+            parts = [share(q0, q1) for q0, q1 in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
+        else:
+            with ThreadPoolExecutor(max_workers=min(threads, bounds.size - 1)) as pool:
+                parts = list(pool.map(share, bounds[:-1].tolist(), bounds[1:].tolist()))
+    except Exception:  # noqa: BLE001  the whole-input path words the error with whole-input positions
         return None
     return [np.concatenate([part[i] for part in parts]) for i in range(len(specs))]

@@ -166,10 +166,35 @@ def _segment_runs(seg_offsets: np.ndarray, n: int, whole: bool = False):
         yield a, b, q0, lens
 
 
+def _per_segment(values: np.ndarray, lens: np.ndarray, ramp: bool = False) -> np.ndarray:
+    """[sum(lens)] int64: ``np.repeat(values, lens)``, plus each item's index when ``ramp``.
+
+    Built as the running sum of its steps (the first value, then at each segment start the jump to
+    the next value): ``np.repeat`` holds the GIL for its whole pass, ``np.cumsum`` and the fill do
+    not, so threads evaluating other queries keep running (metrics.evaluate's ``threads``).
+
+    >>> _per_segment(np.array([10, 20, 30]), np.array([2, 0, 3])).tolist()
+    [10, 10, 30, 30, 30]
+    >>> _per_segment(np.array([10, 20, 30]), np.array([2, 0, 3]), ramp=True).tolist()
+    [10, 11, 32, 33, 34]
+    """
+    n = int(lens.sum())
+    out = np.full(n, int(ramp), dtype=np.int64)
+    if n == 0:
+        return out
+    nonempty = np.flatnonzero(lens)
+    value = values[nonempty].astype(np.int64)
+    first = (np.cumsum(lens) - lens)[nonempty]
+    out[first[1:]] = np.diff(value) + int(ramp)
+    out[0] = value[0]
+    np.cumsum(out, out=out)
+    return out
+
+
 def _segment_blocks(seg_offsets: np.ndarray, n: int, whole: bool = False):
     """Yield ``(a, b, q0, q)`` over [0, n): ``q`` [b-a] is the segment of each element, q0 its minimum."""
     for a, b, q0, lens in _segment_runs(seg_offsets, n, whole):
-        yield a, b, q0, np.repeat(np.arange(q0, q0 + lens.size, dtype=np.int64), lens)
+        yield a, b, q0, _per_segment(np.arange(q0, q0 + lens.size, dtype=np.int64), lens)
 
 
 def _stable_order(scores: np.ndarray, offsets: np.ndarray, relevant: tuple | None = None):
@@ -214,9 +239,7 @@ def _stable_order(scores: np.ndarray, offsets: np.ndarray, relevant: tuple | Non
         flip |= top
         t ^= flip
         t <<= p_bits
-        low = np.repeat(high[q0:q0 + lens.size], lens)
-        low += np.arange(a, b, dtype=np.int64)
-        t |= low
+        t |= _per_segment(high[q0:q0 + lens.size] + a, lens, ramp=True)  # query | row - start
     key.sort()
     same_parts, rel_parts = [], []
     pmask = np.uint64((1 << p_bits) - 1)
@@ -230,7 +253,7 @@ def _stable_order(scores: np.ndarray, offsets: np.ndarray, relevant: tuple | Non
             same_parts.append(np.array([b - 1]))
         # decode in place: row = start of the query + position (low bits)
         kc &= pmask
-        kc.view(np.int64)[:] += np.repeat(starts[q0:q0 + lens.size], lens)
+        kc.view(np.int64)[:] += _per_segment(starts[q0:q0 + lens.size], lens)
         if rel_flag is not None:
             rel_parts.append(np.flatnonzero(rel_flag[kc.view(np.int64)]) + a)
     perm = key.view(np.int64)
@@ -308,25 +331,61 @@ def rank_order(
     return _order(s, offsets, ties, labels, doc_ids)
 
 
+def _break_ties_by_id(perm: np.ndarray, s: np.ndarray, ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Reorder, in place, each run of equal scores inside a query of the ranking ``perm`` by document
+    id descending (then input order): ``perm`` becomes ``np.lexsort((-codes, -s, query))``.
+
+    Only the rows in a tie are touched, so ids are compared (strings ranked, by ``np.unique``) for
+    those rows alone: a run file of distinct scores costs one comparison pass.
+
+    >>> _break_ties_by_id(np.array([1, 0, 2, 3]), np.array([1., 2., 1., 0.]), np.array(["a", "b", "c", "d"]),
+    ...                   np.array([0, 3, 4])).tolist()
+    [1, 2, 0, 3]
+    """
+    n = perm.size
+    if n < 2:
+        return perm
+    in_order = s[perm]
+    tie = in_order[1:] == in_order[:-1]  # -0.0 ties with +0.0
+    later = offsets[1:-1]
+    tie[later[(later > 0) & (later < n)] - 1] = False  # a query's first item ties with nothing before it
+    pairs = np.flatnonzero(tie)
+    if pairs.size == 0:
+        return perm
+    member = np.zeros(n, dtype=bool)
+    member[pairs] = True
+    member[pairs + 1] = True
+    items = np.flatnonzero(member)
+    run_start = np.ones(items.size, dtype=bool)
+    run_start[1:] = ~tie[items[1:] - 1]
+    rows = perm[items]
+    sub = ids[rows]
+    if sub.dtype == object:  # fixed-width strings sort about twice as fast, in the same (code point) order
+        sub = sub.astype(str)
+    # integer ids order as they are (ltr.data.trec_tables gives the ids' codes); ~x reverses int64 order
+    codes = sub.astype(np.int64) if np.issubdtype(sub.dtype, np.integer) else \
+        np.unique(sub, return_inverse=True)[1].reshape(-1).astype(np.int64)
+    # rows of one query ascend with their position: ties after the id keep input order
+    perm[items] = rows[np.lexsort((rows, ~codes, np.cumsum(run_start)))]
+    return perm
+
+
 def _order(s, offsets, ties, labels, doc_ids):
     if ties in ("stable", "average"):
         return _stable_order(s, offsets)
-    lengths = np.diff(offsets)
-    qidx = np.repeat(np.arange(offsets.size - 1, dtype=np.int64), lengths)
     if ties == "docid_desc":
         if doc_ids is None:
             raise ValueError("ties='docid_desc' needs doc_ids")
-        ids = np.asarray(doc_ids)
-        if ids.dtype == object:  # fixed-width strings sort about twice as fast, in the same (code point) order
-            ids = ids.astype(str)
-        # integer ids order as they are (ltr.data.trec_tables gives ranks of the ids): no second sort
-        codes = ids.astype(np.int64) if np.issubdtype(ids.dtype, np.integer) else \
-            np.unique(ids, return_inverse=True)[1].reshape(-1)
-        return np.lexsort((-codes, -s, qidx))
+        ids = np.asarray(doc_ids).reshape(-1)
+        if ids.size != s.size:
+            raise ValueError(f"doc_ids has {ids.size} entries, expected {s.size}")
+        # the stable ranking, then the runs of equal scores re-sorted by id (what trec_eval does)
+        return _break_ties_by_id(_stable_order(s, offsets), s, ids, offsets)
     if ties == "pessimistic":
         if labels is None:
             raise ValueError("ties='pessimistic' needs labels")
         y = np.nan_to_num(_numpy(labels, np.float64), nan=-np.inf)
+        qidx = np.repeat(np.arange(offsets.size - 1, dtype=np.int64), np.diff(offsets))
         return np.lexsort((np.arange(s.size), y, -s, qidx))
     raise ValueError(f"unknown ties rule {ties!r}")
 
@@ -473,7 +532,7 @@ class RankedLists:
         if key not in self._cache:
             if self.has_qrels:
                 qo = self.qrels_offsets
-                qq = np.repeat(np.arange(qo.size - 1), np.diff(qo))
+                qq = _per_segment(np.arange(qo.size - 1), np.diff(qo))
                 r = np.bincount(qq, weights=self.qrels_labels >= threshold, minlength=qo.size - 1)
             else:
                 r = self._rel_in_list(threshold)
@@ -687,7 +746,7 @@ class RankedLists:
             code = block.astype(np.int64)
             if not np.array_equal(code, block):
                 return None  # non-integer grades: the general path sorts the gains
-            code += np.repeat(np.arange(0, lens.size * n_levels, n_levels, dtype=np.int64), lens)
+            code += _per_segment(np.arange(0, lens.size * n_levels, n_levels, dtype=np.int64), lens)
             part = np.bincount(code, minlength=lens.size * n_levels)
             counts[q0:q0 + lens.size] += part.reshape(-1, n_levels)
         counts = counts[:, :-1]
@@ -831,9 +890,9 @@ class RankedLists:
                 total = np.zeros(self.n_queries)
                 for a, b, q0, lens in _segment_runs(seg, ridx.size, whole=True):
                     qs = slice(q0, q0 + lens.size)
-                    rank = ridx[a:b] - np.repeat(self.starts[qs] - 1, lens)
+                    rank = ridx[a:b] - _per_segment(self.starts[qs] - 1, lens)
                     prec = np.arange(a, b, dtype=np.float64)
-                    prec -= np.repeat(first[qs] - 1, lens)  # hits so far (this item included)
+                    prec -= _per_segment(first[qs] - 1, lens)  # hits so far (this item included)
                     prec /= rank
                     if k is not None:
                         prec[rank > k] = 0.0

@@ -108,6 +108,8 @@ def test_bad_qrels_lines_are_reported_where_they_are(tmp_path, bad, message):
     "q1 Q0 d1 1 0.5 t \r\nq1 Q0 d2 2 0.25 t\r\n",          # trailing space, CRLF
     "q1 Q0 d\u00e9 1 0.5 t\nq1 Q0 d2 2 0.25 t\n",          # non-ASCII id
     "q1 Q0 d1 1 0.5 t \nq1 Q0 d2 2 0.25 t \n",            # a space at the end of every line
+    "q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 0.25 t \nq1 Q0 d3 3 0.2 t\n",  # a space at the end of a later line
+    "q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 0.25 t ",               # ... of the last line, without a newline
     "q1 Q0 d1 1 0.5 t\n q1 Q0 d2 2 0.25 t\n",             # a space at the start of a later line
     "q1 Q0 d1 1 0.5 t\n#c Q0 d9 1 0.5 t\nq1 Q0 d2 2 0.25 t\n",  # a comment with six fields
     "q1 Q0 d1 1 0.5 t\r\r\nq1 Q0 d2 2 0.25 t\r\n",          # a lone carriage return
@@ -132,3 +134,78 @@ def test_a_columnar_run_with_line_by_line_qrels(tmp_path):
     got = tables.align_tables(tables.read_run_table(run_path), tables.read_qrels_table(qrels_path))
     assert isinstance(tables.read_qrels_table(qrels_path).docs, np.ndarray)
     assert_aligned_equal(got, expected)
+
+
+def test_short_ids_are_packed_exactly_in_byte_order():
+    pa = pytest.importorskip("pyarrow")
+    ids = ["a", "ab", "abc", "b", "D1234567", "D123456", "12345678", "9", "~", "A~", "0"]
+    packed = tables._packed_ids(pa.chunked_array([ids[:4], ids[4:]]))
+    assert packed is not None
+    # integer order = byte order (a prefix first), equal ids equal numbers
+    assert np.argsort(packed, kind="stable").tolist() == sorted(range(len(ids)), key=lambda i: ids[i])
+    assert packed[0] == ord("a") << 56 and packed[1] == (ord("a") << 56) | (ord("b") << 48)
+    assert tables._packed_ids(pa.array(["short", "longer_than_8"])) is None
+    sliced = pa.array(["xx", "b", "ab"]).slice(1)  # an array that starts inside its buffers
+    assert tables._packed_ids(sliced).tolist() == [ord("b") << 56, (ord("a") << 56) | (ord("b") << 48)]
+
+
+@pytest.mark.parametrize("prefix", ["", "clueweb09-en0000-"])
+def test_long_and_short_ids_and_mixed_tables_align_the_same(tmp_path, prefix):
+    """Ids of at most 8 bytes join by their packed values; longer ids by Arrow's string look-up; a
+    run of one kind with qrels of the other too."""
+    run_path, qrels_path = write_files(tmp_path, seed=5, n_queries=20)
+    for path in (run_path, qrels_path):
+        path.write_text(path.read_text().replace(" doc", f" {prefix}doc"))
+    expected = align(read_run(run_path), read_qrels(qrels_path))
+    run, qrels = tables.read_run_table(run_path), tables.read_qrels_table(qrels_path)
+    assert run.packed == qrels.packed == (prefix == "")
+    assert_aligned_equal(tables.align_tables(run, qrels), expected)
+    by_lines = tables._from_records(read_run(run_path), lambda pairs: pairs)  # a run read line by line
+    assert_aligned_equal(tables.align_tables(by_lines, qrels), expected)
+    if prefix == "":
+        # two qrels pairs with one hash: the join falls back to the look-up by strings
+        original = tables._pair_hash
+        tables._pair_hash = lambda q, d: original(q, d) & np.uint64(0xF)
+        try:
+            assert tables._join_pairs(np.zeros(2, np.int64), np.array([1, 2]), np.zeros(40, np.int64),
+                                      np.arange(40)) is None
+            assert_aligned_equal(tables.align_tables(run, qrels), expected)
+        finally:
+            tables._pair_hash = original
+
+
+def test_repeated_pair_found_through_hash_collisions(monkeypatch):
+    q = np.array([0, 0, 1, 1, 2])
+    d = np.array([5, 6, 5, 7, 5])
+    assert not tables._has_repeated_pair(q, d)
+    monkeypatch.setattr(tables, "_pair_hash", lambda q, d: np.zeros(q.size, np.uint64))  # every pair collides
+    assert not tables._has_repeated_pair(q, d)
+    assert tables._has_repeated_pair(np.append(q, 1), np.append(d, 7))
+
+
+def test_a_nul_byte_goes_line_by_line(tmp_path):
+    run_path, qrels_path = write_files(tmp_path, seed=2)
+    lines = run_path.read_text().splitlines()
+    lines[3] = lines[3].replace(" doc", " d\x00oc", 1)
+    run_path.write_text("\n".join(lines) + "\n")
+    assert tables._plain_file(run_path) is None
+    assert tables._two_spaces(b"a  b") and tables._two_spaces(b"ab  c") and not tables._two_spaces(b"a b c ")
+    assert tables._two_spaces(b"  ") and not tables._two_spaces(b" ") and not tables._two_spaces(b"")
+
+
+def test_a_sorted_fully_judged_run_is_taken_without_copies(tmp_path):
+    rng = np.random.default_rng(11)
+    run_lines, qrels_lines = [], []
+    for q in range(15):  # queries sorted by id and contiguous, every one judged
+        docs = rng.choice(50, size=20, replace=False)
+        qrels_lines += [f"q{q:02d} 0 d{d} {int(rng.integers(0, 3))}" for d in rng.choice(50, 12, replace=False)]
+        run_lines += [f"q{q:02d} Q0 d{d} {i + 1} {-i / 4} t" for i, d in enumerate(docs)]
+    (tmp_path / "run").write_text("\n".join(run_lines) + "\n")
+    (tmp_path / "qrels").write_text("\n".join(qrels_lines) + "\n")
+    run = tables.read_run_table(tmp_path / "run")
+    qrels = tables.read_qrels_table(tmp_path / "qrels")
+    both = {f"q{q:02d}": q for q in range(15)}
+    assert tables._rows_by_query(run, both)[0] == slice(None)
+    got = tables.align_tables(run, qrels)
+    assert np.shares_memory(got.scores, run.values)  # a view of the table's column
+    assert_aligned_equal(got, align(read_run(tmp_path / "run"), read_qrels(tmp_path / "qrels")))

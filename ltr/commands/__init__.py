@@ -59,7 +59,7 @@ def add_convention_options(parser: argparse.ArgumentParser) -> None:
 def add_threads_option(parser: argparse.ArgumentParser) -> None:
     """``--threads N``: the metrics split the queries across N threads (same values as one thread)."""
     parser.add_argument("--threads", type=COUNT, default=None, metavar="N",
-                        help="threads that evaluate shares of the queries (numpy's sorts run in parallel; the "
+                        help="threads that evaluate chunks of the queries (numpy's sorts run in parallel; the "
                         "values are the same as with one) (default: LTR_THREADS if set, else 1)")
 
 

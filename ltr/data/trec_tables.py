@@ -4,9 +4,12 @@
 MS MARCO-scale run (7,000 queries x 1,000 documents) that parsing alone took 10 s of ``ltr eval``'s
 19 s, and the tuples most of its 2 GB. Here a file in the plain shape (single spaces between the
 fields, one line per record, the same number of fields on every line, ASCII) is read by
-``pyarrow.csv`` into three columns, the query and document ids are dictionary-encoded, and
-:func:`align_tables` joins run and qrels with hash look-ups over the codes: no Python object per
-line.
+``pyarrow.csv`` into three columns (query id, document id, score or label); the query ids are
+dictionary-encoded; document ids of at most 8 bytes (MS MARCO's) are packed into int64 numbers
+that keep their byte order, so that no string is sorted or hashed in Python, a repeated (query,
+document) pair is found by one sort of 64-bit hashes, and :func:`align_tables` joins run and qrels
+by hash look-ups checked exactly (longer ids: Arrow's sort and ``index_in`` over the strings). No
+Python object per line.
 
 Anything else goes through the line-by-line readers of :mod:`ltr.data.trec`, which accept every
 file trec_eval reads (tabs, runs of spaces, comments, blank lines, a byte order mark, 5 or more run
@@ -37,7 +40,7 @@ __all__ = ["RecordTable", "read_run_table", "read_qrels_table", "align_tables"]
 #: smaller files are read line by line: as fast, and ``ltr eval`` of a small run does not import pyarrow
 COLUMNAR_MIN_BYTES = 1 << 21
 
-_CONTROL_SPACES = (b"\t", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x1f")
+_CONTROL_SPACES = (b"\t", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x1f", b"\x00")
 
 
 @dataclass
@@ -50,6 +53,8 @@ class RecordTable:
     doc_code : [N] int64, codes that order the document ids in byte order: within each query for a
         run (all that ties by docno compare), across the file for qrels (equal ids, equal codes)
     values : [N] float64, the score (run) or the relevance label (qrels)
+    packed : ``doc_code`` holds the ids themselves (each at most 8 bytes, read as a big-endian
+        number: :func:`_packed_ids`), the same codes in every file
     """
 
     query_ids: list[str]
@@ -57,6 +62,7 @@ class RecordTable:
     docs: Any
     doc_code: np.ndarray
     values: np.ndarray
+    packed: bool = False
 
     @property
     def n_records(self) -> int:
@@ -86,7 +92,7 @@ def _plain_file(path: str | os.PathLike):
                 return None
             previous = b""
             while block:
-                if (not block.isascii() or any(c in block for c in _CONTROL_SPACES) or b"  " in block
+                if (not block.isascii() or any(c in block for c in _CONTROL_SPACES) or _two_spaces(block)
                         or previous + block[:1] == b"  "):
                     return None
                 previous = block[-1:]
@@ -96,8 +102,18 @@ def _plain_file(path: str | os.PathLike):
         return None  # the line-by-line reader words the refusal
 
 
+def _two_spaces(block: bytes) -> bool:
+    """Whether ``block`` holds two spaces in a row: 16-bit words equal to two spaces, at even and at
+    odd offsets (about 4x faster than ``b"  " in block`` on text with a space every few bytes)."""
+    data = np.frombuffer(block, dtype=np.uint8)
+    pair = np.uint16(0x2020)
+    even = data[:data.size - data.size % 2].view(np.uint16)
+    odd = data[1:data.size - (data.size - 1) % 2].view(np.uint16) if data.size > 1 else even[:0]
+    return bool((even == pair).any() or (odd == pair).any())
+
+
 def _read_columns(path, fields: tuple[int, int], value_field: int):
-    """(query ids, document ids, values, last field or None) of a single-space-separated file with
+    """(query ids, document ids, values) of a single-space-separated file with
     ``fields`` = (fewest, most) fields per line, by Arrow's CSV reader; None if a line does not fit."""
     import pyarrow as pa
     from pyarrow import csv
@@ -105,10 +121,12 @@ def _read_columns(path, fields: tuple[int, int], value_field: int):
     with open(path, "rb") as fh:
         first = fh.readline().rstrip(b"\r\n")
     n_fields = first.count(b" ") + 1
-    if not fields[0] <= n_fields <= fields[1]:
+    if not fields[0] <= n_fields <= fields[1] or first.endswith(b" "):
+        # a space at the end of the first line; one at the end of a later line gives that line
+        # another field count, which Arrow refuses
         return None
     columns = [f"f{i}" for i in range(n_fields)]
-    wanted = ["f0", "f2", f"f{value_field}"] + ([columns[-1]] if n_fields - 1 > value_field else [])
+    wanted = ["f0", "f2", f"f{value_field}"]
     types = {column: pa.string() for column in columns}
     types[wanted[2]] = pa.float64()
     try:
@@ -121,18 +139,26 @@ def _read_columns(path, fields: tuple[int, int], value_field: int):
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
         return None  # a line of another field count, a value that is not a number, ...
-    last = table.column(3) if table.num_columns > 3 else None  # a space at a line's end empties it
-    return table.column(0), table.column(1), table.column(2), last
+    return table.column(0), table.column(1), table.column(2)
 
 
 def _query_codes(column) -> tuple[list[str], np.ndarray]:
-    """(distinct query ids in order of first appearance, [N] int64 index of each row's id)."""
+    """(distinct query ids in order of first appearance, [N] int64 index of each row's id).
+
+    Chunk by chunk (no combined copy of the strings): Arrow encodes the chunks of a column with one
+    dictionary; should they differ, the combined column is encoded instead."""
     import pyarrow as pa
 
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
     encoded = column.dictionary_encode()
-    return encoded.dictionary.to_pylist(), encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    chunks = encoded.chunks if isinstance(encoded, pa.ChunkedArray) else [encoded]
+    if not chunks:
+        return [], np.zeros(0, dtype=np.int64)
+    dictionary = chunks[-1].dictionary
+    if not all(c.dictionary.equals(dictionary) for c in chunks):
+        combined = column.combine_chunks().dictionary_encode()
+        dictionary, chunks = combined.dictionary, [combined]
+    codes = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in chunks]).astype(np.int64)
+    return dictionary.to_pylist(), codes
 
 
 def _doc_codes(column) -> np.ndarray:
@@ -141,6 +167,74 @@ def _doc_codes(column) -> np.ndarray:
     import pyarrow.compute as pc
 
     return pc.rank(column, sort_keys="ascending", tiebreaker="dense").to_numpy().astype(np.int64) - 1
+
+
+def _packed_ids(column) -> np.ndarray | None:
+    """[N] int64: each id's bytes read as a big-endian number, zero-padded to 8 bytes; None when an id
+    is longer than 8 bytes (or empty).
+
+    For ASCII ids without NUL bytes (what :func:`_plain_file` passes) this is exact and keeps the byte
+    order: equal ids give equal numbers in any file, and a < b as bytes (a prefix first) iff
+    pack(a) < pack(b). MS MARCO's passage and document ids fit. One gather of 8-byte windows.
+    """
+    import pyarrow as pa
+
+    if isinstance(column, pa.ChunkedArray):  # chunk by chunk: no combined copy of the strings
+        parts = [_packed_ids(chunk) for chunk in column.chunks if len(chunk)]
+        return np.concatenate(parts) if parts and all(p is not None for p in parts) else None
+    n = len(column)
+    if n == 0 or column.null_count or not pa.types.is_string(column.type):
+        return None
+    _, offsets_buffer, data_buffer = column.buffers()
+    offsets = np.frombuffer(offsets_buffer, dtype=np.int32, count=n + 1, offset=column.offset * 4)
+    lengths = np.diff(offsets)
+    if lengths.min() < 1 or lengths.max() > 8:
+        return None
+    first, end = int(offsets[0]), int(offsets[-1])
+    padded = np.zeros((end - first) // 8 + 2, dtype=np.uint64)  # whole words, two spare at the end
+    padded.view(np.uint8)[:end - first] = np.frombuffer(data_buffer, dtype=np.uint8)[first:end]
+    words = padded.view(">u8").astype(np.uint64)  # big-endian: the first byte is the highest
+    # an id's 8 bytes from byte ``start``: the end of word start // 8 and the beginning of the next
+    # (in place: every temporary of N words costs its page faults)
+    index = offsets[:-1].astype(np.int64)
+    index -= first
+    shift = (index & 7).view(np.uint64)
+    shift <<= np.uint64(3)
+    index >>= 3
+    value = words[index]
+    value <<= shift
+    index += 1
+    low = words[index]
+    low >>= np.uint64(1)  # >> 64 in two steps when the shift is 0
+    np.subtract(np.uint64(63), shift, out=shift)
+    low >>= shift
+    value |= low
+    np.subtract(np.uint64(64), lengths.astype(np.uint64) << np.uint64(3), out=shift)  # the next ids' bytes out
+    value >>= shift
+    value <<= shift
+    return value.view(np.int64)
+
+
+def _pair_hash(query_code: np.ndarray, doc_code: np.ndarray) -> np.ndarray:
+    """[N] uint64 mix of (query, document) codes: equal pairs hash equal (distinct ones rarely do)."""
+    h = doc_code.view(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    mix = query_code.astype(np.uint64)  # in place from here: two arrays of N words at most
+    mix *= np.uint64(0xC2B2AE3D27D4EB4F)
+    h ^= mix
+    np.right_shift(h, np.uint64(29), out=mix)
+    h ^= mix
+    return h
+
+
+def _has_repeated_pair(query_code: np.ndarray, doc_code: np.ndarray) -> bool:
+    """Whether some (query, document) pair occurs twice: one sort of 64-bit hashes; equal hashes
+    (a repeat, or rarely two pairs that collide) are settled by an exact two-key sort."""
+    h = np.sort(_pair_hash(query_code, doc_code))
+    if not np.any(h[1:] == h[:-1]):
+        return False
+    order = np.lexsort((doc_code, query_code))
+    same = (query_code[order[1:]] == query_code[order[:-1]]) & (doc_code[order[1:]] == doc_code[order[:-1]])
+    return bool(same.any())
 
 
 def _codes_within_queries(docs, query_code: np.ndarray) -> np.ndarray | None:
@@ -171,16 +265,20 @@ def _table(path, fields: tuple[int, int], value_field: int, labels: bool) -> Rec
         return None
     import pyarrow.compute as pc
 
-    qids, docs, value_column, last = columns
-    values = value_column.to_numpy().astype(np.float64)
+    qids, docs, value_column = columns
+    values = np.concatenate([c.to_numpy() for c in value_column.chunks] or [np.zeros(0)]).astype(np.float64, copy=False)
     if not np.all(np.isfinite(values)) or (labels and np.any(values >= LABEL_LIMIT)):
         return None  # the line-by-line reader names the line
-    if any(pc.min(pc.binary_length(c)).as_py() == 0 for c in (qids, docs, last) if c is not None):
+    if any(pc.min(pc.binary_length(c)).as_py() == 0 for c in (qids, docs)):
         return None  # an empty field: a space at the start or end of a line
     query_ids, query_code = _query_codes(qids)
     if any(q.startswith("#") for q in query_ids):
         return None  # a comment line
-    if labels:  # qrels: codes shared across queries, the key of the join with a run
+    doc_code = _packed_ids(docs)  # short ids: the ids themselves, no sort of the strings
+    packed = doc_code is not None
+    if packed:
+        doc_code = None if _has_repeated_pair(query_code, doc_code) else doc_code
+    elif labels:  # qrels: codes shared across queries, the key of the join with a run
         doc_code = _doc_codes(docs)
         key = np.sort(query_code * (int(doc_code.max(initial=0)) + 1) + doc_code)
         doc_code = None if np.any(key[1:] == key[:-1]) else doc_code
@@ -188,7 +286,7 @@ def _table(path, fields: tuple[int, int], value_field: int, labels: bool) -> Rec
         doc_code = _codes_within_queries(docs, query_code)
     if doc_code is None:
         return None  # a document twice for one query: the line-by-line reader names the line
-    return RecordTable(query_ids, query_code, docs, doc_code, values)
+    return RecordTable(query_ids, query_code, docs, doc_code, values, packed)
 
 
 def _from_records(records: dict, value_of) -> RecordTable:
@@ -232,6 +330,31 @@ def _lookup(keys: np.ndarray, table_keys: np.ndarray) -> np.ndarray:
     return np.where(sorted_keys[at] == keys, order[at], -1)
 
 
+def _join_pairs(run_query, run_doc, qrels_query, qrels_doc) -> np.ndarray | None:
+    """[N] index of each run (query, document) pair among the qrels pairs (distinct), -1 where absent;
+    by 64-bit hashes (sorted search) checked exactly. None if two qrels pairs share a hash."""
+    if qrels_doc.size == 0:
+        return np.full(run_doc.size, -1, dtype=np.int64)
+    table = _pair_hash(qrels_query, qrels_doc)
+    order = np.argsort(table, kind="stable")
+    table = table[order]
+    if np.any(table[1:] == table[:-1]):
+        return None
+    # a bit per hash prefix of the qrels pairs: most run pairs (never judged) stop at this look-up
+    prefix = np.uint64(64 - 22)
+    maybe = np.zeros(1 << 22, dtype=bool)
+    maybe[(table >> prefix).view(np.int64)] = True
+    h = _pair_hash(run_query, run_doc)
+    rows = np.flatnonzero(maybe[(h >> prefix).view(np.int64)])
+    h = h[rows]
+    at = np.minimum(np.searchsorted(table, h), table.size - 1)
+    found = order[at]
+    same = (table[at] == h) & (qrels_query[found] == run_query[rows]) & (qrels_doc[found] == run_doc[rows])
+    out = np.full(run_doc.size, -1, dtype=np.int64)
+    out[rows[same]] = found[same]
+    return out
+
+
 def read_run_table(path: str | os.PathLike) -> RecordTable:
     """A run file ``qid Q0 docno rank score [tag ...]`` as columns (scores in ``values``).
 
@@ -249,12 +372,17 @@ def read_qrels_table(path: str | os.PathLike) -> RecordTable:
 
 
 def _rows_by_query(table: RecordTable, position: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(rows of the kept queries grouped by query position, file order inside, [N] position of each row, counts)."""
+    """(rows of the kept queries grouped by query position, file order inside, [N] position of each row, counts).
+
+    The rows are ``slice(None)`` when they are every row in file order (the usual run: queries sorted
+    and contiguous, all judged): the arrays are then taken as views, not copied."""
     rank_of_code = np.array([position.get(q, -1) for q in table.query_ids], dtype=np.int64)
     rank = rank_of_code[table.query_code] if table.n_records else np.zeros(0, dtype=np.int64)
     kept = np.flatnonzero(rank >= 0)
     in_order = kept.size < 2 or bool(np.all(rank[kept][1:] >= rank[kept][:-1]))  # usual: queries sorted, contiguous
     rows = kept if in_order else kept[np.argsort(rank[kept], kind="stable")]
+    if in_order and kept.size == rank.size:
+        rows = slice(None)
     return rows, rank, np.bincount(rank[kept], minlength=len(position))
 
 
@@ -271,16 +399,23 @@ def align_tables(run: RecordTable, qrels: RecordTable, *, complete: bool = False
     position = {q: i for i, q in enumerate(both)}
     rows, run_rank, counts = _rows_by_query(run, position)
     q_rows, qrels_rank, q_counts = _rows_by_query(qrels, position)
-    # a run row's label: its (query position, qrels document code) looked up among the qrels rows
-    # the qrels code of each kept run row's document (-1: judged for no query)
-    first = _first_index_in(run.docs, qrels.docs)[rows]
-    run_doc = np.where(first >= 0, qrels.doc_code[np.maximum(first, 0)] if qrels.n_records else -1, -1)
-    judged = np.flatnonzero(run_doc >= 0)
-    width = int(qrels.doc_code.max(initial=0)) + 1
-    run_key = run_rank[rows[judged]] * width + run_doc[judged]
-    at = _lookup(run_key, qrels_rank[q_rows] * width + qrels.doc_code[q_rows])
-    labels = np.full(rows.size, np.nan)
-    labels[judged[at >= 0]] = qrels.values[q_rows][at[at >= 0]]
+    labels = np.full(int(counts.sum()), np.nan)
+    at = None
+    if run.packed and qrels.packed:  # both files' codes are the ids: join on (query, id) directly
+        at = _join_pairs(run_rank[rows], run.doc_code[rows], qrels_rank[q_rows], qrels.doc_code[q_rows])
+        if at is not None:
+            labels[at >= 0] = qrels.values[q_rows][at[at >= 0]]
+    if at is None:
+        # a run row's label: its (query position, qrels document code) looked up among the qrels rows
+        # the qrels code of each kept run row's document (-1: judged for no query)
+        q_code = np.unique(qrels.doc_code, return_inverse=True)[1].reshape(-1) if qrels.packed else qrels.doc_code
+        first = _first_index_in(run.docs, qrels.docs)[rows]
+        run_doc = np.where(first >= 0, q_code[np.maximum(first, 0)] if qrels.n_records else -1, -1)
+        judged = np.flatnonzero(run_doc >= 0)
+        width = int(q_code.max(initial=0)) + 1
+        run_key = run_rank[rows][judged] * width + run_doc[judged]
+        at = _lookup(run_key, qrels_rank[q_rows] * width + q_code[q_rows])
+        labels[judged[at >= 0]] = qrels.values[q_rows][at[at >= 0]]
     return AlignedRun(
         query_ids=both,
         scores=run.values[rows],
