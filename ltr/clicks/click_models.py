@@ -577,8 +577,10 @@ def simulate_click_chunks(labels: Any, query_offsets: Any, scores: Any, *, chunk
     from 0. ``options`` are :func:`simulate_clicks`' keywords.
 
     With the default ``chunk_sessions`` (about 2*10^6 cells per chunk) the concatenated chunks are
-    exactly ``simulate_clicks(...)`` of the same seed; another chunk size gives another, equally
-    deterministic, draw of the same click model (the click draws are taken chunk by chunk).
+    exactly ``simulate_clicks(...)`` of the same seed. The click draws are taken chunk by chunk, so
+    another chunk size gives another, equally deterministic, draw of the same model, except where the
+    model draws one uniform per cell in session order (PBM and cascade without interventions or
+    noise), whose log is the same for every chunk size.
     """
     bad = set(options) - set(_OPTIONS)
     if bad:

@@ -35,12 +35,13 @@ REQUIRED = ("session", "query", "doc", "position", "click")
 META_KEY = b"ltr.clicklog"
 
 
-def log_to_table(log: ClickLog):
-    """The log as a ``pyarrow.Table``, one row per entry, ``meta`` in the schema metadata."""
+def log_to_table(log: ClickLog, first_session: int = 0):
+    """The log as a ``pyarrow.Table``, one row per entry, ``meta`` in the schema metadata; session ids
+    are shifted by ``first_session`` (a chunk of a longer log)."""
     import pyarrow as pa
 
     cols = {
-        "session": log.session, "query": log.query, "doc": log.doc, "position": log.position,
+        "session": log.session + first_session, "query": log.query, "doc": log.doc, "position": log.position,
         "click": log.click.astype(np.int8), "propensity": log.propensity, "logged_rank": log.logged_rank,
         "session_mode": log.session_mode[log.session].astype(np.int8), "session_swap": log.session_swap[log.session],
     }
