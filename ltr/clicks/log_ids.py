@@ -73,7 +73,8 @@ class LogIds:
     def check(bad: np.ndarray, values, where: tuple[str, int], what: str, why: str) -> None:
         if bad.any():
             i = int(np.argmax(bad))
-            raise LtrError(f"{where[0]}: row {where[1] + i}: {what} {values[i]!r} {why}")
+            value = values[i].item() if isinstance(values[i], np.generic) else values[i]
+            raise LtrError(f"{where[0]}: row {where[1] + i}: {what} {value!r} {why}")
 
     def rows(self, query, doc, where: tuple[str, int]) -> tuple[np.ndarray, np.ndarray]:
         """``(query index [M], row [M])`` of one batch; ``where`` = (file, the batch's first row in it)."""

@@ -42,7 +42,7 @@ from ltr.clicks.click_models import ClickLog
 from ltr.errors import LtrError
 
 __all__ = ["write_log_stream", "read_log_meta", "iter_log_batches", "LogAggregate", "aggregate_log",
-           "aggregate_from_log", "aggregate_dataset", "cell_values"]
+           "aggregate_from_log", "aggregate_dataset", "cell_values", "id_mode"]
 
 _POS_BITS = 20  # a cell key is row * 2^20 + (position - 1)
 
@@ -209,7 +209,7 @@ def aggregate_log(path: str | os.PathLike, dataset, *, ids: str = "auto", batch_
     sessions of these modes (0 production, 1 randomized, 2 swap; a log without the column is all 0)."""
     from ltr.clicks.log_ids import LogIds
 
-    mapper = LogIds(dataset, _id_mode(path, ids))
+    mapper = LogIds(dataset, id_mode(path, ids))
     key, sums = np.zeros(0, dtype=np.int64), [np.zeros(0)] * 3
     n_entries = n_batches = 0
     columns = ["query", "doc", "position", "click", "propensity", "session_mode"]
@@ -221,7 +221,7 @@ def aggregate_log(path: str | os.PathLike, dataset, *, ids: str = "auto", batch_
     return _finish(key, sums, mapper, clip, read_log_meta(path), n_entries, n_batches)
 
 
-def _id_mode(path, ids: str) -> str:
+def id_mode(path, ids: str) -> str:
     """``index`` or ``id``; ``auto`` reads the first file's schema (text columns mean ids)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
