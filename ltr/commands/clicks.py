@@ -190,6 +190,12 @@ def _register_train(sub, fmt) -> None:
     t.add_argument("--lr", type=number(above=0), default=3e-3, help="Adam step size")
     t.add_argument("--seed", type=SEED, default=0, help="random seed")
     t.add_argument("--force", action="store_true", help="replace --out if it is a run folder made by ltr")
+    t.add_argument("--engine", default="neural", choices=("neural", "xgboost"),
+                   help="xgboost: XGBoost's rank:ndcg on the sessions (one group per session, clicks as labels) with "
+                   "lambdarank_unbiased for --estimator pairwise-debias (Unbiased LambdaMART) or without it for naive")
+    t.add_argument("--rounds", type=COUNT, default=100, help="--engine xgboost: boosting rounds")
+    t.add_argument("--bias-norm", type=number(min=0), default=None,
+                   help="--engine xgboost: lambdarank_bias_norm p, the position biases' exponent 1/(p+1) (default: XGBoost's)")
     _add_log_read_options(t)
     add_data_options(t)
     t.set_defaults(func=run_train)
@@ -547,6 +553,8 @@ def run_train(args) -> int:
         loss = losses.get_loss(args.loss)
     except (ValueError, TypeError) as exc:
         raise LtrError(f"--loss: {exc}") from None
+    if args.engine == "xgboost":
+        return _train_xgboost(args, train, valid, inputs)
     cfg = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed, progress=False,
                       metrics=("ndcg@10",))
     model, info, n_sessions = _fit_from_log(args, train, valid, loss, cfg)
@@ -560,6 +568,38 @@ def run_train(args) -> int:
     if info.get("propensity") is not None:
         print("propensities by position (relative to 1): " + ", ".join(f"{p:.3f}" for p in info["propensity"]))
     print(f"wrote {args.out} (model.pt, model.json, clicks_training.json)")
+    return 0
+
+
+def _train_xgboost(args, train, valid, inputs) -> int:
+    """``ltr clicks train --engine xgboost``: a GBDT model folder and clicks_training.json with the learned biases."""
+    import metrics
+    from ltr.clicks.unbiased_xgboost import fit_xgboost_clicks
+    from ltr.gbdt.engines import predict_gbdt, save_gbdt
+    from ltr.io_utils import atomic_write_json
+    from ltr.runs.folder import run_folder
+
+    if args.estimator not in ("pairwise-debias", "naive"):
+        raise LtrError(f"--engine xgboost trains --estimator pairwise-debias (lambdarank_unbiased) or naive, "
+                       f"not {args.estimator}")
+    if args.propensity != "logged":
+        raise LtrError("--engine xgboost learns its position biases itself: --propensity does not apply")
+    log = _train_log(args, train)
+    booster, info = fit_xgboost_clicks(train, log, unbiased=args.estimator == "pairwise-debias", bias_norm=args.bias_norm,
+                                       rounds=args.rounds, seed=args.seed)
+    info.update({"estimator": args.estimator, "propensity": info["t_plus"], "log": str(args.log), "data": str(args.data),
+                 "propensity_source": "XGBoost lambdarank_unbiased (t+ of clicked items)" if args.estimator != "naive"
+                 else "none (lambdarank_unbiased off)", "n_sessions": log.n_sessions,
+                 "click_model": log.meta.get("model"), "versions": _versions()})
+    with run_folder(args.out, overwrite=args.force, kind="clicks-train", inputs=inputs) as tmp:
+        save_gbdt("xgboost", booster, tmp, info, n_features=train.n_features)
+        atomic_write_json(tmp / "clicks_training.json", info)
+    ev = metrics.evaluate(predict_gbdt("xgboost", booster, valid.features), valid.labels, valid.query_offsets, ["ndcg@10"])
+    print(f"{args.estimator} (xgboost, {args.rounds} rounds): trained on {log.n_sessions} sessions; "
+          f"valid NDCG@10 = {ev.mean[ev.names['ndcg@10']]:.4f}")
+    print("position biases t+ (clicked, relative to 1): " + ", ".join(f"{p:.3f}" for p in info["t_plus"]))
+    print("position biases t- (unclicked): " + ", ".join(f"{p:.3f}" for p in info["t_minus"]))
+    print(f"wrote {args.out} (xgboost.json, model.json, clicks_training.json)")
     return 0
 
 
