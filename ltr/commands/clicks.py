@@ -3,11 +3,13 @@
 Sub-commands:
 
 * ``simulate``: rank a labelled file with a logging ranker, simulate PBM, cascade, DBN, UBM or trust-bias
-  clicks and write a run folder (``clicks.npz`` or ``clicks.parquet`` + ``summary.json``); prints CTR by
+  clicks and write a run folder (``clicks.npz``, or ``clicks.parquet`` written chunk by chunk, + ``summary.json``); prints CTR by
   position and, when the log has randomized or swap traffic, the propensity estimate against the truth.
 * ``estimate``: propensity estimate from an existing log (randomized or swap traffic, or regression EM
   on production traffic alone).
-* ``train``: a neural scorer trained on a log with an unbiased estimator; a model folder.
+* ``train``: a neural scorer trained on a log with an unbiased estimator (a Parquet log streamed into
+  per-(document, position) sums for naive / ips / rem / affine), or XGBoost with ``lambdarank_unbiased``
+  (``--engine xgboost``); a model folder.
 * ``evaluate``: naive, IPS and SNIPS click-DCG of a new ranker from a log, beside the true values.
 * ``interleave``: team-draft interleaving of two rankers on simulated users, beside their NDCG@10.
 * ``open-bandit``: the Open Bandit sample: CTR by position with intervals, and an off-policy IPS
