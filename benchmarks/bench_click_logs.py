@@ -4,9 +4,11 @@ For each log size S (default 10^6 then 10^7 sessions) on one synthetic data set 
 MSLR-like queries, 20 features, mean list length 40, 10 items shown per session, so 10 S log rows):
 
 1. ``ltr clicks simulate --format parquet`` (PBM, eta = 1): the log written chunk by chunk;
-2. ``ltr clicks estimate --method em``: regression EM on the production sessions, streamed in
+2. the streamed read alone: ``ltr.clicks.log_stream.aggregate_log`` in batches of 10^6 rows
+   (what the next two steps start with);
+3. ``ltr clicks estimate --method em``: regression EM on the production sessions, streamed in
    record batches of 10^6 rows (logistic relevance, 5 bootstrap resamples);
-3. ``ltr clicks train --estimator ips``: the log streamed into per-(document, position) sums, a
+4. ``ltr clicks train --estimator ips``: the log streamed into per-(document, position) sums, a
    linear scorer trained on them for 5 epochs.
 
 Each step runs in a fresh Python process with one BLAS / OpenMP thread (so peak RSS is its own: ``ru_maxrss`` of the child); the
@@ -31,8 +33,16 @@ from pathlib import Path
 STEP = """
 import json, resource, sys, time
 from ltr.cli import main
+args = json.loads(sys.argv[1])
 t0 = time.perf_counter()
-rc = main(json.loads(sys.argv[1]))
+if args[0] == "aggregate":  # the streamed read alone: ltr.clicks.log_stream.aggregate_log
+    from ltr.clicks.log_stream import aggregate_log
+    from ltr.data import load_svmlight
+    agg = aggregate_log(args[1], load_svmlight(args[2]), batch_size=1_000_000)
+    rc = 0 if agg.n_sessions > 0 else 1
+    print(f"{agg.n_entries} rows in {agg.n_batches} batches -> {len(agg.n)} (document, position) cells")
+else:
+    rc = main(args)
 wall = time.perf_counter() - t0
 print("@@" + json.dumps({"rc": rc, "wall": wall, "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
@@ -73,6 +83,7 @@ def bench_size(data: Path, folder: Path, n_sessions: int, n_queries_shown: int) 
     steps = [
         ("simulate (parquet)", ["clicks", "simulate", "--data", str(data), "--out", str(sim), "--format", "parquet",
                                 "--sessions-per-query", str(per_query), "--top-k", "10", "--seed", "0", "--quiet"]),
+        ("read + aggregate", ["aggregate", str(sim / "clicks.parquet"), str(data)]),
         ("estimate --method em", ["clicks", "estimate", "--log", str(sim / "clicks.parquet"), "--data", str(data),
                                   "--method", "em", "--resamples", "5", "--positions", "10"]),
         ("train --estimator ips", ["clicks", "train", "--data", str(data), "--valid", str(data), "--log",

@@ -130,3 +130,16 @@ def test_integer_ids_read_as_indices_outside_the_data_are_refused(id_data, tmp_p
     assert rc == 2
     err = capsys.readouterr().err
     assert "row 0: query index 17 is outside the data set's 0..1" in err and "--log-ids id" in err
+
+
+def test_evaluate_reads_a_log_with_string_ids(id_data, tmp_path, capsys):
+    log = tmp_path / "ext.parquet"
+    _hand_log(log, ["17", "17", "42", "42"], ["d3", "d1", "d2", "d5"], [1, 2, 1, 2], [1, 0, 0, 1])
+    scores = tmp_path / "s.txt"
+    scores.write_text("0.5\n0.1\n0.9\n0.2\n0.8\n0.0\n")  # ranks d3 then d1 (query 17), d5 then d2 (query 42)
+    js = tmp_path / "e.json"
+    assert main(["clicks", "evaluate", "--log", str(log), "--data", str(id_data), "--scores", str(scores), "--k", "2",
+                 "--json", str(js)]) == 0
+    out = json.loads(js.read_text())
+    # The new ranker shows each clicked item (d3 in session 0, d5 in session 1) first: naive click-DCG@2 = 1 per query.
+    assert out["naive"] == pytest.approx(1.0)

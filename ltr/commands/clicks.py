@@ -454,7 +454,7 @@ def run_evaluate(args) -> int:
     if args.json and args.json != "-":
         output_file(args.json, "--json", inputs=[("--log", args.log), ("--data", args.data), ("--scores", args.scores), ("--ranker", args.ranker)])
     ds = load_data_file(args.data, "data", None, data_options(args), **format_options(args, "data"))
-    log = _load_log(args.log)
+    log = _load_log(args.log, _log_ids(args, ds))  # a Parquet log may name queries and documents by id
     if (log.meta.get("n_rows") not in (None, ds.n_items) or (log.n_entries and log.doc.max() >= ds.n_items)
             or (log.n_sessions and log.session_query.max() >= ds.n_queries)
             or (log.n_entries and log.query.max() >= ds.n_queries)):
