@@ -2,11 +2,14 @@
 
 Click simulation: position-based and cascade (:mod:`~ltr.clicks.click_models`), DBN, UBM, trust
 bias and click noise (:mod:`~ltr.clicks.browsing`); logs as Parquet tables
-(:mod:`~ltr.clicks.log_table`) and grouped by shown list (:mod:`~ltr.clicks.logged_lists`).
+(:mod:`~ltr.clicks.log_table`), streamed in batches when larger than memory (:mod:`~ltr.clicks.log_stream`),
+naming queries and documents by index or by the data set's ids (:mod:`~ltr.clicks.log_ids`), and
+grouped by shown list (:mod:`~ltr.clicks.logged_lists`).
 Examination propensities from randomized or swapped traffic (:mod:`~ltr.clicks.propensity`), from one
 ranker's logs by regression EM (:mod:`~ltr.clicks.regression_em`) or DLA (:mod:`~ltr.clicks.dla`).
 Naive / IPS / SNIPS estimates and inverse-propensity training sets (:mod:`~ltr.clicks.ips`);
-unbiased training estimators (:mod:`~ltr.clicks.unbiased`, :mod:`~ltr.clicks.unbiased_training`);
+unbiased training estimators (:mod:`~ltr.clicks.unbiased`, :mod:`~ltr.clicks.unbiased_training`),
+XGBoost's ``lambdarank_unbiased`` on click sessions (:mod:`~ltr.clicks.unbiased_xgboost`);
 team-draft interleaving (:mod:`~ltr.clicks.interleaving`); the Open Bandit logged-click sample
 (:mod:`~ltr.clicks.open_bandit`).
 """

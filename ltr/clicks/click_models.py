@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -52,6 +52,8 @@ __all__ = [
     "attraction",
     "top_k_matrix",
     "simulate_clicks",
+    "simulate_click_chunks",
+    "concat_logs",
 ]
 
 MODELS = ("pbm", "cascade", "dbn", "ubm", "trust")
@@ -406,25 +408,35 @@ def _simulate_chunk(rng, spec, start, sq, mode, base, n_shown, rows, session_swa
     )
 
 
-def _simulate_sessions(rng, spec, session_query, session_mode, base, n_shown, rows, progress):
-    """All sessions, in chunks of about ``_CHUNK_CELLS`` cells: ``(parts, session_swap)``, ``parts`` being
-    one entry tuple per chunk (see :func:`_simulate_chunk`) and ``session_swap`` [S] the swapped positions."""
-    n_sessions = len(session_query)
-    session_swap = np.zeros(n_sessions, dtype=np.int64)
-    chunk = max(1, _CHUNK_CELLS // max(base.shape[1], 1))
+def _session_chunks(setup: dict, chunk_sessions: int | None, progress: bool) -> Iterator[tuple[int, "ClickLog"]]:
+    """The sessions in chunks of ``chunk_sessions`` (default: about ``_CHUNK_CELLS`` cells): ``(start, log)``
+    with ``log`` the chunk's sessions numbered from 0 (global id = start + local id).
+
+    Two streams of one seed: the session modes take the first S uniform draws of ``default_rng(seed)``
+    (one per session, drawn chunk by chunk), and the clicks a copy of that generator advanced past
+    those S draws; so the log is the same as drawing all modes first and then the chunks, and for a
+    fixed chunk size the chunks never depend on how many are kept in memory.
+    """
+    spec, base, n_shown, rows = setup["spec"], setup["base"], setup["n_shown"], setup["rows"]
+    nonempty, per_query = setup["nonempty"], setup["sessions_per_query"]
+    n_sessions = len(nonempty) * per_query
+    mode_rng, rng = np.random.default_rng(setup["seed"]), np.random.default_rng(setup["seed"])
+    rng.bit_generator.advance(n_sessions)
+    chunk = int(chunk_sessions) if chunk_sessions else max(1, _CHUNK_CELLS // max(base.shape[1], 1))
+    if chunk < 1:
+        raise LtrError(f"chunk_sessions must be >= 1, got {chunk_sessions}")
     starts = range(0, n_sessions, chunk)
     if progress:
         from tqdm.auto import tqdm
 
         starts = tqdm(starts, desc=f"simulating {spec['model']} clicks", unit="chunk")
-    parts = [
-        _simulate_chunk(
-            rng, spec, start, session_query[start : start + chunk], session_mode[start : start + chunk],
-            base, n_shown, rows, session_swap,
-        )
-        for start in starts
-    ]
-    return parts, session_swap
+    for start in starts:
+        stop = min(n_sessions, start + chunk)
+        sq = nonempty[np.arange(start, stop) // per_query]
+        mode = _session_modes(mode_rng, stop - start, setup["randomize_fraction"], setup["swap_fraction"])
+        swap = np.zeros(stop - start, dtype=np.int64)
+        part = _simulate_chunk(rng, spec, 0, sq, mode, base, n_shown, rows, swap)
+        yield start, _assemble_log([part], sq, mode, swap, setup["meta"])
 
 
 def _click_meta(spec, eta, examination, eps, max_label, gain, k, sessions_per_query, randomize_fraction, swap_fraction,
@@ -551,24 +563,72 @@ def simulate_clicks(
     The logged propensity is the examination probability of the entry: ``theta_r`` (PBM, trust),
     the list's ``P(E_r)`` (cascade, DBN), ``G[r, d]`` given the session's earlier clicks (UBM).
     """
-    _check_click_args(model, sessions_per_query, randomize_fraction, swap_fraction, top_k)
+    setup = _setup(labels, query_offsets, scores, dict(
+        model=model, eta=eta, examination=examination, eps=eps, max_label=max_label, gain=gain, top_k=top_k,
+        sessions_per_query=sessions_per_query, randomize_fraction=randomize_fraction, swap_fraction=swap_fraction,
+        seed=seed, gamma=gamma, ubm_xi=ubm_xi, ubm_matrix=ubm_matrix, eps_plus=eps_plus, eps_minus=eps_minus, noise=noise))
+    return concat_logs([log for _, log in _session_chunks(setup, None, progress)], setup["meta"])
+
+
+def simulate_click_chunks(labels: Any, query_offsets: Any, scores: Any, *, chunk_sessions: int | None = None,
+                          progress: bool = False, **options) -> tuple[dict, Iterator[tuple[int, ClickLog]]]:
+    """:func:`simulate_clicks` in chunks of sessions, for logs larger than memory: ``(meta, chunks)``
+    with ``chunks`` yielding ``(start, log)``, ``log`` holding sessions ``start..start+len-1`` numbered
+    from 0. ``options`` are :func:`simulate_clicks`' keywords.
+
+    With the default ``chunk_sessions`` (about 2*10^6 cells per chunk) the concatenated chunks are
+    exactly ``simulate_clicks(...)`` of the same seed. The click draws are taken chunk by chunk, so
+    another chunk size gives another, equally deterministic, draw of the same model, except where the
+    model draws one uniform per cell in session order (PBM and cascade without interventions or
+    noise), whose log is the same for every chunk size.
+    """
+    bad = set(options) - set(_OPTIONS)
+    if bad:
+        raise TypeError(f"simulate_click_chunks() got unexpected keyword arguments: {', '.join(sorted(bad))}")
+    setup = _setup(labels, query_offsets, scores, {**_OPTIONS, **options})
+    return setup["meta"], _session_chunks(setup, chunk_sessions, progress)
+
+
+_OPTIONS = dict(model="pbm", eta=1.0, examination=None, eps=0.1, max_label=None, gain="exp2", top_k=10,
+                sessions_per_query=1, randomize_fraction=0.0, swap_fraction=0.0, seed=0, gamma=0.9, ubm_xi=None,
+                ubm_matrix=None, eps_plus=None, eps_minus=None, noise=0.0)
+
+
+def _setup(labels: Any, query_offsets: Any, scores: Any, o: dict) -> dict:
+    """Checked inputs of the simulator: the shown lists, attractions, the click model's spec and meta."""
+    _check_click_args(o["model"], o["sessions_per_query"], o["randomize_fraction"], o["swap_fraction"], o["top_k"])
     lab = np.asarray(labels, dtype=np.float64)
     offsets = np.asarray(query_offsets, dtype=np.int64)
     if len(lab) != offsets[-1]:
         raise ValueError(f"labels has {len(lab)} entries, query_offsets covers {offsets[-1]} rows")
+    max_label = o["max_label"]
     if max_label is None:
         max_label = float(lab.max()) if len(lab) else 0.0
+    gain, eps = o["gain"], o["eps"]
     rows = (attraction(lab, max_label=max_label, eps=eps, gain=gain), attraction(lab, max_label=max_label, eps=0.0, gain=gain))
-    base, n_shown = top_k_matrix(scores, offsets, top_k)
+    base, n_shown = top_k_matrix(scores, offsets, o["top_k"])
     k = base.shape[1]
-    spec = _model_spec(model, k, eta, examination, gamma, ubm_xi, ubm_matrix, eps_plus, eps_minus, noise)
+    spec = _model_spec(o["model"], k, o["eta"], o["examination"], o["gamma"], o["ubm_xi"], o["ubm_matrix"],
+                       o["eps_plus"], o["eps_minus"], o["noise"])
+    meta = _click_meta(spec, o["eta"], o["examination"], eps, max_label, gain, k, o["sessions_per_query"],
+                       o["randomize_fraction"], o["swap_fraction"], o["seed"], offsets)
+    return {"spec": spec, "base": base, "n_shown": n_shown, "rows": rows, "nonempty": np.flatnonzero(n_shown > 0),
+            "sessions_per_query": int(o["sessions_per_query"]), "seed": o["seed"], "meta": meta,
+            "randomize_fraction": o["randomize_fraction"], "swap_fraction": o["swap_fraction"]}
 
-    rng = np.random.default_rng(seed)
-    session_query = np.repeat(np.flatnonzero(n_shown > 0), sessions_per_query)
-    # Session modes are drawn for all sessions first, so that the share of each mode does not
-    # depend on the chunking in _simulate_sessions.
-    session_mode = _session_modes(rng, len(session_query), randomize_fraction, swap_fraction)
-    parts, session_swap = _simulate_sessions(rng, spec, session_query, session_mode, base, n_shown, rows, progress)
-    meta = _click_meta(spec, eta, examination, eps, max_label, gain, k, sessions_per_query,
-                       randomize_fraction, swap_fraction, seed, offsets)
-    return _assemble_log(parts, session_query, session_mode, session_swap, meta)
+
+def concat_logs(logs: Sequence[ClickLog], meta: dict | None = None) -> ClickLog:
+    """One log of the sessions of ``logs`` in order (session ids shifted; ``meta`` or the first log's)."""
+    shift = np.cumsum([0] + [lg.n_sessions for lg in logs])
+
+    def cat(name: str, dtype) -> np.ndarray:
+        parts = [getattr(lg, name) for lg in logs]
+        return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
+
+    entry = {name: cat(name, getattr(logs[0], name).dtype if logs else np.int64) for name in ClickLog._ENTRY[1:]}
+    if not logs:
+        entry["click"], entry["propensity"] = entry["click"].astype(np.int8), entry["propensity"].astype(np.float64)
+    session = (np.concatenate([lg.session + s for lg, s in zip(logs, shift)]) if logs else np.zeros(0, dtype=np.int64))
+    return ClickLog(session=session.astype(np.int64), **entry, session_query=cat("session_query", np.int64),
+                    session_mode=cat("session_mode", np.int8), session_swap=cat("session_swap", np.int64),
+                    meta=dict(meta if meta is not None else (logs[0].meta if logs else {})))

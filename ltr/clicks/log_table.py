@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
 import numpy as np
 
@@ -35,12 +36,13 @@ REQUIRED = ("session", "query", "doc", "position", "click")
 META_KEY = b"ltr.clicklog"
 
 
-def log_to_table(log: ClickLog):
-    """The log as a ``pyarrow.Table``, one row per entry, ``meta`` in the schema metadata."""
+def log_to_table(log: ClickLog, first_session: int = 0):
+    """The log as a ``pyarrow.Table``, one row per entry, ``meta`` in the schema metadata; session ids
+    are shifted by ``first_session`` (a chunk of a longer log)."""
     import pyarrow as pa
 
     cols = {
-        "session": log.session, "query": log.query, "doc": log.doc, "position": log.position,
+        "session": log.session + first_session, "query": log.query, "doc": log.doc, "position": log.position,
         "click": log.click.astype(np.int8), "propensity": log.propensity, "logged_rank": log.logged_rank,
         "session_mode": log.session_mode[log.session].astype(np.int8), "session_swap": log.session_swap[log.session],
     }
@@ -76,12 +78,25 @@ def _column(table, name: str, path, dtype) -> np.ndarray:
         raise LtrError(f"{path}: column {name!r} is not numeric ({exc})") from None
 
 
-def read_log_parquet(path: str | os.PathLike) -> ClickLog:
-    """Read a Parquet click log (a file or a folder of files; see the module docstring)."""
+def read_log_parquet(path: str | os.PathLike, *, ids: Any = None, modes: Any = None) -> ClickLog:
+    """Read a Parquet click log (a file or a folder of files; see the module docstring). ``ids``: a
+    :class:`ltr.clicks.log_ids.LogIds` that maps the query and doc columns to the data set's query
+    indices and rows (for logs naming them by id); ``modes``: read only the sessions of these modes."""
     import pyarrow.parquet as pq
 
     try:
-        table = pq.read_table(path)
+        filters = None
+        if modes is not None:
+            import pyarrow.dataset as pads
+
+            if "session_mode" in pads.dataset(path, format="parquet").schema.names:
+                filters = [("session_mode", "in", [int(m) for m in modes])]
+            elif 0 not in modes:
+                raise LtrError(f"{path}: the log has no session_mode column (all its sessions are production "
+                               "sessions): it has no randomized or swap traffic")
+        table = pq.read_table(path, filters=filters)
+    except LtrError:
+        raise
     except Exception as exc:  # pyarrow raises many kinds on a missing or damaged file
         raise LtrError(f"{path}: cannot read a Parquet click log ({type(exc).__name__}: {str(exc)[:160]})") from None
     missing = [c for c in REQUIRED if c not in table.column_names]
@@ -89,7 +104,13 @@ def read_log_parquet(path: str | os.PathLike) -> ClickLog:
         raise LtrError(f"{path}: not a click log table (missing columns: {', '.join(missing)})")
     raw = (table.schema.metadata or {}).get(META_KEY)
     meta = json.loads(raw) if raw else {}
-    f = {name: _column(table, name, path, np.int64) for name in REQUIRED}
+    f = {name: _column(table, name, path, np.int64) for name in REQUIRED if ids is None or name not in ("query", "doc")}
+    if ids is not None:
+        for name in ("query", "doc"):
+            if table.column(name).null_count:
+                raise LtrError(f"{path}: column {name!r} has {table.column(name).null_count} missing values")
+        f["query"], f["doc"] = ids.rows(table.column("query").to_numpy(zero_copy_only=False),
+                                        table.column("doc").to_numpy(zero_copy_only=False), (str(path), 0))
     n = len(f["session"])
     opt = {name: _column(table, name, path, dtype) if name in table.column_names else None
            for name, dtype in (("propensity", np.float64), ("logged_rank", np.int64), ("session_mode", np.int64),

@@ -26,7 +26,10 @@ from ltr.clicks.unbiased import (
 )
 from ltr.errors import LtrError
 
-__all__ = ["fit_on_clicks", "estimate_rem_curve"]
+__all__ = ["fit_on_clicks", "fit_on_aggregate", "estimate_rem_curve", "STREAMED"]
+
+# the estimators that train from a log's per-cell sums (ltr.clicks.log_stream), so from a log larger than memory
+STREAMED = ("naive", "ips", "rem", "affine")
 
 
 def estimate_rem_curve(train, log: ClickLog, *, iterations: int = 200, relevance: str = "logistic", seed: int = 0) -> np.ndarray:
@@ -126,3 +129,59 @@ def _fit_pairwise(train, valid, log, make_model, config, clip, info):
     info.update({"propensity": t_plus.tolist(), "propensity_unclicked": t_minus.tolist(),
                  "propensity_source": "pairwise debiasing (t+ of clicks, t- of non-clicks)"})
     return model, info
+
+
+def fit_on_aggregate(train, valid, agg, estimator: str, make_model: Callable[[Any], Any], *, loss=None, config=None,
+                     clip: float = DEFAULT_CLIP, curve: Any = None, curve_source: str | None = None,
+                     em_relevance: str = "logistic") -> tuple[Any, dict]:
+    """:func:`fit_on_clicks` from the per-cell sums of a log (:class:`ltr.clicks.log_stream.LogAggregate`,
+    what :func:`ltr.clicks.log_stream.aggregate_log` streams from a Parquet log) for the estimators of
+    ``STREAMED``; on a log with one shown list per query it trains on the same lists as
+    :func:`fit_on_clicks` (see :mod:`ltr.clicks.log_stream`)."""
+    import losses as loss_lib
+    from ltr.clicks.log_stream import aggregate_dataset, cell_values
+    from ltr.train.trainer import TrainConfig
+
+    if estimator not in STREAMED:
+        raise LtrError(f"estimator {estimator!r} needs the sessions of the log, not its per-cell sums: "
+                       f"streamed logs train with {', '.join(STREAMED)}")
+    config = config or TrainConfig(progress=False)
+    loss = loss if loss is not None else loss_lib.get_loss("softmax")
+    info: dict = {"estimator": estimator, "clip": clip, "log_read": "streamed per (query, document, position)",
+                  "clip_rule": f"propensities floored at {clip}: weights at most {1 / clip:g}"}
+    affine = None
+    if estimator == "rem":
+        from ltr.clicks.regression_em import regression_em
+
+        res = regression_em(agg.observations(), relevance=em_relevance, features=train.features, iterations=200,
+                            seed=config.seed)
+        curve, curve_source = res.theta, f"regression EM ({em_relevance})"
+    elif estimator == "affine":
+        from types import SimpleNamespace
+
+        affine = trust_parameters(SimpleNamespace(meta=agg.meta))  # it reads the simulator's settings only
+        info["alpha"], info["beta"] = affine[0].tolist(), affine[1].tolist()
+    if estimator in ("ips", "rem"):
+        info["propensity_source"] = curve_source or ("logged (simulator's truth)" if curve is None else "given curve")
+        info["propensity"] = list(map(float, curve)) if curve is not None else _aggregate_curve(agg)
+    values = cell_values(agg, estimator, clip=clip, curve=curve, affine=affine)
+    model, fit_info = _trainer_fit(aggregate_dataset(train, agg, values), valid, make_model, loss, config)
+    info.update(fit_info)
+    return model, info
+
+
+def _aggregate_curve(agg) -> list | None:
+    """The logged propensity by position: the simulator's examination curve of a PBM or trust log, else
+    clicks / ips where that ratio (max(p, clip)) is the same for every cell of a position, else None."""
+    k = int(agg.position.max())
+    if agg.meta.get("model") in ("pbm", "trust") and agg.meta.get("examination") is not None:
+        return list(map(float, agg.meta["examination"][:k]))
+    clicked = agg.clicks > 0
+    if not clicked.any():
+        return None
+    p = agg.clicks[clicked] / agg.ips[clicked]
+    curve = np.full(k, np.nan)
+    curve[agg.position[clicked] - 1] = p
+    if np.allclose(curve[agg.position[clicked] - 1], p, rtol=1e-9):
+        return curve.tolist()
+    return None

@@ -3,11 +3,13 @@
 Sub-commands:
 
 * ``simulate``: rank a labelled file with a logging ranker, simulate PBM, cascade, DBN, UBM or trust-bias
-  clicks and write a run folder (``clicks.npz`` or ``clicks.parquet`` + ``summary.json``); prints CTR by
+  clicks and write a run folder (``clicks.npz``, or ``clicks.parquet`` written chunk by chunk, + ``summary.json``); prints CTR by
   position and, when the log has randomized or swap traffic, the propensity estimate against the truth.
 * ``estimate``: propensity estimate from an existing log (randomized or swap traffic, or regression EM
   on production traffic alone).
-* ``train``: a neural scorer trained on a log with an unbiased estimator; a model folder.
+* ``train``: a neural scorer trained on a log with an unbiased estimator (a Parquet log streamed into
+  per-(document, position) sums for naive / ips / rem / affine), or XGBoost with ``lambdarank_unbiased``
+  (``--engine xgboost``); a model folder.
 * ``evaluate``: naive, IPS and SNIPS click-DCG of a new ranker from a log, beside the true values.
 * ``interleave``: team-draft interleaving of two rankers on simulated users, beside their NDCG@10.
 * ``open-bandit``: the Open Bandit sample: CTR by position with intervals, and an off-policy IPS
@@ -95,6 +97,7 @@ def register(subparsers) -> None:
                    help="--method em: the relevance model of the M-step (logistic regression or LightGBM cross-entropy)")
     e.add_argument("--positions", type=integer(min=1), default=None, help="number of positions to estimate (default: all shown positions)")
     e.add_argument("--confidence", type=number(above=0, below=1), default=0.95, help="confidence level of the intervals")
+    _add_log_read_options(e)
     add_json_option(e, "the estimate")
     e.set_defaults(func=run_estimate)
 
@@ -129,6 +132,16 @@ def register(subparsers) -> None:
     o.add_argument("--seed", type=SEED, default=0, help="bootstrap seed")
     add_json_option(o, "the numbers")
     o.set_defaults(func=run_open_bandit)
+
+
+def _add_log_read_options(p) -> None:
+    p.add_argument("--log-ids", default="auto", choices=("auto", "index", "id"),
+                   help="Parquet --log: its query and doc columns hold indices into --data (index, what simulate writes) "
+                   "or the data set's query ids and document ids (id: qid / query column, #docid comments / "
+                   "--doc-id-column); auto = id when either column holds text")
+    p.add_argument("--read-rows", type=COUNT, default=1_000_000,
+                   help="Parquet --log: rows per record batch when it is streamed (memory ~ this batch plus one "
+                   "count per shown (document, position))")
 
 
 def _register_interleave(sub, fmt) -> None:
@@ -179,6 +192,13 @@ def _register_train(sub, fmt) -> None:
     t.add_argument("--lr", type=number(above=0), default=3e-3, help="Adam step size")
     t.add_argument("--seed", type=SEED, default=0, help="random seed")
     t.add_argument("--force", action="store_true", help="replace --out if it is a run folder made by ltr")
+    t.add_argument("--engine", default="neural", choices=("neural", "xgboost"),
+                   help="xgboost: XGBoost's rank:ndcg on the sessions (one group per session, clicks as labels) with "
+                   "lambdarank_unbiased for --estimator pairwise-debias (Unbiased LambdaMART) or without it for naive")
+    t.add_argument("--rounds", type=COUNT, default=100, help="--engine xgboost: boosting rounds")
+    t.add_argument("--bias-norm", type=number(min=0), default=None,
+                   help="--engine xgboost: lambdarank_bias_norm p, the position biases' exponent 1/(p+1) (default: XGBoost's)")
+    _add_log_read_options(t)
     add_data_options(t)
     t.set_defaults(func=run_train)
 
@@ -226,28 +246,20 @@ def _versions() -> dict:
             "ltr": ltr.__version__, "platform": platform.platform()}
 
 
-def _load_log(path: str):
+def _load_log(path: str, ids=None, modes=None):
     import zipfile
 
     from ltr.clicks.click_models import ClickLog
     from ltr.clicks.log_table import is_log_table, read_log_parquet
 
     if is_log_table(path):
-        return read_log_parquet(path)
+        return read_log_parquet(path, ids=ids, modes=modes)
     # A click log is a .npz (a zip archive); anything else would reach numpy, whose message about
     # pickled data does not tell a CLI user what went wrong.
     if Path(path).is_file() and not zipfile.is_zipfile(path):
         raise LtrError(f"--log {path}: not a click log; expected the clicks.npz or clicks.parquet that "
                        "`ltr clicks simulate --out DIR` writes")
     return ClickLog.load(path)
-
-
-def _ctr_rows(log) -> list[dict]:
-    clicks, shown = log.ctr_by_position()
-    rows = []
-    for r, (c, n) in enumerate(zip(clicks, shown), 1):
-        rows.append({"position": r, "impressions": int(n), "clicks": int(c), "ctr": c / n if n else float("nan")})
-    return rows
 
 
 def _estimate(log, method: str, positions: int | None, confidence: float):
@@ -291,45 +303,81 @@ def run_simulate(args) -> int:
         rng = np.random.default_rng([args.seed, 1])
         scores = ds.labels + rng.normal(0.0, args.logger_noise, ds.n_items)
         logger = f"labels+N(0,{args.logger_noise}^2)"
-    try:
-        log = simulate_clicks(
-            ds.labels, ds.query_offsets, scores, model=args.model, eta=args.eta, eps=args.eps,
-            max_label=args.max_label, top_k=args.top_k or None, sessions_per_query=args.sessions_per_query,
-            randomize_fraction=args.randomize_fraction, swap_fraction=args.swap_fraction, seed=args.seed,
-            progress=not args.quiet, gamma=args.gamma, ubm_xi=args.ubm_xi, eps_plus=args.eps_plus,
-            eps_minus=args.eps_minus, noise=args.noise,
-        )
-    except ValueError as exc:
-        raise LtrError(str(exc)) from None
-    log.meta["logger"] = logger
-    log.meta["data"] = str(args.data)
-    ctr = _ctr_rows(log)
-    summary = {"meta": log.meta, "n_sessions": log.n_sessions, "n_entries": log.n_entries, "n_clicks": log.n_clicks,
-               "ctr_by_position": ctr, "versions": _versions()}
-    print(f"{log.n_sessions} sessions, {log.n_entries} impressions, {log.n_clicks} clicks ({args.model}, logger {logger})")
+    options = dict(model=args.model, eta=args.eta, eps=args.eps, max_label=args.max_label, top_k=args.top_k or None,
+                   sessions_per_query=args.sessions_per_query, randomize_fraction=args.randomize_fraction,
+                   swap_fraction=args.swap_fraction, seed=args.seed, gamma=args.gamma, ubm_xi=args.ubm_xi,
+                   eps_plus=args.eps_plus, eps_minus=args.eps_minus, noise=args.noise)
+    extra = {"logger": logger, "data": str(args.data)}
+    name = f"clicks.{args.format}"
+    with run_folder(args.out, overwrite=args.force, kind="clicks-simulate", inputs=inputs) as tmp:
+        try:
+            if args.format == "parquet":
+                meta, stats, interventions = _simulate_parquet(ds, scores, options, extra, tmp / name, not args.quiet)
+            else:
+                log = simulate_clicks(ds.labels, ds.query_offsets, scores, progress=not args.quiet, **options)
+                log.meta.update(extra)
+                log.save(tmp / name)
+                meta, interventions = log.meta, log
+                stats = {"n_sessions": log.n_sessions, "n_entries": log.n_entries, "n_clicks": log.n_clicks,
+                         "ctr": log.ctr_by_position()}
+        except ValueError as exc:
+            raise LtrError(str(exc)) from None
+        summary = _simulation_summary(args, meta, stats, interventions, logger)
+        atomic_write_json(tmp / "summary.json", summary)
+    print(f"\nwrote {Path(args.out) / name} and summary.json")
+    return 0
+
+
+def _simulate_parquet(ds, scores, options, extra, path, progress):
+    """Simulate chunk by chunk into a Parquet file: ``(meta, stats, interventions)``; only the randomized
+    and swap sessions (for the propensity estimates) are kept in memory."""
+    from ltr.clicks.click_models import concat_logs, simulate_click_chunks
+    from ltr.clicks.log_stream import write_log_stream
+
+    meta, chunks = simulate_click_chunks(ds.labels, ds.query_offsets, scores, progress=progress, **options)
+    meta.update(extra)
+    k = int(meta["top_k"])
+    stats = {"n_sessions": 0, "n_entries": 0, "n_clicks": 0, "ctr": (np.zeros(k), np.zeros(k))}
+    kept = []
+
+    def count(_start, log):
+        stats["n_sessions"] += log.n_sessions
+        stats["n_entries"] += log.n_entries
+        stats["n_clicks"] += log.n_clicks
+        c, n = log.ctr_by_position(k)
+        stats["ctr"][0][:] += c
+        stats["ctr"][1][:] += n
+        if (log.session_mode != 0).any():
+            kept.append(log.select_sessions(log.session_mode != 0))
+
+    write_log_stream(chunks, path, meta, on_chunk=count)
+    return meta, stats, concat_logs(kept, meta)
+
+
+def _simulation_summary(args, meta, stats, interventions, logger) -> dict:
+    """Print the counts, CTR by position and the intervention estimates; the summary.json object."""
+    clicks, shown = stats["ctr"]
+    ctr = [{"position": r, "impressions": int(n), "clicks": int(c), "ctr": c / n if n else float("nan")}
+           for r, (c, n) in enumerate(zip(clicks, shown), 1)]
+    while ctr and ctr[-1]["impressions"] == 0:  # a top-k longer than every list
+        ctr.pop()
+    summary = {"meta": meta, "n_sessions": stats["n_sessions"], "n_entries": stats["n_entries"],
+               "n_clicks": stats["n_clicks"], "ctr_by_position": ctr, "versions": _versions()}
+    print(f"{stats['n_sessions']} sessions, {stats['n_entries']} impressions, {stats['n_clicks']} clicks "
+          f"({args.model}, logger {logger})")
     print(_table(ctr, ["position", "impressions", "clicks", "ctr"]))
     for method, share in (("randomized", args.randomize_fraction), ("swap", args.swap_fraction)):
         if share > 0:
             try:
-                est = _estimate(log, method, None, 0.95)
+                est = _estimate(interventions, method, len(ctr) or None, 0.95)
             except LtrError as exc:
                 print(f"\n{method} estimate not available: {exc}")
                 continue
-            rows = _estimate_rows(log, est)
+            rows = _estimate_rows(interventions, est)
             summary[f"propensity_{method}"] = rows
             print(f"\npropensity from {method} traffic (theta_r / theta_1, 95% interval):")
             print(_table(rows, [c for c in ("position", "truth", "theta", "se", "low", "high", "covered") if c in rows[0]]))
-    name = f"clicks.{args.format}"
-    with run_folder(args.out, overwrite=args.force, kind="clicks-simulate", inputs=inputs) as tmp:
-        if args.format == "parquet":
-            from ltr.clicks.log_table import write_log_parquet
-
-            write_log_parquet(log, tmp / name)
-        else:
-            log.save(tmp / name)
-        atomic_write_json(tmp / "summary.json", summary)
-    print(f"\nwrote {Path(args.out) / name} and summary.json")
-    return 0
+    return summary
 
 
 def run_estimate(args) -> int:
@@ -341,9 +389,10 @@ def run_estimate(args) -> int:
 
     if args.json and args.json != "-":
         output_file(args.json, "--json", inputs=[("--log", args.log)])
-    log = _load_log(args.log)
     if args.method == "em":
-        return _run_estimate_em(args, log, say)
+        return _run_estimate_em(args, say)
+    # A Parquet log is read for its randomized or swap sessions only (the production traffic may not fit in memory).
+    log = _load_log(args.log, modes=(1, 2))
     est = _estimate(log, args.method, args.positions, args.confidence)
     rows = _estimate_rows(log, est)
     say(f"propensity from {args.method} traffic ({int(est.sessions.max())} sessions at most per position), "
@@ -356,22 +405,27 @@ def run_estimate(args) -> int:
     return 0
 
 
-def _run_estimate_em(args, log, say) -> int:
+def _run_estimate_em(args, say) -> int:
+    from ltr.clicks.log_table import is_log_table
     from ltr.clicks.regression_em import bootstrap_em, observations_from_log, regression_em
     from ltr.io_utils import write_json_report
 
     if args.data is None:
         raise LtrError("--method em needs --data, the labelled file the log was simulated on (its features)")
     ds = load_data_file(args.data, "data", None, data_options(args), **format_options(args, "data"))
-    _train_log(args, ds)  # the same checks that the log belongs to --data
-    obs = observations_from_log(log.select_sessions(log.session_mode == 0))
+    if is_log_table(args.log):  # streamed: per (document, position) sums of the production sessions
+        agg = _stream_log(args, ds, modes=(0,))
+        obs, meta = agg.observations(), agg.meta
+    else:
+        log = _train_log(args, ds)  # the same checks that the log belongs to --data
+        obs, meta = observations_from_log(log.select_sessions(log.session_mode == 0)), log.meta
     k = min(int(args.positions or obs.position.max()), int(obs.position.max()))
     keep = obs.position <= k
     obs = obs.subset(np.flatnonzero(keep))
     res = regression_em(obs, relevance=args.relevance, features=ds.features, n_positions=k, iterations=200)
     low, high = bootstrap_em(obs, args.resamples, args.confidence, relevance=args.relevance, features=ds.features,
                              n_positions=k, iterations=200)
-    truth = log.meta.get("examination") if log.meta.get("model") in ("pbm", "trust") else None
+    truth = meta.get("examination") if meta.get("model") in ("pbm", "trust") else None
     rows = []
     for r in range(k):
         row = {"position": r + 1, "theta": float(res.theta[r]), "low": float(low[r]), "high": float(high[r])}
@@ -400,7 +454,7 @@ def run_evaluate(args) -> int:
     if args.json and args.json != "-":
         output_file(args.json, "--json", inputs=[("--log", args.log), ("--data", args.data), ("--scores", args.scores), ("--ranker", args.ranker)])
     ds = load_data_file(args.data, "data", None, data_options(args), **format_options(args, "data"))
-    log = _load_log(args.log)
+    log = _load_log(args.log, _log_ids(args, ds))  # a Parquet log may name queries and documents by id
     if (log.meta.get("n_rows") not in (None, ds.n_items) or (log.n_entries and log.doc.max() >= ds.n_items)
             or (log.n_sessions and log.session_query.max() >= ds.n_queries)
             or (log.n_entries and log.query.max() >= ds.n_queries)):
@@ -434,12 +488,39 @@ def run_evaluate(args) -> int:
     return 0
 
 
-def _train_log(args, ds):
-    log = _load_log(args.log)
-    if (log.meta.get("n_rows") not in (None, ds.n_items) or (log.n_entries and log.doc.max() >= ds.n_items)
-            or (log.n_entries and log.query.max() >= ds.n_queries)):
+def _log_ids(args, ds):
+    """How a Parquet --log names the rows of --data (:class:`ltr.clicks.log_ids.LogIds`); None for a .npz log."""
+    from ltr.clicks.log_ids import LogIds
+    from ltr.clicks.log_stream import id_mode
+    from ltr.clicks.log_table import is_log_table
+
+    if not is_log_table(args.log):
+        if getattr(args, "log_ids", "auto") == "id":
+            raise LtrError(f"--log-ids id: --log {args.log} is a .npz log, which holds indices; ids come in Parquet logs")
+        return None
+    return LogIds(ds, id_mode(args.log, getattr(args, "log_ids", "auto")))
+
+
+def _check_log_meta(args, ds, meta: dict) -> None:
+    if meta.get("n_rows") not in (None, ds.n_items):
+        raise LtrError(f"--log {args.log} was simulated on {meta['n_rows']} rows, --data {args.data} has {ds.n_items}")
+
+
+def _train_log(args, ds, modes=None):
+    ids = _log_ids(args, ds)
+    log = _load_log(args.log, ids, modes)
+    _check_log_meta(args, ds, log.meta)
+    if ((log.n_entries and log.doc.max() >= ds.n_items) or (log.n_entries and log.query.max() >= ds.n_queries)):
         raise LtrError(f"--log {args.log} was not simulated on --data {args.data} (its rows or queries are not this file's)")
     return log
+
+
+def _stream_log(args, ds, modes=None, clip: float = 0.01):
+    """The Parquet --log summed per (document, position) in record batches of --read-rows rows."""
+    from ltr.clicks.log_stream import aggregate_log, read_log_meta
+
+    _check_log_meta(args, ds, read_log_meta(args.log))
+    return aggregate_log(args.log, ds, ids=args.log_ids, batch_size=args.read_rows, modes=modes, clip=clip)
 
 
 def _make_model_factory(args, train):
@@ -459,7 +540,6 @@ def _make_model_factory(args, train):
 
 def run_train(args) -> int:
     import losses
-    from ltr.clicks.unbiased_training import fit_on_clicks
     from ltr.io_utils import atomic_write_json
     from ltr.train.models import save_model
     from ltr.runs.folder import check_destination, run_folder
@@ -469,32 +549,91 @@ def run_train(args) -> int:
     check_destination(args.out, overwrite=args.force, inputs=inputs)
     train = load_data_file(args.data, "data", None, data_options(args), **format_options(args, "data"))
     valid = load_data_file(args.valid, "valid", train.n_features, data_options(args), **format_options(args, "data"))
-    log = _train_log(args, train)
+    if args.propensity != "logged" and args.estimator != "ips":
+        raise LtrError(f"--propensity {args.propensity} applies to --estimator ips only")
     try:
         loss = losses.get_loss(args.loss)
     except (ValueError, TypeError) as exc:
         raise LtrError(f"--loss: {exc}") from None
-    curve, source = None, None
-    if args.propensity != "logged":
-        if args.estimator != "ips":
-            raise LtrError(f"--propensity {args.propensity} applies to --estimator ips only")
-        est = _estimate(log, args.propensity, None, 0.95)
-        curve, source = est.curve(int(log.position.max())), f"estimated from {args.propensity} traffic"
+    if args.engine == "xgboost":
+        return _train_xgboost(args, train, valid, inputs)
     cfg = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed, progress=False,
                       metrics=("ndcg@10",))
-    model, info = fit_on_clicks(train, valid, log, args.estimator, _make_model_factory(args, train), loss=loss,
-                                config=cfg, clip=args.clip, curve=curve, curve_source=source, max_weight=args.max_weight)
-    info.update({"loss": args.loss, "log": str(args.log), "data": str(args.data), "n_sessions": log.n_sessions,
-                 "click_model": log.meta.get("model"), "versions": _versions()})
+    model, info, n_sessions = _fit_from_log(args, train, valid, loss, cfg)
+    info.update({"loss": args.loss, "log": str(args.log), "data": str(args.data), "n_sessions": n_sessions,
+                 "versions": _versions()})
     with run_folder(args.out, overwrite=args.force, kind="clicks-train", inputs=inputs) as tmp:
         save_model(model, tmp)
         atomic_write_json(tmp / "clicks_training.json", info)
     ev = metrics_on(model, valid)
-    print(f"{args.estimator}: trained on {log.n_sessions} sessions; valid {ev}")
+    print(f"{args.estimator}: trained on {n_sessions} sessions; valid {ev}")
     if info.get("propensity") is not None:
         print("propensities by position (relative to 1): " + ", ".join(f"{p:.3f}" for p in info["propensity"]))
     print(f"wrote {args.out} (model.pt, model.json, clicks_training.json)")
     return 0
+
+
+def _train_xgboost(args, train, valid, inputs) -> int:
+    """``ltr clicks train --engine xgboost``: a GBDT model folder and clicks_training.json with the learned biases."""
+    import metrics
+    from ltr.clicks.unbiased_xgboost import fit_xgboost_clicks
+    from ltr.gbdt.engines import predict_gbdt, save_gbdt
+    from ltr.io_utils import atomic_write_json
+    from ltr.runs.folder import run_folder
+
+    if args.estimator not in ("pairwise-debias", "naive"):
+        raise LtrError(f"--engine xgboost trains --estimator pairwise-debias (lambdarank_unbiased) or naive, "
+                       f"not {args.estimator}")
+    if args.propensity != "logged":
+        raise LtrError("--engine xgboost learns its position biases itself: --propensity does not apply")
+    log = _train_log(args, train)
+    booster, info = fit_xgboost_clicks(train, log, unbiased=args.estimator == "pairwise-debias", bias_norm=args.bias_norm,
+                                       rounds=args.rounds, seed=args.seed)
+    info.update({"estimator": args.estimator, "propensity": info["t_plus"], "log": str(args.log), "data": str(args.data),
+                 "propensity_source": "XGBoost lambdarank_unbiased (t+ of clicked items)" if args.estimator != "naive"
+                 else "none (lambdarank_unbiased off)", "n_sessions": log.n_sessions,
+                 "click_model": log.meta.get("model"), "versions": _versions()})
+    with run_folder(args.out, overwrite=args.force, kind="clicks-train", inputs=inputs) as tmp:
+        save_gbdt("xgboost", booster, tmp, info, n_features=train.n_features)
+        atomic_write_json(tmp / "clicks_training.json", info)
+    ev = metrics.evaluate(predict_gbdt("xgboost", booster, valid.features), valid.labels, valid.query_offsets, ["ndcg@10"])
+    print(f"{args.estimator} (xgboost, {args.rounds} rounds): trained on {log.n_sessions} sessions; "
+          f"valid NDCG@10 = {ev.mean[ev.names['ndcg@10']]:.4f}")
+    print("position biases t+ (clicked, relative to 1): " + ", ".join(f"{p:.3f}" for p in info["t_plus"]))
+    print("position biases t- (unclicked): " + ", ".join(f"{p:.3f}" for p in info["t_minus"]))
+    print(f"wrote {args.out} (xgboost.json, model.json, clicks_training.json)")
+    return 0
+
+
+def _fit_from_log(args, train, valid, loss, cfg):
+    """``(model, info, n_sessions)``: a Parquet log streamed into per-cell sums for naive / ips / rem / affine,
+    any other log (or estimator) read into memory."""
+    from ltr.clicks.log_table import is_log_table
+    from ltr.clicks.unbiased_training import STREAMED, fit_on_aggregate, fit_on_clicks
+
+    make = _make_model_factory(args, train)
+    if is_log_table(args.log) and args.estimator in STREAMED:
+        curve, source = None, None
+        if args.propensity != "logged":  # only the intervention sessions are read into memory
+            inter = _train_log(args, train, modes=(1, 2))
+            est = _estimate(inter, args.propensity, None, 0.95)
+            curve, source = est.curve(int(inter.position.max())), f"estimated from {args.propensity} traffic"
+        agg = _stream_log(args, train, clip=args.clip)
+        if curve is not None and len(curve) < agg.position.max():
+            curve = est.curve(int(agg.position.max()))
+        model, info = fit_on_aggregate(train, valid, agg, args.estimator, make, loss=loss, config=cfg, clip=args.clip,
+                                       curve=curve, curve_source=source)
+        info["click_model"] = agg.meta.get("model")
+        return model, info, agg.n_sessions
+    log = _train_log(args, train)
+    curve, source = None, None
+    if args.propensity != "logged":
+        est = _estimate(log, args.propensity, None, 0.95)
+        curve, source = est.curve(int(log.position.max())), f"estimated from {args.propensity} traffic"
+    model, info = fit_on_clicks(train, valid, log, args.estimator, make, loss=loss, config=cfg, clip=args.clip,
+                                curve=curve, curve_source=source, max_weight=args.max_weight)
+    info["click_model"] = log.meta.get("model")
+    return model, info, log.n_sessions
 
 
 def metrics_on(model, ds) -> str:

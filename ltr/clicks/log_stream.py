@@ -1,0 +1,309 @@
+"""Click logs larger than memory: written chunk by chunk, read in record batches and aggregated.
+
+Writing: :func:`write_log_stream` writes the chunks of :func:`ltr.clicks.click_models.simulate_click_chunks`
+into one Parquet file (a row group per chunk), holding one chunk at a time.
+
+Reading: :func:`aggregate_log` reads a Parquet log (a file or a folder) in record batches of
+``batch_size`` rows and keeps, per (query, document, position) cell of the data set,
+
+    n[c]      = impressions                      clicks[c] = sum of the clicks
+    ips[c]    = sum of click / max(p, clip)      (p the logged propensity; 1 when the log has none)
+
+so its memory is the number of distinct cells (at most rows x positions of the data set), however
+many sessions the log holds. The counts are exact whatever the batch size; ``ips`` is a float sum
+whose last bits depend on the order of the additions (batches of another size differ by ~1e-16
+relative). :func:`aggregate_from_log` builds the same table from a log in memory.
+
+What the aggregate is enough for: regression EM (its observations are exactly these cells,
+:meth:`LogAggregate.observations`), and training with the estimators whose corrected click is a
+sum of per-entry values: ``naive``, ``ips``, ``rem`` and ``affine`` (:func:`aggregate_dataset`).
+Per query q, with ``n_q`` = the largest number of impressions of one position of q (the number
+of sessions when every session shows position 1), each document d shown for q gets
+
+    label(q, d)  = max(0, sum_{positions r} v(q, d, r)) / n_q,     weight = n_q
+
+with v the cell's corrected clicks; the documents are ordered by their first shown position. When
+every session of a query shows the same items (one shown list per query, as ``ltr clicks simulate``
+logs without interventions), this is exactly :func:`ltr.clicks.unbiased.lists_dataset` of the
+log; otherwise it is the average list over the query's sessions (the same objective for losses
+linear in the labels when the shown set does not change, e.g. randomized or swapped orders).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator
+
+import numpy as np
+
+from ltr.clicks.click_models import ClickLog
+from ltr.errors import LtrError
+
+__all__ = ["write_log_stream", "read_log_meta", "iter_log_batches", "LogAggregate", "aggregate_log",
+           "aggregate_from_log", "aggregate_dataset", "cell_values", "id_mode"]
+
+_POS_BITS = 20  # a cell key is row * 2^20 + (position - 1)
+
+
+def write_log_stream(chunks: Iterable[tuple[int, ClickLog]], path: str | os.PathLike, meta: dict,
+                     on_chunk=None) -> None:
+    """Write ``(start, log)`` chunks (sessions numbered from ``start``) to one Parquet file, atomically;
+    ``meta`` goes into the schema metadata; ``on_chunk(start, log)`` sees each chunk before it is dropped."""
+    import pyarrow.parquet as pq
+
+    from ltr.clicks.log_table import META_KEY, log_to_table
+    from ltr.io_utils import atomic_path
+
+    with atomic_path(path, suffix=".parquet") as tmp:
+        writer = None
+        try:
+            for start, log in chunks:
+                table = log_to_table(log, first_session=start).replace_schema_metadata({META_KEY: json.dumps(meta).encode()})
+                if writer is None:
+                    writer = pq.ParquetWriter(tmp, table.schema)
+                writer.write_table(table)
+                if on_chunk is not None:
+                    on_chunk(start, log)
+            if writer is None:  # no session at all: an empty table with the log's columns
+                empty = log_to_table(ClickLog(*[np.zeros(0, np.int64)] * 5, np.zeros(0, np.int8), np.zeros(0),
+                                              np.zeros(0, np.int64), np.zeros(0, np.int8), np.zeros(0, np.int64)))
+                pq.write_table(empty.replace_schema_metadata({META_KEY: json.dumps(meta).encode()}), tmp)
+        finally:
+            if writer is not None:
+                writer.close()
+
+
+def _files(path: str | os.PathLike) -> list[str]:
+    p = os.fspath(path)
+    if os.path.isdir(p):
+        from pathlib import Path
+
+        files = sorted(str(f) for f in Path(p).rglob("*.parquet"))
+        if not files:
+            raise LtrError(f"{p}: the folder holds no .parquet file")
+        return files
+    if not os.path.isfile(p):
+        raise LtrError(f"{p}: no such click log")
+    return [p]
+
+
+def read_log_meta(path: str | os.PathLike) -> dict:
+    """The simulator's settings stored in the first file's schema ({} for a log from outside)."""
+    import pyarrow.parquet as pq
+
+    from ltr.clicks.log_table import META_KEY
+
+    first = _files(path)[0]
+    try:
+        raw = (pq.read_schema(first).metadata or {}).get(META_KEY)
+    except Exception as exc:  # pyarrow raises many kinds on a damaged file
+        raise LtrError(f"{first}: cannot read a Parquet click log ({type(exc).__name__}: {str(exc)[:160]})") from None
+    return json.loads(raw) if raw else {}
+
+
+def _numpy(batch, name: str, where: tuple[str, int]) -> np.ndarray:
+    col = batch.column(batch.schema.get_field_index(name))
+    if col.null_count:
+        raise LtrError(f"{where[0]}: column {name!r} has missing values (rows {where[1]}..{where[1] + len(col) - 1})")
+    return col.to_numpy(zero_copy_only=False)
+
+
+def iter_log_batches(path: str | os.PathLike, columns: list[str], batch_size: int = 1_000_000,
+                     ) -> Iterator[tuple[tuple[str, int], dict]]:
+    """``((file, first row), {column: array})`` per record batch, files in name order; the optional
+    columns ``propensity`` and ``session_mode`` are left out of the dict when a file lacks them."""
+    import pyarrow.parquet as pq
+
+    from ltr.clicks.log_table import REQUIRED
+
+    if batch_size < 1:
+        raise LtrError(f"batch_size must be >= 1, got {batch_size}")
+    for name in _files(path):
+        try:
+            pf = pq.ParquetFile(name)
+        except Exception as exc:  # pyarrow raises many kinds on a damaged file
+            raise LtrError(f"{name}: cannot read a Parquet click log ({type(exc).__name__}: {str(exc)[:160]})") from None
+        have = pf.schema_arrow.names
+        missing = [c for c in REQUIRED if c not in have]
+        if missing:
+            raise LtrError(f"{name}: not a click log table (missing columns: {', '.join(missing)})")
+        row = 0
+        for batch in pf.iter_batches(batch_size=batch_size, columns=[c for c in columns if c in have]):
+            where = (name, row)
+            yield where, {c: _numpy(batch, c, where) for c in columns if c in have}
+            row += batch.num_rows
+
+
+@dataclass
+class LogAggregate:
+    """Per (row, position) cell, sorted by (row, position): ``doc`` (data-set row), ``query`` (its query
+    index), ``position``, ``n`` impressions, ``clicks``, ``ips`` (sum of click / max(p, clip))."""
+
+    doc: np.ndarray
+    query: np.ndarray
+    position: np.ndarray
+    n: np.ndarray
+    clicks: np.ndarray
+    ips: np.ndarray
+    clip: float
+    meta: dict = field(default_factory=dict)
+    n_entries: int = 0
+    n_batches: int = 0
+
+    @property
+    def n_sessions(self) -> int:
+        """Impressions at position 1: the number of sessions when every session shows position 1."""
+        return int(self.n[self.position == 1].sum())
+
+    def observations(self):
+        """The cells as regression EM's observations (item = row, with their queries)."""
+        from ltr.clicks.regression_em import Observations
+
+        return Observations(self.doc.copy(), self.position.copy(), self.n.copy(), self.clicks.copy(), self.query.copy())
+
+    def ctr_by_position(self) -> tuple[np.ndarray, np.ndarray]:
+        """Clicks and impressions per position 1..K."""
+        k = int(self.position.max()) if len(self.position) else 0
+        return (np.bincount(self.position - 1, weights=self.clicks, minlength=k),
+                np.bincount(self.position - 1, weights=self.n, minlength=k))
+
+
+def _reduce(key: np.ndarray, values: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
+    uniq, inv = np.unique(key, return_inverse=True)
+    inv = inv.ravel()
+    return uniq, [np.bincount(inv, weights=v, minlength=len(uniq)) for v in values]
+
+
+def _batch_cells(cols: dict, ids, where, modes, clip) -> tuple[np.ndarray, list[np.ndarray]]:
+    """One batch's cell keys and (n, clicks, ips) sums, after the checks and the id mapping (of every row,
+    so that an error names the row of the file), keeping the sessions of ``modes``."""
+    pos = np.asarray(cols["position"], dtype=np.int64)
+    click = np.asarray(cols["click"], dtype=np.float64)
+    ids.check((pos < 1) | (pos >= 2**_POS_BITS), pos, where, "position", f"is outside 1..{2**_POS_BITS - 1}")
+    ids.check((click != 0) & (click != 1), click, where, "click", "is not 0 or 1")
+    _, rows = ids.rows(cols["query"], cols["doc"], where)
+    p = np.asarray(cols["propensity"], dtype=np.float64) if "propensity" in cols else np.ones(len(pos))
+    ids.check(~((p >= 0) & (p <= 1)), p, where, "propensity", "is not in [0, 1]")
+    key = rows * (1 << _POS_BITS) + (pos - 1)
+    values = [np.ones(len(key)), click, click / np.maximum(p, clip)]
+    if modes is not None:
+        mode = cols.get("session_mode", np.zeros(len(pos), dtype=np.int8))
+        keep = np.isin(mode, modes)
+        key, values = key[keep], [v[keep] for v in values]
+    return _reduce(key, values)
+
+
+def _finish(key, sums, ids, clip, meta, n_entries, n_batches) -> LogAggregate:
+    doc = key >> _POS_BITS
+    return LogAggregate(doc=doc, query=ids.row_query[doc], position=(key & ((1 << _POS_BITS) - 1)) + 1,
+                        n=sums[0], clicks=sums[1], ips=sums[2], clip=clip, meta=meta, n_entries=n_entries,
+                        n_batches=n_batches)
+
+
+def aggregate_log(path: str | os.PathLike, dataset, *, ids: str = "auto", batch_size: int = 1_000_000,
+                  modes: Any = None, clip: float = 0.01) -> LogAggregate:
+    """Stream the Parquet log at ``path`` into its per-cell sums (module docstring); ``ids``: how its
+    query and doc columns name the rows of ``dataset`` (:mod:`ltr.clicks.log_ids`); ``modes``: keep only
+    sessions of these modes (0 production, 1 randomized, 2 swap; a log without the column is all 0)."""
+    from ltr.clicks.log_ids import LogIds
+
+    mapper = LogIds(dataset, id_mode(path, ids))
+    key, sums = np.zeros(0, dtype=np.int64), [np.zeros(0)] * 3
+    n_entries = n_batches = 0
+    columns = ["query", "doc", "position", "click", "propensity", "session_mode"]
+    for where, cols in iter_log_batches(path, columns, batch_size):
+        k, s = _batch_cells(cols, mapper, where, modes, clip)
+        key, sums = _reduce(np.concatenate([key, k]), [np.concatenate([a, b]) for a, b in zip(sums, s)])
+        n_entries += int(s[0].sum())
+        n_batches += 1
+    return _finish(key, sums, mapper, clip, read_log_meta(path), n_entries, n_batches)
+
+
+def id_mode(path, ids: str) -> str:
+    """``index`` or ``id``; ``auto`` reads the first file's schema (text columns mean ids)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if ids not in ("auto", "index", "id"):
+        raise LtrError(f"unknown log id mode {ids!r}: use auto, index or id")
+    if ids != "auto":
+        return ids
+    schema = pq.read_schema(_files(path)[0])
+    text = [n for n in ("query", "doc") if n in schema.names and
+            (pa.types.is_string(schema.field(n).type) or pa.types.is_large_string(schema.field(n).type)
+             or pa.types.is_dictionary(schema.field(n).type))]
+    return "id" if text else "index"
+
+
+def aggregate_from_log(log: ClickLog, dataset, *, modes: Any = None, clip: float = 0.01) -> LogAggregate:
+    """:func:`aggregate_log` of a log in memory (indices into ``dataset``)."""
+    from ltr.clicks.log_ids import LogIds
+
+    mapper = LogIds(dataset, "index")
+    cols = {"query": log.query, "doc": log.doc, "position": log.position, "click": log.click,
+            "propensity": log.propensity, "session_mode": log.session_mode[log.session]}
+    key, sums = _batch_cells(cols, mapper, ("the click log", 0), modes, clip)
+    return _finish(key, sums, mapper, clip, dict(log.meta), log.n_entries if modes is None else int(sums[0].sum()), 1)
+
+
+def cell_values(agg: LogAggregate, estimator: str, *, clip: float, curve: Any = None,
+                affine: tuple[Any, Any] | None = None) -> np.ndarray:
+    """Per-cell sums of the corrected clicks (:func:`ltr.clicks.unbiased.corrected_clicks`, summed)."""
+    from ltr.clicks.unbiased import _check_clip
+
+    clip = _check_clip(clip)
+
+    def by_position(c) -> np.ndarray:
+        c = np.asarray(c, dtype=np.float64).ravel()
+        if len(agg.position) and agg.position.max() > len(c):
+            raise LtrError(f"the propensity curve has {len(c)} positions, the log shows up to {agg.position.max()}")
+        return c[agg.position - 1]
+
+    if estimator == "naive":
+        return agg.clicks.copy()
+    if estimator == "affine":
+        alpha, beta = affine
+        return (agg.clicks - by_position(beta) * agg.n) / np.maximum(by_position(alpha), clip)
+    if estimator in ("ips", "rem"):
+        if curve is not None:
+            return agg.clicks / np.maximum(by_position(curve), clip)
+        if clip != agg.clip:
+            raise LtrError(f"the aggregate was summed with clip {agg.clip}, not {clip}")
+        return agg.ips.copy()
+    raise LtrError(f"estimator {estimator!r} needs the sessions, not per-cell sums: use naive, ips, rem or affine")
+
+
+def aggregate_dataset(dataset, agg: LogAggregate, values: np.ndarray):
+    """The training lists of the module docstring as a :class:`ltr.data.RankingDataset` (one list per query)."""
+    from ltr.data import RankingDataset
+
+    if len(agg.n) == 0:
+        raise LtrError("the click log is empty")
+    n_q = np.zeros(dataset.n_queries)
+    np.maximum.at(n_q, agg.query, _per_query_position(agg))
+    # One item per (query, row): its value summed over positions, ordered by first position.
+    order = np.lexsort((agg.position, agg.doc))
+    doc, pos, v = agg.doc[order], agg.position[order], values[order]
+    first = np.flatnonzero(np.r_[True, doc[1:] != doc[:-1]])
+    rows, first_pos, total = doc[first], pos[first], np.add.reduceat(v, first)
+    q = agg.query[order][first]
+    items = np.lexsort((rows, first_pos, q))
+    rows, q, total = rows[items], q[items], total[items]
+    queries, lengths = np.unique(q, return_counts=True)
+    return RankingDataset(
+        features=np.ascontiguousarray(dataset.features[rows], dtype=np.float32),
+        labels=np.maximum(total, 0.0) / n_q[q],
+        query_offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+        query_ids=queries.astype(np.int64),
+        weights=n_q[q].astype(np.float64),
+    )
+
+
+def _per_query_position(agg: LogAggregate) -> np.ndarray:
+    """Per cell: the impressions of its (query, position), summed over the query's rows."""
+    key = agg.query * (1 << _POS_BITS) + (agg.position - 1)
+    _, inv = np.unique(key, return_inverse=True)
+    inv = inv.ravel()
+    return np.bincount(inv, weights=agg.n)[inv]

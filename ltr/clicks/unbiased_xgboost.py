@@ -1,0 +1,76 @@
+"""Unbiased LambdaMART with the XGBoost engine: ``rank:ndcg`` with ``lambdarank_unbiased`` on click sessions.
+
+XGBoost (2.0 and later) implements Hu et al.'s Unbiased LambdaMART (WWW 2019, the objective of
+:mod:`ltr.clicks.unbiased_lambdamart`) inside its ``rank:ndcg`` / ``rank:pairwise`` objectives:
+with ``lambdarank_unbiased=True`` a pair (clicked i at position r_i, unclicked j at r_j) has its
+lambda divided by ``t+_{r_i} t-_{r_j}``, and after each round the position biases are re-estimated,
+relative to position 1, with the exponent ``1 / (p + 1)``, ``p = lambdarank_bias_norm``.
+
+XGBoost takes an item's *position* from its place within its query group, so every logged session
+is one group, its items in shown order (position 1 first), labelled by their clicks (0 / 1). The
+learned ``t+`` ("ti+") and ``t-`` ("tj-") are read from the booster's saved configuration and cut
+to the shown positions; ``t+`` is the examination propensity estimate. Needs ``pip install
+'ltr[xgboost]'``; the log is held in memory as sessions x shown items rows.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+
+from ltr.clicks.click_models import ClickLog
+from ltr.errors import LtrError
+
+__all__ = ["session_groups", "fit_xgboost_clicks"]
+
+
+def session_groups(log: ClickLog) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(rows [M], clicks [M], group [M])``: the log's entries sorted by (session, position), one group
+    per session (XGBoost's ``qid``, non-decreasing), so an entry's place in its group is its position."""
+    if log.n_entries == 0:
+        raise LtrError("the click log is empty")
+    order = np.lexsort((log.position, log.session))
+    pos = log.position[order]
+    sess = log.session[order]
+    first = np.r_[True, sess[1:] != sess[:-1]]
+    place = np.arange(len(sess)) - np.maximum.accumulate(np.where(first, np.arange(len(sess)), 0)) + 1
+    if (pos != place).any():
+        i = int(np.argmax(pos != place))
+        raise LtrError(f"session {int(sess[i])} skips a position (it shows position {int(pos[i])} as its item "
+                       f"{int(place[i])}): XGBoost reads positions from the order within a session")
+    return log.doc[order], log.click[order].astype(np.float32), sess
+
+
+def fit_xgboost_clicks(dataset, log: ClickLog, *, unbiased: bool = True, bias_norm: float | None = None,
+                       rounds: int = 100, params: dict | None = None, seed: int = 0, threads: int = 1,
+                       objective: str = "rank:ndcg") -> tuple[Any, dict]:
+    """Boost ``rounds`` rounds on the sessions of ``log`` (features of ``dataset``); ``(booster, info)`` with
+    ``info["t_plus"]`` / ``["t_minus"]`` the position biases XGBoost learned (all 1 when ``unbiased`` is
+    false: plain LambdaMART on raw clicks, the naive baseline) and ``info["params"]`` what ``xgb.train`` got."""
+    from ltr.gbdt.engines import import_engine
+
+    xgb = import_engine("xgboost")
+    rows, clicks, group = session_groups(log)
+    if rows.max() >= dataset.n_items:
+        raise LtrError(f"the click log refers to rows beyond the data set ({dataset.n_items} rows)")
+    merged: dict[str, Any] = {"seed": int(seed), "nthread": int(threads), **(params or {}), "objective": objective,
+                              "lambdarank_unbiased": bool(unbiased)}
+    if bias_norm is not None:
+        if bias_norm < 0:
+            raise LtrError(f"lambdarank_bias_norm must be >= 0, got {bias_norm}")
+        merged["lambdarank_bias_norm"] = float(bias_norm)
+    matrix = xgb.DMatrix(np.asarray(dataset.features)[rows], label=clicks, qid=group)
+    try:
+        booster = xgb.train(merged, matrix, num_boost_round=int(rounds))
+    except xgb.core.XGBoostError as exc:
+        raise LtrError(f"XGBoost refused the data or parameters: {' '.join(str(exc).split())[:500]}") from None
+    config = json.loads(booster.save_config())["learner"]["objective"]
+    k = int(log.position.max())
+    info = {"engine": "xgboost", "objective": objective, "best_iteration": int(rounds), "params": merged,
+            "lambdarank_bias_norm": float(config["lambdarank_param"]["lambdarank_bias_norm"]),
+            "t_plus": [float(v) for v in config.get("ti+", [1.0] * k)[:k]],
+            "t_minus": [float(v) for v in config.get("tj-", [1.0] * k)[:k]],
+            "xgboost_version": xgb.__version__, "n_groups": int(log.n_sessions)}
+    return booster, info
