@@ -50,6 +50,10 @@ CANDIDATES: dict[str, tuple[str, list[str]]] = {
     "default": ("train", []),
     "default_one_model": ("train", ["--ensemble", "1"]),
     "v02_default": ("train", ["--batch-size", "64", "--ensemble", "1"]),
+    # the "auto" batch size's rule with other step counts: {steps:N} = min(64, max(4, n_train_queries // N))
+    "default_steps10": ("train", ["--batch-size", "{steps:10}"]),
+    "default_steps30": ("train", ["--batch-size", "{steps:30}"]),
+    "default_steps40": ("train", ["--batch-size", "{steps:40}"]),
     "none_lambdarank": ("train", ["--normalize", "none", "--loss", "lambdarank"]),
     "log1p_standard": ("train", ["--normalize", "log1p_standard", "--loss", "lambdarank"]),
     "auto_lambdarank": ("train", ["--normalize", "auto", "--loss", "lambdarank"]),
@@ -140,12 +144,24 @@ def prepare(data_dir: Path, large: bool) -> dict[str, list[tuple[Path, Path, Pat
     return sets
 
 
+def _resolve(option: str, train: Path) -> str:
+    """``{steps:N}`` -> the batch size that gives about N steps per epoch on ``train`` (the "auto" rule's
+    bounds, 4 and 64), so that other step counts than auto's 20 can be candidates; other options as they are."""
+    if not (option.startswith("{steps:") and option.endswith("}")):
+        return option
+    from ltr.data import load_svmlight
+    from ltr.train.config import AUTO_BATCH
+
+    n_queries = load_svmlight(train, cache=False).n_queries
+    return str(min(AUTO_BATCH["max"], max(AUTO_BATCH["min"], n_queries // int(option[7:-1]))))
+
+
 def run_one(command: str, options: list[str], files: tuple[Path, Path, Path], seed: int, out: Path) -> dict:
     """One run of `ltr COMMAND`; its test NDCG@10, validation NDCG@10 and wall time."""
     train, valid, test = files
     shutil.rmtree(out, ignore_errors=True)
     argv = [command, "--train", str(train), "--valid", str(valid), "--test", str(test), "--out", str(out), "--quiet"]
-    argv += options + (["--seed", str(seed)] if seed else [])
+    argv += [_resolve(o, train) for o in options] + (["--seed", str(seed)] if seed else [])
     t0 = time.perf_counter()
     code = quiet_ltr(argv)
     wall = time.perf_counter() - t0
