@@ -84,13 +84,18 @@ def register(subparsers) -> None:
                        "(click rate of the top item moved to r over left at 1), with delta-method intervals; "
                        "compared with the simulator's truth when the log was simulated with PBM. --method em needs no "
                        "intervention: regression EM (Wang et al. 2018) on the production sessions, relevance a logistic "
-                       "regression on the features of --data, with a percentile bootstrap over queries.")
-    e.add_argument("--log", required=True, metavar="FILE", help="clicks.npz or clicks.parquet written by `ltr clicks simulate`")
-    e.add_argument("--method", default="randomized", choices=("randomized", "swap", "em"), help="which traffic and estimator to use")
+                       "regression on the features of --data, with a percentile bootstrap over queries. --method harvest "
+                       "needs no intervention either: intervention harvesting (Agarwal et al. 2019) from the logs of several "
+                       "rankers (give --log several times), which put the same documents at different positions.")
+    e.add_argument("--log", required=True, action="extend", nargs="+", metavar="FILE",
+                   help="clicks.npz or clicks.parquet written by `ltr clicks simulate` (--method harvest: one per logging ranker)")
+    e.add_argument("--method", default="randomized", choices=("randomized", "swap", "em", "harvest"), help="which traffic and estimator to use")
+    e.add_argument("--pairs", default="allpairs", choices=("allpairs", "adjacent"),
+                   help="--method harvest: AllPairs likelihood over every pair of positions, or the chain of adjacent ratios")
     e.add_argument("--data", default=None, metavar="FILE", help="--method em: the labelled file the log was simulated on (its features)")
     add_format_options(e)
     add_data_options(e)
-    e.add_argument("--resamples", type=COUNT, default=30, help="--method em: bootstrap resamples of the queries")
+    e.add_argument("--resamples", type=COUNT, default=30, help="--method em / harvest: bootstrap resamples of the queries")
     e.add_argument("--relevance", default="logistic", choices=("logistic", "gbdt"),
                    help="--method em: the relevance model of the M-step (logistic regression or LightGBM cross-entropy)")
     e.add_argument("--positions", type=integer(min=1), default=None, help="number of positions to estimate (default: all shown positions)")
@@ -340,7 +345,12 @@ def run_estimate(args) -> int:
     say = functools.partial(print, file=text_stream(args))  # JSON on standard output: text to stderr
 
     if args.json and args.json != "-":
-        output_file(args.json, "--json", inputs=[("--log", args.log)])
+        output_file(args.json, "--json", inputs=[("--log", path) for path in args.log])
+    if args.method == "harvest":
+        return _run_estimate_harvest(args, say)
+    if len(args.log) > 1:
+        raise LtrError(f"--method {args.method} reads one --log, got {len(args.log)} (several logs are for --method harvest)")
+    args = argparse.Namespace(**{**vars(args), "log": args.log[0]})
     log = _load_log(args.log)
     if args.method == "em":
         return _run_estimate_em(args, log, say)
@@ -384,6 +394,24 @@ def _run_estimate_em(args, log, say) -> int:
     say(_table(rows, [c for c in ("position", "truth", "theta", "low", "high", "covered") if c in rows[0]]))
     if args.json:
         write_json_report(args.json, {"method": "em", "rows": rows, "iterations": res.iterations})
+    return 0
+
+
+def _run_estimate_harvest(args, say) -> int:
+    from ltr.clicks.intervention_harvesting import counts_from_logs, estimate_harvest
+    from ltr.io_utils import write_json_report
+
+    logs = [_load_log(path) for path in args.log]
+    est = estimate_harvest(counts_from_logs(logs, args.positions), method=args.pairs, resamples=args.resamples,
+                           confidence=args.confidence)
+    metas = [log.meta for log in logs]
+    same_pbm = all(m.get("model") == "pbm" and m.get("examination") == metas[0].get("examination") for m in metas)
+    rows = est.as_rows(metas[0]["examination"] if same_pbm else None)
+    say(f"propensity by intervention harvesting ({args.pairs}) from {len(logs)} logs, {sum(m.n_sessions for m in logs)} "
+        f"sessions; {args.confidence:.0%} bootstrap interval over queries ({est.resamples} resamples):")
+    say(_table(rows, [c for c in ("position", "truth", "theta", "low", "high", "keys", "covered") if c in rows[0]]))
+    if args.json:
+        write_json_report(args.json, {"method": "harvest", "pairs": args.pairs, "rows": rows, "logs": list(args.log)})
     return 0
 
 
