@@ -298,14 +298,21 @@ def main(argv=None) -> int:
     p.add_argument("--hidden", type=int, nargs="+", default=[64, 32])
     p.add_argument("--plot", default=None, help="PNG of the gap closed per cell")
     p.add_argument("--report-only", action="store_true", help="rewrite results.md (and --plot) from results.json")
+    p.add_argument("--combine", nargs="+", default=None, metavar="DIR",
+                   help="with --report-only: the rows of these runs' results.json together (their estimators in the order given)")
     args = p.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.report_only:
         import json
 
-        saved = json.loads((out / "results.json").read_text())
-        rows, args = saved["rows"], argparse.Namespace(**{**saved["args"], "plot": args.plot})
+        combine = args.combine
+        saved = [json.loads((Path(d) / "results.json").read_text()) for d in (combine or [out])]
+        ests = list(dict.fromkeys(e for run in saved for e in run["args"]["estimators"].split(",")))
+        rows = [r for run in saved for r in run["rows"]]
+        args = argparse.Namespace(**{**saved[0]["args"], "plot": args.plot, "estimators": ",".join(ests), "combine": combine})
+        if combine:
+            atomic_write_json(out / "results.json", {"args": vars(args), "rows": rows, "combined": combine})
     else:
         rows = []
         t_start = time.time()
