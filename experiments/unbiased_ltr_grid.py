@@ -247,8 +247,8 @@ def markdown(rows, args) -> str:
 
 
 def plot(rows, args, path) -> None:
-    """One panel per data set: each estimator's NDCG@10 minus naive's per click model (bars, mean over seeds)
-    and the full-information model's (a black tick)."""
+    """One panel per (log size, data set): each estimator's NDCG@10 minus naive's per click model (bars, mean
+    over seeds) and the full-information model's (a black tick)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -258,26 +258,29 @@ def plot(rows, args, path) -> None:
 
     ests = [e for e in args.estimators.split(",") if e != "naive"]
     datasets = list(dict.fromkeys(r["data"] for r in rows))
-    fig, axes = plt.subplots(1, len(datasets), figsize=(5.5 * len(datasets), 3.8), squeeze=False)
-    for ax, data in zip(axes[0], datasets):
-        sub = [r for r in rows if r["data"] == data]
-        cells = list(dict.fromkeys((r["click_model"], r["sessions"]) for r in sub))
-        width = 0.8 / len(ests)
-        groups = [[r for r in sub if (r["click_model"], r["sessions"]) == cell] for cell in cells]
-        for j, est in enumerate(ests):
-            vals = [_mean(g, est) - _mean(g, "naive") for g in groups]
-            ax.bar(np.arange(len(cells)) + (j - (len(ests) - 1) / 2) * width, vals, width, label=est)
-        ax.scatter(np.arange(len(cells)), [_mean(g, "full") - _mean(g, "naive") for g in groups], marker="_", s=600,
-                   color="black", label="full info", zorder=3)
-        ax.axhline(0, color="black", lw=0.8)
-        ax.set_xticks(np.arange(len(cells)))
-        ax.set_xticklabels([f"{cm}\n{n:,}" for cm, n in cells], fontsize=8)
-        ax.set_ylabel("NDCG@10 − naive", fontsize=8)
-        ax.set_title(f"{data} ({len(groups[0])} seed(s))", fontsize=9)
-    axes[0][0].legend(fontsize=8)
+    sizes = sorted({round(r["sessions"], -3) for r in rows})
+    fig, axes = plt.subplots(len(sizes), len(datasets), figsize=(5 * len(datasets), 3.2 * len(sizes)), squeeze=False)
+    for i, size in enumerate(sizes):
+        for ax, data in zip(axes[i], datasets):
+            sub = [r for r in rows if r["data"] == data and round(r["sessions"], -3) == size]
+            models = list(dict.fromkeys(r["click_model"] for r in sub))
+            groups = [[r for r in sub if r["click_model"] == m] for m in models]
+            width = 0.8 / len(ests)
+            for j, est in enumerate(ests):
+                vals = [_mean(g, est) - _mean(g, "naive") for g in groups]
+                ax.bar(np.arange(len(models)) + (j - (len(ests) - 1) / 2) * width, vals, width, label=est)
+            ax.scatter(np.arange(len(models)), [_mean(g, "full") - _mean(g, "naive") for g in groups], marker="_",
+                       s=500, color="black", label="full info", zorder=3)
+            ax.axhline(0, color="black", lw=0.8)
+            ax.set_xticks(np.arange(len(models)))
+            ax.set_xticklabels(models, fontsize=8)
+            ax.set_ylabel("NDCG@10 − naive", fontsize=8)
+            seeds = len(groups[0]) if groups else 0
+            ax.set_title(f"{data}, ~{size:,} sessions ({seeds} seed{'s' if seeds != 1 else ''})", fontsize=9)
+    axes[0][0].legend(fontsize=7)
     fig.tight_layout()
     with atomic_path(path, suffix=".png") as tmp:
-        fig.savefig(tmp, dpi=110, format="png")
+        fig.savefig(tmp, dpi=100, format="png")
     plt.close(fig)
 
 
