@@ -183,3 +183,21 @@ def test_interleave_prefers_the_labels_over_noise(data_file, tmp_path):
     assert res["sessions"] == 80 * 20 and res["wins_a"] + res["wins_b"] + res["ties"] == res["sessions"]
     assert res["ndcg@10_a"] == 1.0 and res["ndcg@10_b"] < 0.8
     assert res["wins_a"] > 2 * res["wins_b"] and res["p_value"] < 1e-6 and res["sessions_to_detect"] < 1600
+
+
+def test_interleave_probabilistic(data_file, tmp_path):
+    path, labels, _ = data_file
+    good, bad = tmp_path / "good.txt", tmp_path / "bad.txt"
+    good.write_text("\n".join(str(v) for v in labels) + "\n")
+    bad.write_text("\n".join(str(v) for v in np.random.default_rng(0).normal(size=len(labels))) + "\n")
+    out = tmp_path / "pi.json"
+    assert main(["clicks", "interleave", "--method", "probabilistic", "--data", str(path), "--a", str(good), "--b", str(bad),
+                 "--json", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert res["method"] == "probabilistic" and res["tau"] == 3.0 and res["sessions"] == 80 * 20
+    assert res["mean_outcome"] > 0.1 and res["preference_a"] == 0.5 * (1 + res["mean_outcome"])
+    assert res["p_value"] < 1e-6 and res["sessions_to_detect"] < 1600
+    # swapping A and B mirrors the outcome's sign
+    assert main(["clicks", "interleave", "--method", "probabilistic", "--data", str(path), "--a", str(bad), "--b", str(good),
+                 "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["mean_outcome"] < -0.1

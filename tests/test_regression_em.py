@@ -105,3 +105,22 @@ def test_observations_from_a_simulated_log():
         assert obs.clicks[o] == log.click[rows].sum()
     with pytest.raises(LtrError, match="features"):
         regression_em(obs, relevance="logistic")
+
+
+def test_relevance_predictor_reproduces_the_fitted_gamma():
+    # The predictor EM returns scores any rows with the M-step model: on the observed items it gives back
+    # EM's own gamma, rescaled to theta_1 = 1 (gamma * theta_raw[0]).
+    from ltr.clicks.click_models import simulate_clicks
+    from ltr.clicks.regression_em import observations_from_log, regression_em
+
+    rng = np.random.default_rng(7)
+    lengths = rng.integers(8, 15, 120)
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    x = rng.normal(size=(offsets[-1], 4))
+    labels = np.clip(np.round(1.5 + x[:, 0] + 0.5 * rng.normal(size=len(x))), 0, 4)
+    log = simulate_clicks(labels, offsets, labels + rng.normal(0, 1, len(x)), max_label=4, sessions_per_query=30, seed=1)
+    obs = observations_from_log(log)
+    for relevance in ("logistic", "gbdt"):
+        res = regression_em(obs, relevance=relevance, features=x, iterations=30)
+        np.testing.assert_allclose(res.predict(x[obs.item]), np.clip(res.gamma, 1e-12, 1) * res.theta_raw[0], rtol=1e-6)
+    assert regression_em(obs, iterations=5).predict is None

@@ -83,6 +83,7 @@ class EMResult:
     log_likelihood: list = field(default_factory=list)
     iterations: int = 0
     relevance: str = "per-item"
+    predict: Any = None  # logistic / gbdt: features [N, F] -> gamma [N] on the scale of ``theta`` (theta_1 = 1)
 
 
 def _log_likelihood(obs: Observations, p: np.ndarray) -> float:
@@ -126,21 +127,34 @@ def _fit_logistic(x: np.ndarray, target: np.ndarray, weight: np.ndarray, w0: np.
     return w
 
 
-def _fit_gbdt(x: np.ndarray, target: np.ndarray, weight: np.ndarray, seed: int, rounds: int) -> np.ndarray:
-    """LightGBM's cross-entropy objective on soft labels in [0, 1] with weights: predicted gamma."""
+def _fit_gbdt(x: np.ndarray, target: np.ndarray, weight: np.ndarray, seed: int, rounds: int):
+    """LightGBM's cross-entropy objective on soft labels in [0, 1] with weights: the fitted booster."""
     import lightgbm
 
     params = {"objective": "cross_entropy", "learning_rate": 0.1, "num_leaves": 15, "min_data_in_leaf": 20,
               "verbosity": -1, "seed": seed, "num_threads": 1, "deterministic": True, "force_col_wise": True}
     booster = lightgbm.train(params, lightgbm.Dataset(x, np.clip(target, 0.0, 1.0), weight=weight), rounds)
-    return booster.predict(x)
+    return booster
 
 
-def _standardize(x: np.ndarray) -> np.ndarray:
+def _standardize(x: np.ndarray, reference: np.ndarray | None = None) -> np.ndarray:
+    """Columns standardised by the mean and deviation of ``reference`` (default ``x``), plus a 1 column."""
     x = np.asarray(x, dtype=np.float64)
-    sd = x.std(axis=0)
-    z = (x - x.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
+    ref = x if reference is None else np.asarray(reference, dtype=np.float64)
+    sd = ref.std(axis=0)
+    z = (x - ref.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
     return np.concatenate([z, np.ones((len(z), 1))], axis=1)
+
+
+def _relevance_predictor(relevance, state, train_x, scale):
+    """features -> relevance on the relative scale (gamma times theta_raw[0]) for the fitted M-step model."""
+    if relevance == "logistic":
+        w = state["w"].copy()
+        return lambda f: scale / (1.0 + np.exp(-np.clip(_standardize(f, train_x) @ w, -30, 30)))
+    if relevance == "gbdt" and state.get("booster") is not None:
+        booster = state["booster"]
+        return lambda f: scale * booster.predict(_standardize(f, train_x))
+    return None
 
 
 def _m_step_gamma(relevance, obs, rel, x, state, seed, gbdt_rounds) -> np.ndarray:
@@ -150,7 +164,8 @@ def _m_step_gamma(relevance, obs, rel, x, state, seed, gbdt_rounds) -> np.ndarra
     if relevance == "logistic":
         state["w"] = _fit_logistic(x, target, obs.n, state["w"])
         return 1.0 / (1.0 + np.exp(-np.clip(x @ state["w"], -30, 30)))
-    return _fit_gbdt(x, target, obs.n, seed, gbdt_rounds)
+    state["booster"] = _fit_gbdt(x, target, obs.n, seed, gbdt_rounds)
+    return state["booster"].predict(x)
 
 
 def _check_em_args(obs: Observations, relevance: str, features: Any) -> None:
@@ -192,7 +207,8 @@ def regression_em(
         history.append(_log_likelihood(obs, theta[obs.position - 1] * gamma))
         if abs(history[-1] - history[-2]) <= tol * abs(history[-2]):
             break
-    return EMResult(theta / max(theta[0], _TINY), theta, gamma, history, it, relevance)
+    predict = None if x is None else _relevance_predictor(relevance, state, np.asarray(features)[obs.item], theta[0])
+    return EMResult(theta / max(theta[0], _TINY), theta, gamma, history, it, relevance, predict)
 
 
 def bootstrap_em(obs: Observations, n_resamples: int = 50, confidence: float = 0.95, seed: int = 0,

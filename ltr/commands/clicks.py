@@ -11,7 +11,7 @@ Sub-commands:
   per-(document, position) sums for naive / ips / rem / affine), or XGBoost with ``lambdarank_unbiased``
   (``--engine xgboost``); a model folder.
 * ``evaluate``: naive, IPS and SNIPS click-DCG of a new ranker from a log, beside the true values.
-* ``interleave``: team-draft interleaving of two rankers on simulated users, beside their NDCG@10.
+* ``interleave``: team-draft or probabilistic interleaving of two rankers on simulated users, beside their NDCG@10.
 * ``open-bandit``: the Open Bandit sample: CTR by position with intervals, and an off-policy IPS
   estimate of the uniform-random policy's CTR from the Thompson-sampling log.
 """
@@ -86,13 +86,18 @@ def register(subparsers) -> None:
                        "(click rate of the top item moved to r over left at 1), with delta-method intervals; "
                        "compared with the simulator's truth when the log was simulated with PBM. --method em needs no "
                        "intervention: regression EM (Wang et al. 2018) on the production sessions, relevance a logistic "
-                       "regression on the features of --data, with a percentile bootstrap over queries.")
-    e.add_argument("--log", required=True, metavar="FILE", help="clicks.npz or clicks.parquet written by `ltr clicks simulate`")
-    e.add_argument("--method", default="randomized", choices=("randomized", "swap", "em"), help="which traffic and estimator to use")
+                       "regression on the features of --data, with a percentile bootstrap over queries. --method harvest "
+                       "needs no intervention either: intervention harvesting (Agarwal et al. 2019) from the logs of several "
+                       "rankers (give --log several times), which put the same documents at different positions.")
+    e.add_argument("--log", required=True, action="extend", nargs="+", metavar="FILE",
+                   help="clicks.npz or clicks.parquet written by `ltr clicks simulate` (--method harvest: one per logging ranker)")
+    e.add_argument("--method", default="randomized", choices=("randomized", "swap", "em", "harvest"), help="which traffic and estimator to use")
+    e.add_argument("--pairs", default="allpairs", choices=("allpairs", "adjacent"),
+                   help="--method harvest: AllPairs likelihood over every pair of positions, or the chain of adjacent ratios")
     e.add_argument("--data", default=None, metavar="FILE", help="--method em: the labelled file the log was simulated on (its features)")
     add_format_options(e)
     add_data_options(e)
-    e.add_argument("--resamples", type=COUNT, default=30, help="--method em: bootstrap resamples of the queries")
+    e.add_argument("--resamples", type=COUNT, default=30, help="--method em / harvest: bootstrap resamples of the queries")
     e.add_argument("--relevance", default="logistic", choices=("logistic", "gbdt"),
                    help="--method em: the relevance model of the M-step (logistic regression or LightGBM cross-entropy)")
     e.add_argument("--positions", type=integer(min=1), default=None, help="number of positions to estimate (default: all shown positions)")
@@ -145,15 +150,20 @@ def _add_log_read_options(p) -> None:
 
 
 def _register_interleave(sub, fmt) -> None:
-    i = sub.add_parser("interleave", help="team-draft interleaving of two rankers on simulated users", formatter_class=fmt,
-                       description="Interleave the rankings of --a and --b by team draft on every query of --data, "
-                       "simulate clicks on the interleaved lists (--model), credit each ranker with the clicks on its "
-                       "picks, and report wins, ties, the preference for A with a sign test, the sessions needed to "
-                       "detect the measured preference, and both rankers' NDCG@10 on the labels.")
+    i = sub.add_parser("interleave", help="team-draft or probabilistic interleaving of two rankers on simulated users", formatter_class=fmt,
+                       description="Interleave the rankings of --a and --b by team draft (or --method probabilistic: "
+                       "softmax rankers, each click's credit marginalised over the rankers that could have placed it) on "
+                       "every query of --data, simulate clicks on the interleaved lists (--model), credit each ranker with "
+                       "the clicks on its picks, and report wins, ties, the preference for A with a sign test (a t-test of "
+                       "the mean outcome for probabilistic), the sessions needed to detect the measured preference, and "
+                       "both rankers' NDCG@10 on the labels.")
     i.add_argument("--data", required=True, metavar="FILE", help="labelled data: SVMlight/LETOR file, Parquet file or folder, or a store")
     add_format_options(i)
     i.add_argument("--a", required=True, metavar="PATH", help="ranker A: a model folder, or a scores file (one number per row of --data)")
     i.add_argument("--b", required=True, metavar="PATH", help="ranker B: a model folder, or a scores file (one number per row of --data)")
+    i.add_argument("--method", default="team-draft", choices=("team-draft", "probabilistic"),
+                   help="team draft, or probabilistic interleaving (softmax rankers, outcomes marginalised over the assignments)")
+    i.add_argument("--tau", type=number(above=0), default=3.0, help="probabilistic: softmax ranker P(d) proportional to rank^-tau")
     i.add_argument("--model", default="pbm", choices=("pbm", "cascade", "dbn", "ubm", "trust"), help="click model of the simulated users")
     i.add_argument("--eta", type=number(min=0), default=1.0, help="position-bias strength (pbm, trust, ubm)")
     i.add_argument("--eps", type=number(min=0, max=1), default=0.1, help="click probability of an examined irrelevant item")
@@ -388,7 +398,12 @@ def run_estimate(args) -> int:
     say = functools.partial(print, file=text_stream(args))  # JSON on standard output: text to stderr
 
     if args.json and args.json != "-":
-        output_file(args.json, "--json", inputs=[("--log", args.log)])
+        output_file(args.json, "--json", inputs=[("--log", path) for path in args.log])
+    if args.method == "harvest":
+        return _run_estimate_harvest(args, say)
+    if len(args.log) > 1:
+        raise LtrError(f"--method {args.method} reads one --log, got {len(args.log)} (several logs are for --method harvest)")
+    args = argparse.Namespace(**{**vars(args), "log": args.log[0]})
     if args.method == "em":
         return _run_estimate_em(args, say)
     # A Parquet log is read for its randomized or swap sessions only (the production traffic may not fit in memory).
@@ -438,6 +453,24 @@ def _run_estimate_em(args, say) -> int:
     say(_table(rows, [c for c in ("position", "truth", "theta", "low", "high", "covered") if c in rows[0]]))
     if args.json:
         write_json_report(args.json, {"method": "em", "rows": rows, "iterations": res.iterations})
+    return 0
+
+
+def _run_estimate_harvest(args, say) -> int:
+    from ltr.clicks.intervention_harvesting import counts_from_logs, estimate_harvest
+    from ltr.io_utils import write_json_report
+
+    logs = [_load_log(path) for path in args.log]
+    est = estimate_harvest(counts_from_logs(logs, args.positions), method=args.pairs, resamples=args.resamples,
+                           confidence=args.confidence)
+    metas = [log.meta for log in logs]
+    same_pbm = all(m.get("model") == "pbm" and m.get("examination") == metas[0].get("examination") for m in metas)
+    rows = est.as_rows(metas[0]["examination"] if same_pbm else None)
+    say(f"propensity by intervention harvesting ({args.pairs}) from {len(logs)} logs, {sum(m.n_sessions for m in logs)} "
+        f"sessions; {args.confidence:.0%} bootstrap interval over queries ({est.resamples} resamples):")
+    say(_table(rows, [c for c in ("position", "truth", "theta", "low", "high", "keys", "covered") if c in rows[0]]))
+    if args.json:
+        write_json_report(args.json, {"method": "harvest", "pairs": args.pairs, "rows": rows, "logs": list(args.log)})
     return 0
 
 
@@ -654,7 +687,7 @@ def _ranker_scores(path: str, ds, option: str, data_path: str) -> np.ndarray:
 def run_interleave(args) -> int:
     import metrics
     from ltr.checks import output_file
-    from ltr.clicks.interleaving import interleave_sessions, sessions_to_detect
+    from ltr.clicks.interleaving import interleave_sessions, probabilistic_sessions, sessions_to_detect, sessions_to_detect_mean
     from ltr.io_utils import write_json_report
 
     say = functools.partial(print, file=text_stream(args))  # JSON on standard output: text to stderr
@@ -663,17 +696,25 @@ def run_interleave(args) -> int:
     ds = load_data_file(args.data, "data", None, data_options(args), **format_options(args, "data"))
     a = _ranker_scores(args.a, ds, "--a", args.data)
     b = _ranker_scores(args.b, ds, "--b", args.data)
-    res = interleave_sessions(ds.labels, ds.query_offsets, a, b, sessions_per_query=args.sessions_per_query,
-                              top_k=args.top_k, model=args.model, eta=args.eta, eps=args.eps, seed=args.seed)
-    out = res.summary()
-    decided = out["wins_a"] + out["wins_b"]
-    if decided and out["wins_a"] != out["wins_b"]:
-        out["sessions_to_detect"] = sessions_to_detect(out["wins_a"] / decided, out["ties"] / out["sessions"])
+    common = {"sessions_per_query": args.sessions_per_query, "top_k": args.top_k, "model": args.model, "eta": args.eta,
+              "eps": args.eps, "seed": args.seed}
+    if args.method == "probabilistic":
+        res = probabilistic_sessions(ds.labels, ds.query_offsets, a, b, tau=args.tau, **common)
+        out = {"method": "probabilistic", "tau": args.tau, **res.summary()}
+        if res.mean != 0:
+            out["sessions_to_detect"] = sessions_to_detect_mean(res.outcome)
+    else:
+        res = interleave_sessions(ds.labels, ds.query_offsets, a, b, **common)
+        out = {"method": "team-draft", **res.summary()}
+        decided = out["wins_a"] + out["wins_b"]
+        if decided and out["wins_a"] != out["wins_b"]:
+            out["sessions_to_detect"] = sessions_to_detect(out["wins_a"] / decided, out["ties"] / out["sessions"])
     for name, scores in (("a", a), ("b", b)):
         ev = metrics.evaluate(scores, ds.labels, ds.query_offsets, ["ndcg@10"])
         out[f"ndcg@10_{name}"] = float(ev.mean[ev.names["ndcg@10"]])
-    say(f"team-draft interleaving, {out['sessions']} {args.model} sessions: A wins {out['wins_a']}, B wins "
-        f"{out['wins_b']}, ties {out['ties']}; preference for A {out['preference_a']:.4f} (sign test p = {out['p_value']:.3g})")
+    test = "t-test of the mean outcome" if args.method == "probabilistic" else "sign test"
+    say(f"{args.method} interleaving, {out['sessions']} {args.model} sessions: A wins {out['wins_a']}, B wins "
+        f"{out['wins_b']}, ties {out['ties']}; preference for A {out['preference_a']:.4f} ({test} p = {out['p_value']:.3g})")
     if "sessions_to_detect" in out:
         say(f"sessions to detect this preference (5% two-sided, 80% power): {out['sessions_to_detect']:.0f}")
     say(f"NDCG@10 on the labels: A {out['ndcg@10_a']:.4f}, B {out['ndcg@10_b']:.4f}")
