@@ -35,6 +35,8 @@ __all__ = [
     "ece_debiased",
     "field_rce",
     "field_ece",
+    "f_rce_from_sums",
+    "field_ece_from_sums",
     "field_calibration",
     "FieldCalibration",
     "poisson_bootstrap_ratio",
@@ -159,9 +161,20 @@ def field_rce(y_true, y_prob, field, *, sample_weight=None) -> float:
     >>> round(field_rce([1, 0, 1, 1], [0.5, 0.5, 0.3, 0.3], ["a", "a", "b", "b"]), 6)   # (2*0 + 2*0.7) / 4
     0.35
     """
-    n, sy, sp = _field_sums(y_true, y_prob, field, sample_weight)
+    return f_rce_from_sums(*_field_sums(y_true, y_prob, field, sample_weight))
+
+
+def f_rce_from_sums(count, clicks, predicted) -> float:
+    """F-RCE from per-value sums (rows ``N_v``, clicks, predicted clicks): the formula of :func:`field_rce`."""
+    n, sy, sp = (np.asarray(v, dtype=np.float64) for v in (count, clicks, predicted))
     has = sy > 0
     return float(np.sum(n[has] * np.abs(sy[has] - sp[has]) / sy[has]) / n.sum())
+
+
+def field_ece_from_sums(count, clicks, predicted) -> float:
+    """Field ECE from per-value sums: ``sum_v |predicted_v - clicks_v| / sum_v count_v`` (:func:`field_ece`)."""
+    n, sy, sp = (np.asarray(v, dtype=np.float64) for v in (count, clicks, predicted))
+    return float(np.sum(np.abs(sp - sy)) / n.sum())
 
 
 def field_ece(y_true, y_prob, field, *, sample_weight=None) -> float:
@@ -171,8 +184,7 @@ def field_ece(y_true, y_prob, field, *, sample_weight=None) -> float:
     >>> round(field_ece([1, 0, 1, 1], [0.5, 0.5, 0.3, 0.3], ["a", "a", "b", "b"]), 6)   # (0 + 1.4) / 4
     0.35
     """
-    n, sy, sp = _field_sums(y_true, y_prob, field, sample_weight)
-    return float(np.sum(np.abs(sp - sy)) / n.sum())
+    return field_ece_from_sums(*_field_sums(y_true, y_prob, field, sample_weight))
 
 
 def poisson_bootstrap_ratio(codes, k: int, num, den, n_boot: int = 200, level: float = 0.95, seed: int = 0):
