@@ -28,7 +28,7 @@ def _table(n=40_000, seed=0, weights=True):
 
 
 def _stats(s, y, fields, w, batch=None, **kw):
-    st = BinnedStats(list(fields), **kw)
+    st = BinnedStats(list(fields), weighted=w is not None, **kw)
     step = batch or s.shape[0]
     for i in range(0, s.shape[0], step):
         st.add_batch(s[i:i + step], y[i:i + step], [v[i:i + step] for v in fields.values()],

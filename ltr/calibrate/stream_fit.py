@@ -28,7 +28,7 @@ from scipy.special import expit, log_expit
 from ltr.calibrate.stream_stats import BinnedStats, BinnedTable
 from ltr.errors import LtrError
 
-__all__ = ["STREAM_METHODS", "weighted_logistic", "entry_scores", "entry_fields", "fit_binned"]
+__all__ = ["STREAM_METHODS", "weighted_logistic", "entry_scores", "entry_fields", "predict_entries", "fit_binned"]
 
 STREAM_METHODS = ("platt", "isotonic", "isotonic-strict", "beta", "spline", "field-aware")
 
@@ -75,8 +75,10 @@ def weighted_logistic(A, pos, n, lower=None, *, max_iter: int = 200, tol: float 
 
 
 def entry_scores(stats: BinnedStats, table: BinnedTable) -> np.ndarray:
-    """The representative score of every entry: ``sigmoid(xbar)`` (probability scores) or ``xbar``."""
-    xbar = table.col("sx") / table.col("rows")
+    """The representative score of every entry: ``sigmoid(xbar)`` (probability scores) or ``xbar``, with
+    ``xbar`` rounded to 1e-9 so that entries of rows with one same score (in different cells) stay tied
+    (``sum x / rows`` of equal ``x`` can differ in the last digit)."""
+    xbar = np.round(table.col("sx") / table.col("rows"), 9)
     return expit(xbar) if stats.probabilities else xbar
 
 
@@ -84,6 +86,23 @@ def entry_fields(stats: BinnedStats, table: BinnedTable) -> dict:
     """``{field: value (text) of every entry}``, the ``fields`` argument of a field calibrator."""
     codes = stats.entry_codes(table)
     return {f: np.asarray(stats.values(j), dtype=object)[codes[:, j]].astype(str) for j, f in enumerate(stats.fields)}
+
+
+def predict_entries(stats: BinnedStats, table: BinnedTable, calibrator) -> np.ndarray:
+    """The calibrated probability of every entry: the map at the entry's representative score; for a
+    field-aware calibrator ``sigmoid(g(r) + sum_f offset_f[value])`` looked up by the entries' value codes
+    (no per-entry text), a value unseen in the fit part getting offset 0."""
+    from ltr.calibrate.field_calibrators import FieldAwareCalibrator, global_logit
+
+    r = entry_scores(stats, table)
+    if not isinstance(calibrator, FieldAwareCalibrator):
+        return calibrator.predict(r)
+    z = global_logit(calibrator.global_, r)
+    codes = stats.entry_codes(table)
+    for j, f in enumerate(stats.fields):
+        table_f = calibrator.offsets_[f]
+        z = z + np.array([table_f.get(v, 0.0) for v in stats.values(j)])[codes[:, j]]
+    return expit(z)
 
 
 def _histogram(stats: BinnedStats, table: BinnedTable):

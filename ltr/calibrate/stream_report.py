@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ltr.calibrate.stream_fit import entry_fields, entry_scores
+from ltr.calibrate.stream_fit import entry_scores, predict_entries
 from ltr.calibrate.stream_stats import BinnedStats
 from metrics.calibration import FieldCalibration, f_rce_from_sums, field_ece_from_sums
 
@@ -25,13 +25,32 @@ EXACT = ["normalized_entropy before", "pcoc before", "per-value count / clicks /
 BINNED = ["every number after calibration", "auc", "within_field_auc", "value ece", "pcoc intervals (delta method)"]
 
 
-def binned_auc(values, pos, neg, groups=None) -> float:
+def _order(groups, values, by_value=None) -> np.ndarray:
+    """The permutation sorting by ``groups`` (small non-negative ints) then ``values``: a stable sort of the
+    groups (a radix sort when they fit 16 bits) after ``by_value``, the argsort of ``values`` (given when
+    it is shared by several calls)."""
+    o = np.argsort(values, kind="stable") if by_value is None else by_value
+    g = groups[o]
+    if g.size and g.max() < 2**16:
+        g = g.astype(np.uint16)
+    return o[np.argsort(g, kind="stable")]
+
+
+def binned_auc(values, pos, neg, groups=None, by_value=None) -> float:
     """AUC of entries holding ``pos`` positives and ``neg`` negatives at ``values`` (an entry's rows
     tied with each other and with equal values of its group); with ``groups`` the pairs-weighted AUC
-    within groups (pairs across groups are not counted). NaN without a pair."""
+    within groups (pairs across groups are not counted). NaN without a pair. ``by_value``: the stable
+    argsort of ``values`` when the caller has it."""
     v = np.asarray(values, dtype=np.float64)
-    g = np.zeros(v.shape[0], dtype=np.int64) if groups is None else np.unique(groups, return_inverse=True)[1].reshape(-1)
-    order = np.lexsort((v, g))
+    if groups is None:
+        g = np.zeros(v.shape[0], dtype=np.int64)
+    elif np.issubdtype(np.asarray(groups).dtype, np.integer) and np.asarray(groups).min() >= 0:
+        g = np.asarray(groups, dtype=np.int64)  # codes already
+    else:
+        g = np.unique(groups, return_inverse=True)[1].reshape(-1)
+    if by_value is None:
+        by_value = np.argsort(v, kind="stable")
+    order = _order(g, v, by_value)
     v, g = v[order], g[order]
     p, n = np.asarray(pos, dtype=np.float64)[order], np.asarray(neg, dtype=np.float64)[order]
     new_run = np.r_[True, (v[1:] != v[:-1]) | (g[1:] != g[:-1])]
@@ -47,9 +66,9 @@ def binned_auc(values, pos, neg, groups=None) -> float:
     return concordant / pairs if pairs > 0 else float("nan")
 
 
-def _value_ece(vcode, k, xbar, rows, sp, pos, n_bins):
-    """Equal-mass ECE inside each value, the groups made of whole entries in order of ``xbar``."""
-    order = np.lexsort((xbar, vcode))
+def _value_ece(vcode, k, key, rows, sp, pos, n_bins, by_value=None):
+    """Equal-mass ECE inside each value, the groups made of whole entries in order of ``key`` (the side's probability)."""
+    order = _order(vcode, key, by_value)
     c, r = vcode[order], rows[order]
     total = np.bincount(c, weights=r, minlength=k)
     cum = np.cumsum(r)
@@ -83,8 +102,9 @@ def _field_rows(name, words, n, sy, sp, var, eces, z, min_count):
 
 
 def _side(stats: BinnedStats, sums: dict, min_count: float, level: float, n_bins: int) -> dict:
-    """NE, PCOC and the per-field tables from per-entry sums ``w, wy, wp, wll, wwpp, wwpy, wwy, rows, pos, sp, xbar``."""
-    from scipy.stats import norm
+    """NE, PCOC and the per-field tables from per-entry sums ``w, wy, wp, wll, wwpp, wwpy, wwy, rows, pos, sp`` and
+    ``key``, the entry's probability (its order within a value makes the value ECE's groups)."""
+    from statistics import NormalDist
 
     from metrics.calibration import _binary_entropy
 
@@ -94,8 +114,9 @@ def _side(stats: BinnedStats, sums: dict, min_count: float, level: float, n_bins
            "pcoc": float(wp / wy) if wy > 0 else (float("inf") if wp > 0 else float("nan"))}
     if not stats.fields:
         return out
-    z = float(norm.ppf(0.5 + level / 2.0))
+    z = NormalDist().inv_cdf(0.5 + level / 2.0)
     codes = stats.entry_codes(stats.eval)
+    by_key = np.argsort(sums["key"], kind="stable")
     rows, per_field = [], {}
     for j, name in enumerate(stats.fields):
         words, c = stats.values(j), codes[:, j]
@@ -104,7 +125,7 @@ def _side(stats: BinnedStats, sums: dict, min_count: float, level: float, n_bins
         ratio = np.where(sy > 0, sp / np.where(sy > 0, sy, 1.0), 0.0)
         var = (np.bincount(c, weights=sums["wwpp"], minlength=k) - 2 * ratio * np.bincount(c, weights=sums["wwpy"], minlength=k)
                + ratio ** 2 * np.bincount(c, weights=sums["wwy"], minlength=k))
-        eces = _value_ece(c, k, sums["xbar"], sums["rows"], sums["sp"], sums["pos"], n_bins)
+        eces = _value_ece(c, k, sums["key"], sums["rows"], sums["sp"], sums["pos"], n_bins, by_key)
         r, per_field[name] = _field_rows(name, words, n, sy, sp, var, eces, z, min_count)
         rows += r
     rows.sort(key=lambda r: (r["count"] < min_count, -r["abs_error"] if np.isfinite(r["abs_error"]) else -np.inf))
@@ -121,7 +142,7 @@ def _after_sums(before: dict, f: np.ndarray, t) -> dict:
     out["wp"] = before["w"] * f
     out["wll"] = -(before["wy"] * np.log(fc) + (before["w"] - before["wy"]) * np.log1p(-fc))
     out["wwpp"], out["wwpy"] = t.col("ww") * f * f, before["wwy"] * f
-    out["sp"] = before["rows"] * f
+    out["sp"], out["key"] = before["rows"] * f, f
     return out
 
 
@@ -134,16 +155,19 @@ def binned_report(stats: BinnedStats, calibrator, *, field_method: bool, min_cou
 
         raise LtrError("the evaluation part of the table is empty (change --fit-fraction)")
     r = entry_scores(stats, t)
-    fields = entry_fields(stats, t)
     before = {name: t.col(name) for name in ("w", "wy", "wp", "wll", "wwpp", "wwpy", "wwy", "rows", "pos", "sp")}
-    before["xbar"] = t.col("sx") / t.col("rows")
-    f = calibrator.predict(r, fields) if field_method else calibrator.predict(r)
+    before["xbar"] = before["key"] = np.round(t.col("sx") / t.col("rows"), 9)  # as entry_scores: equal scores stay tied
+    f = predict_entries(stats, t, calibrator)
     after = _after_sums(before, f, t)
     rep = {"before": _side(stats, before, min_count, level, n_bins), "after": _side(stats, after, min_count, level, n_bins)}
     pos, neg = before["pos"], before["rows"] - before["pos"]
-    order = {"auc_before": binned_auc(before["xbar"], pos, neg), "auc_after": binned_auc(f, pos, neg), "within_field_auc": {}}
-    for name, v in fields.items():
-        b, a = binned_auc(before["xbar"], pos, neg, v), binned_auc(f, pos, neg, v)
+    ob, oa = np.argsort(before["xbar"], kind="stable"), np.argsort(f, kind="stable")
+    order = {"auc_before": binned_auc(before["xbar"], pos, neg, by_value=ob), "auc_after": binned_auc(f, pos, neg, by_value=oa),
+             "within_field_auc": {}}
+    codes = stats.entry_codes(t)
+    for j, name in enumerate(stats.fields):
+        b = binned_auc(before["xbar"], pos, neg, codes[:, j], by_value=ob)
+        a = binned_auc(f, pos, neg, codes[:, j], by_value=oa)
         order["within_field_auc"][name] = {"before": b, "after": a, "unchanged": bool(a == b)}
     if field_method:
         from ltr.calibrate.field_calibrators import check_within_field_order

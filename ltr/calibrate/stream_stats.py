@@ -10,7 +10,7 @@ evaluation part separately, one row of sums per occupied **entry** = (cell, scor
   scores, the score itself for logit scores), cut into bins of width ``bin_width`` on
   ``[-x_limit, x_limit)``, plus one bin below and one above (the tails).
 
-The sums of an entry (``COLUMNS``): ``rows`` and ``pos`` (rows and clicks, unweighted), ``sx`` (sum of
+The sums of an entry (``COLUMNS``; without a weight column only ``PLAIN_COLUMNS``, the others being equal to them): ``rows`` and ``pos`` (rows and clicks, unweighted), ``sx`` (sum of
 ``x``), ``sp`` (sum of the probability ``p``), ``w``, ``wy``, ``wp`` (weighted rows, clicks, predicted
 clicks), ``wll`` (weighted log loss ``-(y ln p + (1 - y) ln(1 - p))`` with ``p`` clipped to float64 eps as
 :func:`metrics.log_loss`), and ``ww``, ``wwpp``, ``wwpy``, ``wwy`` (``sum w^2``, ``sum w^2 p^2``, ``sum w^2 p y``, ``sum w^2 y``: the
@@ -40,10 +40,12 @@ import numpy as np
 
 from ltr.errors import LtrError
 
-__all__ = ["COLUMNS", "BinGrid", "BinnedTable", "BinnedStats", "hash_split", "stream_table", "LOGIT_EPS"]
+__all__ = ["COLUMNS", "PLAIN_COLUMNS", "BinGrid", "BinnedTable", "BinnedStats", "hash_split", "stream_table", "LOGIT_EPS"]
 
 COLUMNS = ("rows", "pos", "sx", "sp", "w", "wy", "wp", "wll", "ww", "wwpp", "wwpy", "wwy")
-_C = {name: i for i, name in enumerate(COLUMNS)}
+# without a weight column (w = 1) five sums repeat others: only these are stored, the rest are aliases
+PLAIN_COLUMNS = ("rows", "pos", "sx", "sp", "wll", "wwpp", "wwpy")
+_ALIASES = {"w": "rows", "wy": "pos", "wp": "sp", "ww": "rows", "wwy": "pos"}
 LOGIT_EPS = 1e-15  # = PlattCalibrator's logit_eps: the binned x is the x Platt sees
 
 
@@ -86,8 +88,13 @@ class BinGrid:
 class BinnedTable:
     """The entries of one part: sorted ``keys = cell * grid.n + bin`` and their sums ``[K, len(COLUMNS)]``."""
 
+    columns: tuple = COLUMNS
     keys: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    sums: np.ndarray = field(default_factory=lambda: np.zeros((0, len(COLUMNS))))
+    sums: np.ndarray | None = None
+
+    def __post_init__(self):
+        if self.sums is None:
+            self.sums = np.zeros((0, len(self.columns)))
 
     def add(self, keys: np.ndarray, sums: np.ndarray) -> None:
         """Add the sums of (unique, sorted) ``keys``: in place where the key is known, else inserted."""
@@ -102,7 +109,9 @@ class BinnedTable:
             self.keys, self.sums = k[order], s[order]
 
     def col(self, name: str) -> np.ndarray:
-        return self.sums[:, _C[name]]
+        if name not in self.columns:
+            name = _ALIASES[name]
+        return self.sums[:, self.columns.index(name)]
 
     def digest(self) -> str:
         h = hashlib.sha256(b"binned:")
@@ -112,12 +121,14 @@ class BinnedTable:
 
 
 def _row_sums(x, p, y, w) -> np.ndarray:
-    """Per row, the quantities ``COLUMNS`` sums (``[n, len(COLUMNS)]``)."""
+    """The quantities that ``COLUMNS`` (``w`` given) or ``PLAIN_COLUMNS`` (``w`` None) sum, one row each: ``[columns, n]``."""
     e = np.finfo(np.float64).eps
     pc = np.clip(p, e, 1.0 - e)
     ll = -(y * np.log(pc) + (1.0 - y) * np.log1p(-pc))
+    if w is None:
+        return np.vstack([np.ones_like(x), y, x, p, ll, p * p, p * y])
     wp, wy = w * p, w * y
-    return np.column_stack([np.ones_like(x), y, x, p, w, wy, wp, w * ll, w * w, wp * wp, wp * wy, w * wy])
+    return np.vstack([np.ones_like(x), y, x, p, w, wy, wp, w * ll, w * w, wp * wp, wp * wy, w * wy])
 
 
 class BinnedStats:
@@ -128,14 +139,15 @@ class BinnedStats:
     """
 
     def __init__(self, fields=(), *, probabilities: bool = True, grid: BinGrid = BinGrid(),
-                 fit_fraction: float = 0.5, seed: int = 0):
-        self.fields = tuple(fields)
+                 fit_fraction: float = 0.5, seed: int = 0, weighted: bool = False):
+        self.fields, self.weighted = tuple(fields), bool(weighted)
         self.probabilities, self.grid = bool(probabilities), grid
         self.fit_fraction, self.seed = float(fit_fraction), int(seed)
         self.vocab: list[dict] = [{} for _ in self.fields]
         self.cell_index: dict = {}
         self.cell_codes: list = []
-        self.fit, self.eval = BinnedTable(), BinnedTable()
+        cols = COLUMNS if self.weighted else PLAIN_COLUMNS
+        self.fit, self.eval = BinnedTable(cols), BinnedTable(cols)
         self.n_rows = 0
 
     def _cells(self, fields: list, n: int) -> np.ndarray:
@@ -146,13 +158,16 @@ class BinnedStats:
                 self.cell_index[()] = 0
                 self.cell_codes.append(())
             return np.zeros(n, dtype=np.int64)
-        codes, local = [], np.zeros(n, dtype=np.int64)
+        codes, local, radix = [], np.zeros(n, dtype=np.int64), 1
         for j, (idx, words) in enumerate(fields):
             gmap = np.array([self.vocab[j].setdefault(str(u), len(self.vocab[j])) for u in words], dtype=np.int64)
             codes.append(gmap[idx])
-            _, local = np.unique(local * (len(words) + 1) + idx, return_inverse=True)
-            local = local.reshape(-1)
-        first = np.unique(local, return_index=True)[1]
+            if radix * (len(words) + 1) >= 2**62:  # re-code before the mixed-radix number could overflow
+                local = np.unique(local, return_inverse=True)[1].reshape(-1)
+                radix = int(local.max()) + 1
+            local, radix = local * (len(words) + 1) + idx, radix * (len(words) + 1)
+        _, first, local = np.unique(local, return_index=True, return_inverse=True)
+        local = local.reshape(-1)
         gid = np.empty(first.shape[0], dtype=np.int64)
         for i, r in enumerate(first):
             key = tuple(int(c[r]) for c in codes)
@@ -167,7 +182,9 @@ class BinnedStats:
         s = np.asarray(scores, dtype=np.float64)
         fields = [f if isinstance(f, tuple) else _encode(f) for f in fields]
         y = np.asarray(labels, dtype=np.float64)
-        w = np.ones_like(s) if weights is None else np.asarray(weights, dtype=np.float64)
+        if (weights is not None) != self.weighted:
+            raise ValueError(f"this accumulator was made with weighted={self.weighted}: give weights {'with' if self.weighted else 'without'} every batch")
+        w = None if weights is None else np.asarray(weights, dtype=np.float64)
         if self.probabilities:
             pc = np.clip(s, LOGIT_EPS, 1.0 - LOGIT_EPS)
             x, p = np.log(pc) - np.log1p(-pc), s
@@ -177,12 +194,12 @@ class BinnedStats:
             x, p = s, expit(s)
         keys = self._cells(fields, s.shape[0]) * self.grid.n + self.grid.index(x)
         fit = hash_split(self.n_rows, s.shape[0], self.fit_fraction, self.seed)
-        rows = _row_sums(x, p, y, w)
+        rows = _row_sums(x, p, y, w)  # [len(columns), n]
         for table, m in ((self.fit, fit), (self.eval, ~fit)):
             if m.any():
                 uk, inv = np.unique(keys[m], return_inverse=True)
-                sums = np.column_stack([np.bincount(inv.reshape(-1), weights=rows[m, j], minlength=uk.shape[0])
-                                        for j in range(rows.shape[1])])
+                inv, part = inv.reshape(-1), rows[:, m]
+                sums = np.column_stack([np.bincount(inv, weights=col, minlength=uk.shape[0]) for col in part])
                 table.add(uk, sums)
         self.n_rows += s.shape[0]
 
@@ -305,7 +322,8 @@ def stream_table(path, *, score_column: str = "score", label_column: str = "labe
         inside = bool(s.min() >= 0.0 and s.max() <= 1.0)
         if stats is None:
             prob = inside if score_scale == "auto" else score_scale == "probability"
-            stats = BinnedStats(fields, probabilities=prob, grid=grid, fit_fraction=fit_fraction, seed=seed)
+            stats = BinnedStats(fields, probabilities=prob, grid=grid, fit_fraction=fit_fraction, seed=seed,
+                                weighted=weight_column is not None)
         if stats.probabilities and not inside:
             i = int(np.flatnonzero((s < 0) | (s > 1))[0])
             hint = " (the first batch was all in [0, 1]; pass --score-scale logit for raw scores)" if score_scale == "auto" else ""
