@@ -9,7 +9,7 @@ are the only error; on the test tables the streamed map is within 1e-3 of the in
 * Platt: ``argmin sum_e [rows_e softplus(u_e) - pos_e u_e]``, ``u = a xbar + b`` (Newton, :func:`weighted_logistic`);
 * beta: the same on ``(ln r, -ln(1 - r))``, with Kull et al.'s rule for a negative coefficient;
 * spline: the same on the spline basis of ``xbar``, slopes bounded below by ``min_slope``; knots at
-  the click-weighted quantiles of ``xbar``;
+  the quantiles of ``xbar`` over the clicked rows (each at its entry's mean);
 * isotonic: scikit-learn's PAV on ``(r_e, pos_e / rows_e)`` with weights ``rows_e``;
 * field-aware: the global map on the histogram summed over cells, then the offsets per field value by
   :func:`ltr.calibrate.field_calibrators._joint_offsets` with ``counts = rows``.
@@ -156,10 +156,9 @@ def _fit_spline(stats, r, pos, n, table):
 
     cal = SplineCalibrator(input="probability" if stats.probabilities else "score")
     x = cal._x(r)
-    order = np.argsort(x, kind="stable")
-    cum = np.cumsum(pos[order])
-    qs = np.arange(1, cal.n_knots + 1) / (cal.n_knots + 1) * cum[-1]
-    t = np.unique(x[order][np.minimum(np.searchsorted(cum, qs), x.shape[0] - 1)])
+    # the in-memory rule (np.quantile of x over the clicked rows) with each clicked row at its entry's mean
+    clicked = np.repeat(x, np.rint(pos).astype(np.int64))
+    t = np.unique(np.quantile(clicked, np.arange(1, cal.n_knots + 1) / (cal.n_knots + 1)))
     B = cal._basis(x, t)
     k = B.shape[1]
     theta = weighted_logistic(np.column_stack([B, np.ones(x.shape[0])]), pos, n,
