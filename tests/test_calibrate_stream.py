@@ -209,3 +209,28 @@ def test_stream_refuses_what_it_cannot_do(tmp_path, capsys):
     assert "--method multicalibration needs the rows in memory" in capsys.readouterr().err
     with pytest.raises(LtrError, match=r"row 3000 holds 2.5.*--score-scale logit"):
         stream_table(path, batch_size=1000)
+
+
+def test_weights_of_one_give_the_unweighted_report():
+    s, y, fields, _ = _table(n=20_000, seed=10, weights=False)
+    plain = _stats(s, y, fields, None)
+    ones = _stats(s, y, fields, np.ones_like(s))
+    assert plain.fit.sums.shape[1] == 7 and ones.fit.sums.shape[1] == 12
+    a = binned_report(plain, fit_binned(plain, "beta"), field_method=False)
+    b = binned_report(ones, fit_binned(ones, "beta"), field_method=False)
+    for side in ("before", "after"):
+        assert a[side]["normalized_entropy"] == pytest.approx(b[side]["normalized_entropy"], rel=1e-12)
+        assert [r["pcoc_high"] for r in a[side]["values"]] == pytest.approx([r["pcoc_high"] for r in b[side]["values"]], rel=1e-12)
+
+
+def test_no_fields_and_logit_scores():
+    s, y, _, _ = _table(n=20_000, seed=11, weights=False)
+    logit = np.log(s) - np.log1p(-s)
+    st = BinnedStats([], probabilities=False)
+    st.add_batch(logit, y, [])
+    rep = binned_report(st, fit_binned(st, "platt"), field_method=False)
+    ev = ~hash_split(0, s.shape[0], 0.5, 0)
+    assert rep["before"]["normalized_entropy"] == pytest.approx(normalized_entropy(y[ev], s[ev]), rel=1e-12)
+    assert "fields" not in rep["before"] and rep["order"]["within_field_auc"] == {}
+    with pytest.raises(LtrError, match="field-aware calibration needs --field-columns"):
+        fit_binned(st, "field-aware")

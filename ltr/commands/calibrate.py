@@ -181,6 +181,9 @@ def _run_stream(args) -> int:
 
     if args.table is None or args.scores is not None or args.labels is not None or args.groups is not None:
         raise LtrError("--stream reads --table (a Parquet file / folder or a CSV file); not --scores / --labels / --groups")
+    if args.smoothed_targets or args.platt_input != "auto":
+        raise LtrError("--stream fits Platt on the logit of probability scores, or on raw scores (--score-scale); "
+                       "--platt-input and --smoothed-targets need the rows in memory")
     if args.method not in STREAM_METHODS:
         raise LtrError(f"--stream fits {', '.join(STREAM_METHODS)}; --method {args.method} needs the rows in memory (drop --stream)")
     inputs = [("--table", args.table)]
