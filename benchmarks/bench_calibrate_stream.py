@@ -5,8 +5,8 @@
    positions; the pooled model's logit as the score, a 0/1 click): six columns ``advertiser, site,
    device, position`` (int16 / int8), ``score`` (float32 logit), ``label`` (int8).
 2. Runs ``ltr calibrate --table FOLDER --stream --score-scale logit --method field-aware
-   --field-columns ...`` in a child process and reports its wall time, impressions per second and
-   peak resident memory (``getrusage(RUSAGE_CHILDREN).ru_maxrss``: the child's whole process, Python,
+   --field-columns ...`` in a child process and reports its wall time, impressions per second, its
+   CPU seconds (on a shared machine the fairer time) and peak resident memory (``getrusage(RUSAGE_CHILDREN).ru_maxrss``: the child's whole process, Python,
    pyarrow and the binned tables included), and the number of binned entries it kept.
 3. Deletes the folder (unless ``--keep``).
 
@@ -58,9 +58,10 @@ def run_stream(folder: Path, out: Path, fields: str, bin_width: float, batch_siz
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(f"ltr calibrate failed:\n{proc.stderr}")
-    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    peak_kib, cpu = usage.ru_maxrss, usage.ru_utime + usage.ru_stime
     rep = json.loads((out / "report.json").read_text())
-    return {"wall_s": wall, "peak_rss_mib": peak_kib / 1024, "report": rep, "text": proc.stdout}
+    return {"wall_s": wall, "cpu_s": cpu, "peak_rss_mib": peak_kib / 1024, "report": rep, "text": proc.stdout}
 
 
 def main() -> None:
@@ -69,17 +70,19 @@ def main() -> None:
     ap.add_argument("--chunk", type=int, default=2_000_000)
     ap.add_argument("--fields", default="advertiser,site,device,position")
     ap.add_argument("--bin-width", type=float, default=0.05)
-    ap.add_argument("--batch-size", type=int, default=1_000_000)
+    ap.add_argument("--batch-size", type=int, default=262_144)
     ap.add_argument("--dir", default=tempfile.gettempdir(), help="where the temporary folder goes")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--reuse", default=None, help="a folder written by an earlier --keep run (skips writing)")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench_calibrate_stream_", dir=args.dir))
     try:
-        folder = work / "table"
-        folder.mkdir()
-        t0 = time.perf_counter()
-        size = write_folder(folder, args.rows, args.chunk)
-        print(f"wrote {args.rows:,} impressions in {time.perf_counter() - t0:.1f} s: {size / 2**30:.2f} GiB of Parquet")
+        folder = Path(args.reuse) if args.reuse else work / "table"
+        if not args.reuse:
+            folder.mkdir()
+            t0 = time.perf_counter()
+            size = write_folder(folder, args.rows, args.chunk)
+            print(f"wrote {args.rows:,} impressions in {time.perf_counter() - t0:.1f} s: {size / 2**30:.2f} GiB of Parquet")
         r = run_stream(folder, work / "out", args.fields, args.bin_width, args.batch_size)
         rep, timing = r["report"], r["report"]["timing"]
         b = rep["field_report"]["binning"]
@@ -87,7 +90,9 @@ def main() -> None:
         print(f"fields {args.fields}, bin width {args.bin_width}, batch {args.batch_size:,} rows, python {sys.version.split()[0]}, "
               f"{os.cpu_count()} cores")
         print(f"ltr calibrate --stream: wall {r['wall_s']:.1f} s (read and bin {timing['read_and_bin_s']:.1f} s, fit and "
-              f"report {timing['fit_and_report_s']:.1f} s), {args.rows / r['wall_s']:,.0f} impressions/s end to end, "
+              f"report {timing['fit_and_report_s']:.1f} s), {args.rows / r['wall_s']:,.0f} impressions/s end to end; "
+              f"CPU {r['cpu_s']:.1f} s ({args.rows / r['cpu_s']:,.0f} impressions per CPU second); load average "
+              f"{os.getloadavg()[0]:.1f}; "
               f"peak RSS {r['peak_rss_mib']:,.0f} MiB, entries fit {b['entries_fit']:,} / eval {b['entries_eval']:,}")
     finally:
         if not args.keep:

@@ -212,7 +212,7 @@ def _fit_field_aware(stats: BinnedStats, table: BinnedTable, global_method: str,
 
 def fit_binned(stats: BinnedStats, method: str, *, global_method: str | None = None, prior_clicks: float = 30.0):
     """Fit ``method`` (one of :data:`STREAM_METHODS`) on the fit part of ``stats``."""
-    table = stats.fit
+    table = stats.canonical().fit
     if table.keys.shape[0] == 0:
         raise LtrError("the fit part of the table is empty (change --fit-fraction)")
     n_pos, n = float(table.col("pos").sum()), float(table.col("rows").sum())

@@ -101,7 +101,7 @@ def _field_rows(name, words, n, sy, sp, var, eces, z, min_count):
     return rows, summary
 
 
-def _side(stats: BinnedStats, sums: dict, min_count: float, level: float, n_bins: int) -> dict:
+def _side(stats: BinnedStats, sums: dict, codes, min_count: float, level: float, n_bins: int) -> dict:
     """NE, PCOC and the per-field tables from per-entry sums ``w, wy, wp, wll, wwpp, wwpy, wwy, rows, pos, sp`` and
     ``key``, the entry's probability (its order within a value makes the value ECE's groups)."""
     from statistics import NormalDist
@@ -115,7 +115,6 @@ def _side(stats: BinnedStats, sums: dict, min_count: float, level: float, n_bins
     if not stats.fields:
         return out
     z = NormalDist().inv_cdf(0.5 + level / 2.0)
-    codes = stats.entry_codes(stats.eval)
     by_key = np.argsort(sums["key"], kind="stable")
     rows, per_field = [], {}
     for j, name in enumerate(stats.fields):
@@ -149,7 +148,7 @@ def _after_sums(before: dict, f: np.ndarray, t) -> dict:
 def binned_report(stats: BinnedStats, calibrator, *, field_method: bool, min_count: float = 0,
                   level: float = 0.95, n_bins: int = 10) -> dict:
     """Before / after / order on the evaluation part (see the module docstring for what is exact)."""
-    t = stats.eval
+    t = stats.canonical().eval
     if t.keys.shape[0] == 0:
         from ltr.errors import LtrError
 
@@ -159,12 +158,13 @@ def binned_report(stats: BinnedStats, calibrator, *, field_method: bool, min_cou
     before["xbar"] = before["key"] = np.round(t.col("sx") / t.col("rows"), 9)  # as entry_scores: equal scores stay tied
     f = predict_entries(stats, t, calibrator)
     after = _after_sums(before, f, t)
-    rep = {"before": _side(stats, before, min_count, level, n_bins), "after": _side(stats, after, min_count, level, n_bins)}
+    codes = stats.entry_codes(t)
+    rep = {"before": _side(stats, before, codes, min_count, level, n_bins),
+           "after": _side(stats, after, codes, min_count, level, n_bins)}
     pos, neg = before["pos"], before["rows"] - before["pos"]
     ob, oa = np.argsort(before["xbar"], kind="stable"), np.argsort(f, kind="stable")
     order = {"auc_before": binned_auc(before["xbar"], pos, neg, by_value=ob), "auc_after": binned_auc(f, pos, neg, by_value=oa),
              "within_field_auc": {}}
-    codes = stats.entry_codes(t)
     for j, name in enumerate(stats.fields):
         b = binned_auc(before["xbar"], pos, neg, codes[:, j], by_value=ob)
         a = binned_auc(f, pos, neg, codes[:, j], by_value=oa)

@@ -95,18 +95,43 @@ class BinnedTable:
     def __post_init__(self):
         if self.sums is None:
             self.sums = np.zeros((0, len(self.columns)))
+        self._pending: list = []
+        self._pending_rows = 0
 
     def add(self, keys: np.ndarray, sums: np.ndarray) -> None:
-        """Add the sums of (unique, sorted) ``keys``: in place where the key is known, else inserted."""
+        """Add the sums of (unique, sorted) ``keys``: in place where the key is in the table, else kept
+        aside and inserted in one merge once they reach a quarter of the table (:meth:`flush`), so that
+        the table is not copied at every batch."""
         pos = np.searchsorted(self.keys, keys)
         known = pos < self.keys.shape[0]
         known[known] = self.keys[pos[known]] == keys[known]
         self.sums[pos[known]] += sums[known]
         if not known.all():
-            k = np.concatenate([self.keys, keys[~known]])
-            s = np.concatenate([self.sums, sums[~known]])
-            order = np.argsort(k, kind="stable")
-            self.keys, self.sums = k[order], s[order]
+            self._pending.append((keys[~known], sums[~known]))
+            self._pending_rows += int((~known).sum())
+            if self._pending_rows > max(self.keys.shape[0] // 4, 50_000):
+                self.flush()
+
+    def flush(self) -> "BinnedTable":
+        """Insert the entries kept aside (their sums combined per key) into the sorted table."""
+        if not self._pending:
+            return self
+        keys = np.concatenate([k for k, _ in self._pending])
+        uk, inv = np.unique(keys, return_inverse=True)
+        inv = inv.reshape(-1)
+        add = np.empty((uk.shape[0], len(self.columns)))
+        for j in range(len(self.columns)):
+            add[:, j] = np.bincount(inv, weights=np.concatenate([s[:, j] for _, s in self._pending]), minlength=uk.shape[0])
+        self._pending, self._pending_rows = [], 0
+        at = np.searchsorted(self.keys, uk) + np.arange(uk.shape[0])  # where the new keys go in the merged table
+        old = np.ones(self.keys.shape[0] + uk.shape[0], dtype=bool)
+        old[at] = False
+        keys_out = np.empty(old.shape[0], dtype=np.int64)
+        keys_out[old], keys_out[at] = self.keys, uk
+        sums_out = np.empty((old.shape[0], len(self.columns)))
+        sums_out[old], sums_out[at] = self.sums, add
+        self.keys, self.sums = keys_out, sums_out
+        return self
 
     def col(self, name: str) -> np.ndarray:
         if name not in self.columns:
@@ -148,7 +173,7 @@ class BinnedStats:
         self.cell_codes: list = []
         cols = COLUMNS if self.weighted else PLAIN_COLUMNS
         self.fit, self.eval = BinnedTable(cols), BinnedTable(cols)
-        self.n_rows = 0
+        self.n_rows, self._canonical = 0, False
 
     def _cells(self, fields: list, n: int) -> np.ndarray:
         """Global cell id per row; ``fields``: per field ``(indices, words)``, the row's index into the
@@ -202,12 +227,17 @@ class BinnedStats:
                 sums = np.column_stack([np.bincount(inv, weights=col, minlength=uk.shape[0]) for col in part])
                 table.add(uk, sums)
         self.n_rows += s.shape[0]
+        self._canonical = False
 
     def canonical(self) -> "BinnedStats":
-        """Renumber values (sorted as text) and cells (sorted by their values' codes), so that the
-        tables do not depend on the order the values arrived in (the batch size). In place; returns self."""
-        if not self.fields or not self.cell_codes:
+        """Insert the entries kept aside, then renumber values (sorted as text) and cells (sorted by
+        their values' codes), so that the tables do not depend on the order the values arrived in (the
+        batch size). In place (once: again only after more batches); returns self."""
+        self.fit.flush()
+        self.eval.flush()
+        if not self.fields or not self.cell_codes or self._canonical:
             return self
+        self._canonical = True
         remaps = []
         for j, vocab in enumerate(self.vocab):
             words = sorted(vocab)
@@ -237,7 +267,7 @@ class BinnedStats:
 
     def entry_codes(self, table: BinnedTable) -> np.ndarray:
         """``[K, n_fields]``: the code of each field's value for every entry."""
-        cc = np.asarray(self.cell_codes, dtype=np.int64).reshape(len(self.cell_codes), len(self.fields))
+        cc = np.asarray(self.cell_codes, dtype=np.int32).reshape(len(self.cell_codes), len(self.fields))
         return cc[self.entry_cells(table)[0]]
 
 
@@ -298,7 +328,7 @@ def _open_dataset(path: Path, cols: list):
 
 def stream_table(path, *, score_column: str = "score", label_column: str = "label", field_columns=(),
                  weight_column: str | None = None, score_scale: str = "auto", fit_fraction: float = 0.5,
-                 seed: int = 0, grid: BinGrid = BinGrid(), batch_size: int = 1_000_000) -> BinnedStats:
+                 seed: int = 0, grid: BinGrid = BinGrid(), batch_size: int = 262_144) -> BinnedStats:
     """Read the named columns in record batches of at most ``batch_size`` rows and return the
     :class:`BinnedStats` of the table. ``score_scale``: ``"probability"`` (scores in [0, 1]),
     ``"logit"`` (raw scores, ``p = sigmoid(s)``), or ``"auto"`` (probability when the first batch lies in

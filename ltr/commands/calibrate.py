@@ -92,7 +92,8 @@ def register(subparsers) -> None:
     p.add_argument("--stream", action="store_true",
                    help="--table: one pass in record batches, fitting on binned sufficient statistics (tables larger "
                    "than memory; methods platt, isotonic, isotonic-strict, beta, spline, field-aware; no PNG diagrams)")
-    p.add_argument("--batch-size", type=integer(min=1), default=1_000_000, help="--stream: rows per record batch")
+    p.add_argument("--batch-size", type=integer(min=1), default=262_144,
+                   help="--stream: rows per record batch (the temporaries of one batch take about 300 bytes a row)")
     p.add_argument("--bin-width", type=number(above=0), default=0.05,
                    help="--stream: width of the score bins in the logit (bins on [-16, 16] plus two tails)")
     p.add_argument("--score-scale", choices=("auto", "probability", "logit"), default="auto",
