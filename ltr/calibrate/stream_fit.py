@@ -126,7 +126,7 @@ def _fit_platt(stats, r, pos, n, table):
     cal = PlattCalibrator(input="logit" if stats.probabilities else "score")
     x = cal._x(r)
     neg = n - pos
-    if x.max() == x.min() or x[neg > 0].max() <= x[pos > 0].min():
+    if x.max() == x.min() or x[neg > 0].max() < x[pos > 0].min():  # an entry holding both classes overlaps them
         raise LtrError("Platt fit is undefined on this table: every score is in one bin, or the classes are separable by the score")
     a, b = weighted_logistic(np.column_stack([x, np.ones_like(x)]), pos, n)
     if not a > 0:

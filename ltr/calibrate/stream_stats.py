@@ -332,7 +332,9 @@ def stream_table(path, *, score_column: str = "score", label_column: str = "labe
     """Read the named columns in record batches of at most ``batch_size`` rows and return the
     :class:`BinnedStats` of the table. ``score_scale``: ``"probability"`` (scores in [0, 1]),
     ``"logit"`` (raw scores, ``p = sigmoid(s)``), or ``"auto"`` (probability when the first batch lies in
-    [0, 1]; a later score outside it is then an error that names ``--score-scale logit``)."""
+    [0, 1]; a later score outside it is then an error that names ``--score-scale logit``). Field values are
+    compared as the text pyarrow casts them to: an integer 3 is "3" here and in memory, but a float field
+    may be written differently ("1" here, "1.0" by numpy)."""
     path = Path(path)
     if not path.exists():
         raise LtrError(f"{path}: no such file or folder")
