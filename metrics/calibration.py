@@ -35,6 +35,8 @@ __all__ = [
     "ece_debiased",
     "field_rce",
     "field_ece",
+    "f_rce_from_sums",
+    "field_ece_from_sums",
     "field_calibration",
     "FieldCalibration",
     "poisson_bootstrap_ratio",
@@ -144,24 +146,49 @@ def _field_sums(y_true, y_prob, field, sample_weight) -> tuple[np.ndarray, np.nd
     return _value_sums(codes, keys.shape[0], y, p, w)
 
 
-def field_rce(y_true, y_prob, field, *, sample_weight=None) -> float:
+def field_rce(y_true, y_prob, field, *, sample_weight=None, without_clicks: str = "count") -> float:
     r"""Field-level relative calibration error (F-RCE) of one field, after Pan et al., "Field-aware
     Calibration: A Simple and Empirically Strong Method for Reliable Probabilistic Predictions"
-    (WWW 2020)::
+    (WWW 2020, arXiv:1905.10713)::
 
         F-RCE = (1/N) sum_{v in values of the field} N_v |sum_{i in v} (y_i - p_i)| / sum_{i in v} y_i
 
     the relative error of the predicted click count of each value, ``|1 - PCOC_v|``, averaged with
-    the value's share of the rows ``N_v / N`` as weight. A value with no clicks has no relative
-    error; it contributes 0 (its rows still count in ``N``) -- see ``FieldCalibration.n_without_clicks``.
-    (The definition was written from the paper as remembered; the search tool had no copy of it.)
+    the value's share of the rows ``N_v / N`` as weight. A value with no clicks has no relative error.
+    ``without_clicks="count"`` (default): it contributes 0 and its rows still count in ``N`` (see
+    ``FieldCalibration.n_without_clicks``); ``"drop"``: it is left out of both sums, so ``N`` is the rows of
+    the values with clicks.
+
+    Where it was checked (2026-12): the search tool's copies of the paper (arXiv 1905.10713 / ar5iv,
+    docslib) gave only its abstract, which names "field-level calibration error" but not the formula;
+    the formula above was checked against an independent implementation of the same metric, the
+    evaluation script of Yang et al., "Deep Ensemble Shape Calibration" (github.com/HaoYang0123/DESC,
+    ``eval/eval_res.py``, ``getFieldRCE``): per value ``N_v |sum p - sum y| / sum y``, summed and divided by
+    the rows. It agrees term by term; it skips values without clicks in the denominator too, which is
+    ``without_clicks="drop"`` here (both agree when every value has a click).
 
     >>> round(field_rce([1, 0, 1, 1], [0.5, 0.5, 0.3, 0.3], ["a", "a", "b", "b"]), 6)   # (2*0 + 2*0.7) / 4
     0.35
+    >>> round(field_rce([1, 0, 0, 0], [0.5, 0.5, 0.3, 0.3], ["a", "a", "b", "b"], without_clicks="drop"), 6)   # 2*0 / 2
+    0.0
     """
-    n, sy, sp = _field_sums(y_true, y_prob, field, sample_weight)
+    return f_rce_from_sums(*_field_sums(y_true, y_prob, field, sample_weight), without_clicks=without_clicks)
+
+
+def f_rce_from_sums(count, clicks, predicted, *, without_clicks: str = "count") -> float:
+    """F-RCE from per-value sums (rows ``N_v``, clicks, predicted clicks): the formula of :func:`field_rce`."""
+    if without_clicks not in ("count", "drop"):
+        raise ValueError(f"without_clicks must be 'count' or 'drop', got {without_clicks!r}")
+    n, sy, sp = (np.asarray(v, dtype=np.float64) for v in (count, clicks, predicted))
     has = sy > 0
-    return float(np.sum(n[has] * np.abs(sy[has] - sp[has]) / sy[has]) / n.sum())
+    denominator = n.sum() if without_clicks == "count" else n[has].sum()
+    return float(np.sum(n[has] * np.abs(sy[has] - sp[has]) / sy[has]) / denominator)
+
+
+def field_ece_from_sums(count, clicks, predicted) -> float:
+    """Field ECE from per-value sums: ``sum_v |predicted_v - clicks_v| / sum_v count_v`` (:func:`field_ece`)."""
+    n, sy, sp = (np.asarray(v, dtype=np.float64) for v in (count, clicks, predicted))
+    return float(np.sum(np.abs(sp - sy)) / n.sum())
 
 
 def field_ece(y_true, y_prob, field, *, sample_weight=None) -> float:
@@ -171,8 +198,7 @@ def field_ece(y_true, y_prob, field, *, sample_weight=None) -> float:
     >>> round(field_ece([1, 0, 1, 1], [0.5, 0.5, 0.3, 0.3], ["a", "a", "b", "b"]), 6)   # (0 + 1.4) / 4
     0.35
     """
-    n, sy, sp = _field_sums(y_true, y_prob, field, sample_weight)
-    return float(np.sum(np.abs(sp - sy)) / n.sum())
+    return field_ece_from_sums(*_field_sums(y_true, y_prob, field, sample_weight))
 
 
 def poisson_bootstrap_ratio(codes, k: int, num, den, n_boot: int = 200, level: float = 0.95, seed: int = 0):

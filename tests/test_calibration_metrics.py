@@ -143,3 +143,15 @@ def test_field_calibration_bad_input():
         field_calibration([1, 0], [0.5, 0.5], {"site": ["a"]})
     with pytest.raises(ValueError, match="at least one field"):
         field_calibration([1, 0], [0.5, 0.5], {})
+
+
+def test_field_rce_values_without_clicks_counted_or_dropped():
+    # a: |1 - 1| / 1 = 0 over 2 rows; b: |2 - 0.9| / 2 = 0.55 over 3 rows; c: no click, 2 rows
+    y = [1, 0, 1, 1, 0, 0, 0]
+    p = [0.5, 0.5, 0.3, 0.3, 0.3, 0.1, 0.1]
+    f = ["a", "a", "b", "b", "b", "c", "c"]
+    assert field_rce(y, p, f) == pytest.approx(3 * 0.55 / 7, rel=1e-12)
+    assert field_rce(y, p, f, without_clicks="drop") == pytest.approx(3 * 0.55 / 5, rel=1e-12)  # DESC's getFieldRCE
+    assert field_rce(y[:5], p[:5], f[:5], without_clicks="drop") == field_rce(y[:5], p[:5], f[:5])
+    with pytest.raises(ValueError, match="without_clicks"):
+        field_rce(y, p, f, without_clicks="skip")

@@ -343,11 +343,13 @@ def _offset_newton(codes, k, z, y, lam, delta=None, iters: int = 3) -> np.ndarra
     return d
 
 
-def _joint_offsets(codes, sizes, z0, y, lam, max_iter, tol, dense_limit: int = 3000):
+def _joint_offsets(codes, sizes, z0, y, lam, max_iter, tol, dense_limit: int = 3000, counts=None):
     r"""The penalised offsets of :class:`FieldAwareCalibrator`: Newton's method on all offsets at once
     (the Hessian of the log likelihood in the offsets is built block by block with one ``bincount`` per
     pair of fields, plus ``lam`` on the diagonal), until no offset moves by more than ``tol``. Above
-    ``dense_limit`` offsets in total it backfits instead (one field at a time)."""
+    ``dense_limit`` offsets in total it backfits instead (one field at a time). With ``counts`` each
+    entry stands for ``counts`` rows sharing ``z0`` and ``y`` is their number of clicks (the binned fit
+    of :mod:`ltr.calibrate.stream_fit`): gradient ``sum (y - counts q)``, curvature ``sum counts q (1 - q)``."""
     starts = np.r_[0, np.cumsum(sizes)]
     total = int(starts[-1])
     d = np.zeros(total)
@@ -355,8 +357,9 @@ def _joint_offsets(codes, sizes, z0, y, lam, max_iter, tol, dense_limit: int = 3
     for it in range(max_iter * (1 if total <= dense_limit else len(codes))):
         z = z0 + sum(d[starts[j] + c] for j, c in enumerate(codes))
         q = expit(z)
-        w = q * (1.0 - q)
-        g = np.concatenate([np.bincount(c, weights=y - q, minlength=sizes[j]) for j, c in enumerate(codes)]) - lam * d
+        w = q * (1.0 - q) if counts is None else counts * q * (1.0 - q)
+        nq = q if counts is None else counts * q
+        g = np.concatenate([np.bincount(c, weights=y - nq, minlength=sizes[j]) for j, c in enumerate(codes)]) - lam * d
         if total <= dense_limit:
             H = np.zeros((total, total))
             for a, ca in enumerate(codes):

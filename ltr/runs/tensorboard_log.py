@@ -143,6 +143,10 @@ class TensorBoardLogger:
         for tag, value in metric_dict.items():
             self.writer.add_scalar(tag, value, step)
 
+    def figure(self, tag: str, fig, step: int) -> None:
+        """A matplotlib figure as an image (``SummaryWriter.add_figure``; the figure is closed)."""
+        self.writer.add_figure(tag, fig, global_step=step, close=True)
+
     def flush(self) -> None:
         self.writer.flush()
 
