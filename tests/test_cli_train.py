@@ -52,7 +52,7 @@ def test_train_then_predict(files, tmp_path, capsys):
     assert not list(tmp_path.glob(".run.partial-*"))
     summary = json.loads((out / "summary.json").read_text())
     assert [m["seed"] for m in summary["ensemble"]] == [4, 5, 6]
-    assert summary["config"]["train"]["batch_size"] == 4  # auto: 40 training queries // 20 = 2, raised to 4
+    assert summary["config"]["train"]["batch_size"] == 4  # auto: 40 training queries // 30 = 1, raised to 4
     assert summary["seed"] == 4 and summary["config"]["loss"] == {"name": "ranknet"}
     assert summary["config"]["model"]["hidden"] == [12, 6] and summary["config"]["train"]["epochs"] == 3
     assert set(summary["versions"]) >= {"python", "torch", "lightgbm", "numpy", "ltr"}

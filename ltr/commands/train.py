@@ -62,7 +62,7 @@ def register(subparsers) -> None:
     p.add_argument("--batch-norm", action="store_true", default=None, help="batch normalisation after each hidden layer (valid items only)")
     p.add_argument("--normalize", default=None, choices=NORMALIZE_CHOICES, help="input transform fitted on the training split and saved in the model; auto: per feature, constant ones dropped, heavy-tailed ones signed-log1p'd, robust scale, clipped to the training range (default auto)")
     p.add_argument("--epochs", type=R["epochs"], default=None, help="maximum number of epochs (default 30)")
-    p.add_argument("--batch-size", type=R["batch_size"], default=None, help="queries per batch, or auto (the default): n_train_queries // 20 between 4 and 64, "
+    p.add_argument("--batch-size", type=R["batch_size"], default=None, help="queries per batch, or auto (the default): n_train_queries // 30 between 4 and 64, "
                         "chosen by the defaults study of docs/experiments.md")
     p.add_argument("--bucket-size", type=R["bucket_size"], default=None, help="length bucketing: this many shuffled queries are sorted by length before batches are cut; "
                    "smaller = more random batches (equal to --batch-size: no bucketing), larger = less padding (default: 50 batches)")

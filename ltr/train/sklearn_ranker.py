@@ -130,7 +130,7 @@ class NeuralRanker(BaseEstimator):
         ``ltr train``; 1 trains one model in a third of the time).
     epochs, batch_size, lr, weight_decay, patience, monitor, seed, device : the trainer's settings
         (:class:`ltr.train.config.TrainConfig`); ``batch_size`` counts queries ("auto": the number of
-        training queries // 20, between 4 and 64).
+        training queries // 30, between 4 and 64).
     verbose : progress bars while training.
 
     Attributes (after ``fit``): ``model_`` (the torch scorer, best epoch's weights), ``n_features_in_``,
