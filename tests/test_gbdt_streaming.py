@@ -104,6 +104,29 @@ def test_streamed_lightgbm_model_is_the_in_memory_model(files, small_blocks, kin
     np.testing.assert_array_equal(predict_in_blocks(lambda x: predict_booster(b, x), s_valid, 333), predict_booster(a, valid.features))
 
 
+def test_column_sample_is_lightgbms_own_sample(files):
+    """The column-wise sample of the streamed dataset holds exactly what LightGBM's own Sequence
+    construction gathers (its private ``_Dataset__sample``): the same values and positions per column."""
+    import lightgbm as lgb
+
+    s_train = open_streamed(files / "train.store", "train")
+    assert streaming.lightgbm_dataset_class(s_train) is not lgb.Dataset  # this LightGBM has the methods it needs
+    seq = streaming.lightgbm_data(s_train, 700)
+    x = in_ram(files / "train.store").features.copy()
+    x[::3, 2] = 0.0  # a column with zeros, which LightGBM leaves out of the sample
+    seq.reader.data._blocks = lambda rows: ((a, x[a : a + rows]) for a in range(0, len(x), rows))
+    ds = lgb.Dataset(seq, params={"bin_construct_sample_cnt": 1500, "data_random_seed": 3, "verbosity": -1})
+    indices = np.asarray(ds._create_sample_indices(total_nrow=len(seq)), dtype=np.int64)
+    theirs = ds._Dataset__sample(seqs=[seq], total_nrow=len(seq))
+    ours = streaming._column_sample(seq, indices)
+    assert len(indices) == 1500 and len(ours[0]) == x.shape[1]
+    for mine, their in zip(ours, theirs):
+        for a, b in zip(mine, their):
+            assert a.dtype == b.dtype
+            np.testing.assert_array_equal(a, b)
+    assert len(ours[0][2]) < 1500
+
+
 def test_lightgbm_sample_seed_matters(files, small_blocks):
     """The check above can fail: without the derived data seed the 1,000 sampled rows, and the bins, differ."""
     train = in_ram(files / "train.store")

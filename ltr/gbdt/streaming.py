@@ -29,7 +29,7 @@ import numpy as np
 
 from ltr.data.streamed import RowReader, block_rows, is_streamed, query_blocks
 
-__all__ = ["lightgbm_data", "lightgbm_data_seed", "lightgbm_dataset_params", "xgboost_matrix", "any_streamed"]
+__all__ = ["lightgbm_data", "lightgbm_dataset_class", "lightgbm_data_seed", "lightgbm_dataset_params", "xgboost_matrix", "any_streamed"]
 
 
 def any_streamed(*datasets) -> bool:
@@ -99,6 +99,75 @@ def _sequence_class():
             return self.reader.rows_between(i, i + 1)[0].astype(np.float64)  # LightGBM's sample takes doubles
 
     return BlockSequence
+
+
+def lightgbm_dataset_class(ds):
+    """``lgb.Dataset``, or for a streamed ``ds`` a subclass whose construction from the Sequence
+    samples column-wise (:func:`_column_sample`): the same sample, the same bins, less memory.
+
+    LightGBM's own construction from a Sequence gathers its bin sample as a list of row arrays, then
+    one [S, F] array, then a filtered copy of each column: about 2.5 x S x F doubles at the peak
+    (545 MB for the default 200,000 rows of 136 features), the largest term of a streamed run's
+    memory. The subclass reads the same rows (LightGBM's ``_create_sample_indices``) block by block
+    into one [F, S] float64 array whose rows are the columns LightGBM takes (views; a column with
+    zeros, which LightGBM leaves out of the sample, is compressed): S x F doubles. Where this
+    LightGBM lacks the methods it relies on, LightGBM's own construction is used.
+    """
+    import lightgbm as lgb
+
+    if not is_streamed(ds):
+        return lgb.Dataset
+    return _block_dataset_class()
+
+
+@functools.cache
+def _block_dataset_class():
+    import lightgbm as lgb
+
+    needed = ("_Dataset__init_from_seqs", "_init_from_sample", "_init_from_ref_dataset", "_push_rows", "_create_sample_indices")
+    if not all(hasattr(lgb.Dataset, name) for name in needed):
+        return lgb.Dataset
+
+    class BlockDataset(lgb.Dataset):
+        def _Dataset__init_from_seqs(self, *, seqs, ref_dataset):  # called by lgb.Dataset.construct
+            if len(seqs) != 1 or not isinstance(seqs[0], _sequence_class()):
+                return lgb.Dataset._Dataset__init_from_seqs(self, seqs=seqs, ref_dataset=ref_dataset)
+            seq = seqs[0]
+            if ref_dataset is not None:
+                self._init_from_ref_dataset(len(seq), ref_dataset)
+            else:
+                indices = np.asarray(self._create_sample_indices(total_nrow=len(seq)), dtype=np.int64)
+                values, rows = _column_sample(seq, indices)
+                self._init_from_sample(values, rows, len(indices), len(seq))
+            for start in range(0, len(seq), seq.batch_size):
+                self._push_rows(seq[start : start + seq.batch_size])
+            return self
+
+    return BlockDataset
+
+
+def _column_sample(seq, indices: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """LightGBM's bin sample of rows ``indices`` (increasing): per column, the values LightGBM keeps
+    (|v| > 1e-35 or NaN) as float64 and their positions in the sample as int32."""
+    import lightgbm as lgb
+
+    threshold = getattr(lgb.basic, "ZERO_THRESHOLD", 1e-35)
+    n_features = seq.reader.data.n_features
+    sample = np.empty((n_features, len(indices)), dtype=np.float64)  # row j: column j of the sample
+    done = 0
+    for start in range(0, len(seq), seq.batch_size):
+        stop = min(start + seq.batch_size, len(seq))
+        end = int(np.searchsorted(indices, stop))
+        if end > done:
+            sample[:, done:end] = seq[start:stop][indices[done:end] - start].T
+            done = end
+    positions = np.arange(len(indices), dtype=np.int32)
+    values, rows = [], []
+    for col in sample:
+        keep = (np.abs(col) > threshold) | np.isnan(col)
+        values.append(col if keep.all() else col[keep])
+        rows.append(positions if keep.all() else positions[keep])
+    return values, rows
 
 
 def xgboost_matrix(ds, labels: np.ndarray, *, quantile: bool, ref=None, max_bin: int | None = None,
