@@ -22,7 +22,7 @@ from a memory-mapped store in row blocks, against the in-memory runs, with the m
 3. Deletes the stores (unless ``--keep``).
 
 Run: ``nice -n 5 python benchmarks/bench_gbdt_store.py --gb 1 [--test-gb 0.1] [--rounds 50]
-[--threads 2] [--xgboost] [--dir /tmp]``.
+[--threads 2] [--xgboost] [--dir /tmp] [--cases lightgbm:streamed,lightgbm:binned] [--col-wise]``.
 """
 
 from __future__ import annotations
@@ -75,23 +75,22 @@ def load(path: str, how: str):
 
 def binned_child(store: str, params: dict) -> dict:
     """Build the streamed LightGBM dataset only; the RSS it adds once built, and the estimate."""
-    import lightgbm as lgb
-
     from ltr.gbdt.lightgbm import DEFAULT_PARAMS
-    from ltr.gbdt.streaming import lightgbm_data, lightgbm_dataset_params
+    from ltr.gbdt.streaming import lightgbm_data, lightgbm_dataset_class, lightgbm_dataset_params
 
     data = load(store, "streamed")
     merged = {**DEFAULT_PARAMS, "seed": 0, **params}
     before = current_rss_mb()
-    ds = lgb.Dataset(lightgbm_data(data), label=data.labels.astype(np.int32), group=np.diff(data.query_offsets),
-                     params={**merged, **lightgbm_dataset_params(data, merged)}).construct()  # fmt: skip
+    dataset = lightgbm_dataset_class(data)  # what train_lightgbm builds from a streamed set
+    ds = dataset(lightgbm_data(data), label=data.labels.astype(np.int32), group=np.diff(data.query_offsets),
+                 params={**merged, **lightgbm_dataset_params(data, merged)}).construct()  # fmt: skip
     bins = [ds.feature_num_bin(j) for j in range(ds.num_feature())]
     per_row = sum(1 if b <= 256 else 2 if b <= 65536 else 4 for b in bins)
     return {"binned_added_mb": current_rss_mb() - before, "binned_estimate_mb": data.n_items * per_row / 2**20,
             "bins_per_feature_max": max(bins)}  # fmt: skip
 
 
-def child(engine: str, how: str, store: str, test: str, rounds: int, threads: int) -> None:
+def child(engine: str, how: str, store: str, test: str, rounds: int, threads: int, col_wise: bool = False) -> None:
     """One case (see the module docstring); prints a JSON line."""
     import importlib
 
@@ -101,6 +100,8 @@ def child(engine: str, how: str, store: str, test: str, rounds: int, threads: in
 
     importlib.import_module(engine)  # its imports (scipy, pandas, scikit-learn: about 190 MiB) in the baseline
     params = {"num_threads": threads} if engine == "lightgbm" else {"nthread": threads}
+    if col_wise and engine == "lightgbm":  # no row-wise copy of the bins for the histograms
+        params.update(force_row_wise=False, force_col_wise=True)
     out: dict = {"engine": engine, "case": how, "rss_after_imports_mb": rss_mb()}
     if how == "binned":
         out.update(binned_child(store, params), peak_rss_mb=rss_mb())
@@ -125,10 +126,13 @@ def child(engine: str, how: str, store: str, test: str, rounds: int, threads: in
 def run_children(args, store: Path, test: Path) -> list[dict]:
     results = []
     engines = ["lightgbm"] + (["xgboost"] if args.xgboost else [])
+    chosen = None if args.cases is None else {c.strip() for c in args.cases.split(",")}
     for engine in engines:
         for how in CASES[engine]:
+            if chosen is not None and f"{engine}:{how}" not in chosen:
+                continue
             cmd = [sys.executable, __file__, "--child", engine, how, str(store), str(test), "--rounds", str(args.rounds),
-                   "--threads", str(args.threads)]  # fmt: skip
+                   "--threads", str(args.threads)] + (["--col-wise"] if args.col_wise else [])  # fmt: skip
             t0 = time.perf_counter()
             done = subprocess.run(cmd, capture_output=True, text=True)
             if done.returncode != 0:
@@ -155,7 +159,7 @@ def report(results: list[dict], facts: dict) -> None:
         print(f"LightGBM binned dataset: {binned['binned_added_mb']:,.0f} MiB added once built (estimate "
               f"{binned['binned_estimate_mb']:,.0f} MiB, at most {binned['bins_per_feature_max']} bins a feature); "
               f"building it peaked at {binned['peak_rss_mb']:,.0f} MiB (imports {binned['rss_after_imports_mb']:,.0f} MiB)")  # fmt: skip
-        streamed = next(r for r in results if r["engine"] == "lightgbm" and r["case"] == "streamed")
+        streamed = next((r for r in results if r["engine"] == "lightgbm" and r["case"] == "streamed"), binned)
         budget = binned["binned_added_mb"] + 512 + streamed["rss_after_imports_mb"]
         print(f"target: streamed peak {streamed['peak_rss_mb']:,.0f} MiB <= imports + binned + 512 MiB = {budget:,.0f} MiB: "
               f"{streamed['peak_rss_mb'] <= budget}")  # fmt: skip
@@ -175,11 +179,13 @@ def main() -> None:
     p.add_argument("--xgboost", action="store_true")
     p.add_argument("--dir", default="/tmp")
     p.add_argument("--keep", action="store_true")
+    p.add_argument("--col-wise", action="store_true", help="LightGBM force_col_wise=true (default: the toolkit's force_row_wise=true)")
+    p.add_argument("--cases", default=None, metavar="ENGINE:CASE,...", help="only these cases (e.g. lightgbm:streamed,lightgbm:binned)")
     p.add_argument("--child", nargs=4, default=None, metavar=("ENGINE", "CASE", "STORE", "TEST"))
     args = p.parse_args()
     if args.child:
         engine, how, store, test = args.child
-        child(engine, how, store, test, args.rounds, args.threads)
+        child(engine, how, store, test, args.rounds, args.threads, args.col_wise)
         return
     folder = Path(args.dir) / f"bench_gbdt_store_{os.getpid()}"
     need = (args.gb + args.test_gb) * 1.05e9
