@@ -139,6 +139,7 @@ def _block_dataset_class():
                 indices = np.asarray(self._create_sample_indices(total_nrow=len(seq)), dtype=np.int64)
                 values, rows = _column_sample(seq, indices)
                 self._init_from_sample(values, rows, len(indices), len(seq))
+                del values, rows  # the sample (S x F doubles) is not needed while the rows are pushed
             for start in range(0, len(seq), seq.batch_size):
                 self._push_rows(seq[start : start + seq.batch_size])
             return self
