@@ -78,6 +78,24 @@ def test_query_blocks_end_at_query_boundaries():
     assert cuts == [(0, 3), (3, 10), (10, 20)]
 
 
+def test_open_streamed_checks_what_load_data_file_checks(files, tmp_path):
+    from ltr.data import load_parquet
+
+    with pytest.raises(LtrError, match="only a store or a Parquet"):
+        open_streamed(files / "train.txt", "train")
+    with pytest.raises(LtrError, match="--valid .* has 20 features; 11 expected"):
+        open_streamed(files / "valid.store", "valid", 11)
+    streamed, ram = open_streamed(files / "valid.parquet", "valid"), load_parquet(files / "valid.parquet")
+    for name in ("labels", "query_offsets", "query_ids", "feature_names"):
+        np.testing.assert_array_equal(getattr(streamed, name), getattr(ram, name))
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(files / "valid.parquet")
+    pq.write_table(table.take(list(range(5, table.num_rows)) + list(range(5))), tmp_path / "split.parquet")
+    with pytest.raises(LtrError, match="not contiguous"):  # the first query comes back at the end
+        open_streamed(tmp_path / "split.parquet", "valid")
+
+
 def test_predict_in_blocks_equals_one_call(files):
     ds = in_ram(files / "test.store")
     streamed = open_streamed(files / "test.parquet", "test")
