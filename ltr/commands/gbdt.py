@@ -30,6 +30,7 @@ from ltr.train.config import LIGHTGBM_RULES
 
 GBDT_KEYS = tuple(R)
 SPLITS = ("train", "valid", "test")  # the data options, for --query-file OPTION=FILE
+STREAMING_ENGINES = ("lightgbm", "xgboost")  # read a store / Parquet data in row blocks (ltr.gbdt.streaming)
 
 
 def register(subparsers) -> None:
@@ -191,7 +192,7 @@ def run(args) -> int:
         from ltr.gbdt.engines import import_engine
 
         import_engine(opts["engine"])  # a missing library fails before the data are read
-    train_ds, valid_ds, test_ds = _load_splits(args)
+    train_ds, valid_ds, test_ds = _load_splits(args, stream=opts["engine"] in STREAMING_ENGINES)
 
     with run_folder(out, overwrite=args.force, kind="gbdt", inputs=inputs) as tmp:
         fit = _run_lightgbm if opts["engine"] == "lightgbm" else _run_engine
@@ -224,6 +225,7 @@ def _run_lightgbm(tmp: Path, args, params, opts, metric_kw, datasets, t0: float)
 
 def _run_engine(tmp: Path, args, params, opts, metric_kw, datasets, t0: float) -> dict[str, dict[str, float]]:
     """Train XGBoost or CatBoost into the run folder ``tmp`` (model, importance, TensorBoard, summary)."""
+    from ltr.data.streamed import predict_in_blocks
     from ltr.gbdt.engines import predict_gbdt, save_gbdt, train_gbdt
     from ltr.models.importance import write_importance
     from ltr.runs.scoring import evaluate_scores
@@ -236,7 +238,8 @@ def _run_engine(tmp: Path, args, params, opts, metric_kw, datasets, t0: float) -
     metrics_out = {}
     for split, ds in (("valid", valid_ds), ("test", test_ds)):
         if ds is not None:
-            ev = evaluate_scores(predict_gbdt(engine, model, ds.features), ds, opts["metrics"], opts["preset"], metric_kw)
+            scores = predict_in_blocks(lambda x: predict_gbdt(engine, model, x), ds)
+            ev = evaluate_scores(scores, ds, opts["metrics"], opts["preset"], metric_kw)
             metrics_out[split] = {k: float(v) for k, v in ev.mean.items()}
     save_gbdt(engine, model, tmp, info, n_features=train_ds.n_features, feature_names=train_ds.feature_names)
     write_importance(tmp, info["importance"])
@@ -250,16 +253,27 @@ def _run_engine(tmp: Path, args, params, opts, metric_kw, datasets, t0: float) -
     return metrics_out
 
 
-def _load_splits(args):
-    """The train, valid and test data sets (test None when not given), with one feature count."""
-    from ltr.data.files import data_options, format_options, load_data_file
+def _load_splits(args, stream: bool = False):
+    """The train, valid and test data sets (test None when not given), with one feature count.
+
+    ``stream``: a store or a Parquet file/folder (without --sort-by-query) is opened as a
+    :class:`~ltr.data.streamed.StreamedData` (labels and queries in memory, the features read in row
+    blocks by the engine, the predictions and the metrics); other files are read into memory."""
+    from ltr.data.files import data_format, data_options, format_options, load_data_file
+    from ltr.data.streamed import open_streamed
 
     options = data_options(args)
-    train_ds = load_data_file(args.train, "train", None, options, **format_options(args, "train", SPLITS))
-    valid_ds = load_data_file(args.valid, "valid", train_ds.n_features, options, feature_names=train_ds.feature_names,
-                              **format_options(args, "valid", SPLITS))  # fmt: skip
-    test_ds = load_data_file(args.test, "test", train_ds.n_features, options, feature_names=train_ds.feature_names,
-                             **format_options(args, "test", SPLITS))  # fmt: skip
+
+    def load(path, option, n_features, names):
+        if path is None:
+            return None
+        if stream and Path(path).expanduser().exists() and data_format(path) in ("store", "parquet") and not options.sort_by_query:
+            return open_streamed(path, option, n_features, options, feature_names=names)
+        return load_data_file(path, option, n_features, options, feature_names=names, **format_options(args, option, SPLITS))
+
+    train_ds = load(args.train, "train", None, None)
+    valid_ds = load(args.valid, "valid", train_ds.n_features, train_ds.feature_names)
+    test_ds = load(args.test, "test", train_ds.n_features, train_ds.feature_names)
     for name, ds in (("valid", valid_ds), ("test", test_ds)):
         if ds is not None and ds.n_features != train_ds.n_features:
             raise LtrError(f"--{name} has {ds.n_features} features, --train has {train_ds.n_features}")
@@ -268,6 +282,7 @@ def _load_splits(args):
 
 def _judge_booster(booster, splits: dict[str, Any], opts: dict[str, Any], metric_kw: dict[str, Any]) -> dict[str, dict[str, float]]:
     """Mean project metrics of the booster's scores (best iteration) on each given split."""
+    from ltr.data.streamed import predict_in_blocks
     from ltr.gbdt.lightgbm import predict_booster
     from ltr.runs.scoring import evaluate_scores
 
@@ -275,7 +290,8 @@ def _judge_booster(booster, splits: dict[str, Any], opts: dict[str, Any], metric
     for split, ds in splits.items():
         if ds is None:
             continue
-        ev = evaluate_scores(predict_booster(booster, ds.features), ds, opts["metrics"], opts["preset"], metric_kw)
+        scores = predict_in_blocks(lambda x: predict_booster(booster, x), ds)  # a store is never read whole
+        ev = evaluate_scores(scores, ds, opts["metrics"], opts["preset"], metric_kw)
         metrics_out[split] = {k: float(v) for k, v in ev.mean.items()}
     return metrics_out
 

@@ -28,7 +28,7 @@ from typing import Any, Sequence
 from ltr.checks import input_file, input_folder
 from ltr.errors import DataFormatError, LtrError
 
-__all__ = ["load_data_file", "data_facts", "data_format", "DataOptions", "add_data_options", "data_options",
+__all__ = ["load_data_file", "check_loaded", "data_facts", "data_format", "DataOptions", "add_data_options", "data_options",
            "add_format_options", "format_options"]
 
 
@@ -140,6 +140,13 @@ def load_data_file(
         if query_file is not None:
             query_file = input_file(query_file, f"--query-file (for --{option})")
         ds = load_svmlight(path, n_features=n_features, zero_based=zero_based, query_file=query_file)
+    return check_loaded(ds, path, option, n_features, feature_names)
+
+
+def check_loaded(ds, path, option: str, n_features: int | None = None, feature_names: Sequence[str] | None = None):
+    """The checks of :func:`load_data_file` on a data set read from ``path`` (in memory or streamed,
+    :mod:`ltr.data.streamed`): some feature, the expected width and names; a note on stderr on
+    negative labels read as 0. Returns ``ds``."""
     if ds.n_features == 0:
         raise DataFormatError(path, None, f"no features on any line (--{option} needs 'index:value' pairs after the qid)")
     if n_features is not None and ds.n_features != n_features:

@@ -136,6 +136,7 @@ def train_lightgbm(
         the data set's ``feature_names`` when it has them).
     """
     from ltr.data.dataset import feature_names_of
+    from ltr.gbdt.streaming import lightgbm_data, lightgbm_dataset_class, lightgbm_dataset_params
 
     import lightgbm as lgb
 
@@ -150,14 +151,14 @@ def train_lightgbm(
     if position is not None:
         position = _checked_position(position, n_train)
     names = feature_names_of(train_ds)
-    train_set = lgb.Dataset(
-        np.asarray(train_ds.features),
+    train_set = lightgbm_dataset_class(train_ds)(
+        lightgbm_data(train_ds),  # a store or Parquet data read in row blocks: see ltr.gbdt.streaming
         label=codes[:n_train],
         group=_group_sizes(train_ds),
         weight=None,
         position=position,
         feature_name=names,
-        params={"verbosity": -1},
+        params={"verbosity": -1, **lightgbm_dataset_params(train_ds, merged)},
         free_raw_data=True,
     )
     evals_result: dict[str, Any] = {}
@@ -207,6 +208,8 @@ def _valid_sets_and_callbacks(
     callbacks in their order: early stopping, recording into ``evals_result``, the caller's, progress."""
     import lightgbm as lgb
 
+    from ltr.gbdt.streaming import lightgbm_data, lightgbm_dataset_class
+
     extra_callbacks = list(extra_callbacks)
     valid_sets, valid_names, callbacks = [], [], []
     if record_train:
@@ -214,7 +217,8 @@ def _valid_sets_and_callbacks(
         valid_names.append("train")
     if valid_ds is not None:
         valid_sets.append(
-            lgb.Dataset(np.asarray(valid_ds.features), label=valid_codes, group=_group_sizes(valid_ds), reference=train_set)
+            lightgbm_dataset_class(valid_ds)(lightgbm_data(valid_ds), label=valid_codes, group=_group_sizes(valid_ds), reference=train_set,
+                        params=dict(train_set.get_params()))  # the bins' parameters (a streamed set's data seed)
         )
         valid_names.append("valid")
         if early_stopping_rounds:

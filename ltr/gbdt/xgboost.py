@@ -55,14 +55,15 @@ def xgboost_gain_labels(ds, gain: Any, where: str) -> np.ndarray:
     return gains.astype(np.float32)
 
 
-def _matrix(ds, gain: Any, where: str):
+def _matrix(ds, gain: Any, where: str, *, quantile: bool = False, ref=None, params: dict[str, Any] | None = None):
     """XGBoost's matrix of a data set: features, gains as labels, queries as ``qid`` (feature names stay
-    in ``model.json``: XGBoost refuses some characters in them)."""
-    import xgboost as xgb
+    in ``model.json``: XGBoost refuses some characters in them). ``quantile``: a ``QuantileDMatrix``
+    (cuts from ``ref``), built block by block when ``ds`` is streamed (:mod:`ltr.gbdt.streaming`)."""
+    from ltr.gbdt.streaming import xgboost_matrix
 
-    from ltr.gbdt.common import query_ids
-
-    return xgb.DMatrix(np.asarray(ds.features), label=xgboost_gain_labels(ds, gain, where), qid=query_ids(ds))
+    params = params or {}
+    return xgboost_matrix(ds, xgboost_gain_labels(ds, gain, where), quantile=quantile, ref=ref,
+                          max_bin=params.get("max_bin"), nthread=params.get("nthread"))  # fmt: skip
 
 
 def train_xgboost(train_ds, valid_ds=None, params: dict[str, Any] | None = None, *, objective: str = "rank:ndcg",
@@ -82,6 +83,7 @@ def train_xgboost(train_ds, valid_ds=None, params: dict[str, Any] | None = None,
 
     from ltr.data.dataset import feature_names_of
     from ltr.gbdt.common import ValidationMonitor, engine_threads, progress_bar, refuse_keys
+    from ltr.gbdt.streaming import any_streamed
 
     params = dict(params or {})
     refuse_keys(params, _SET_BY_TOOLKIT, "xgboost")
@@ -90,11 +92,12 @@ def train_xgboost(train_ds, valid_ds=None, params: dict[str, Any] | None = None,
     if n is not None:
         merged.setdefault("nthread", n)
     names = feature_names_of(train_ds)
-    dtrain = _matrix(train_ds, gain, "training set")
+    quantile = any_streamed(train_ds, valid_ds)  # a streamed set: QuantileDMatrix, never the float matrix
+    dtrain = _matrix(train_ds, gain, "training set", quantile=quantile, params=merged)
     evals, monitor = [], None
     if valid_ds is not None:
         merged["eval_metric"] = [f"ndcg@{int(k)}" for k in sorted({int(k) for k in eval_at} | {int(monitor_k)})]
-        evals = [(_matrix(valid_ds, gain, "validation set"), "valid")]
+        evals = [(_matrix(valid_ds, gain, "validation set", quantile=quantile, ref=dtrain, params=merged), "valid")]
         monitor = ValidationMonitor(valid_ds, monitor_k, gain, early_stopping_rounds)
     bar = progress_bar(num_boost_round, progress)
     evals_log: dict[str, Any] = {}

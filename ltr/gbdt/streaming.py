@@ -1,0 +1,221 @@
+"""The GBDT engines on data read in row blocks (:class:`ltr.data.streamed.StreamedData`): a store or a
+Parquet file/folder larger than RAM, whose [N, F] float matrix is never held.
+
+LightGBM. ``lgb.Dataset`` takes a ``lightgbm.Sequence`` (random access by row and by slice):
+:func:`lightgbm_data` gives it one backed by a :class:`~ltr.data.streamed.RowReader`. LightGBM then
+reads the rows twice, in increasing order: (1) its bin sample, ``bin_construct_sample_cnt`` rows
+(default 200,000) at the indices LightGBM's C++ side draws with ``data_random_seed`` (given explicitly here, as LightGBM
+derives it from ``seed``: :func:`lightgbm_dataset_params`) — the same indices and the same non-zero
+filter as for a matrix in memory (``LGBM_DatasetCreateFromMats``), so the bin bounds, and the model,
+are those of the in-memory run (tests/test_gbdt_streaming.py checks the model text is identical); (2) batches of ``batch_size`` rows
+pushed into the binned dataset (``LGBM_DatasetPushRows``). A validation set built with
+``reference=train`` takes the training set's bins and only pushes. Peak memory: LightGBM's binned
+dataset, the sample (about ``sample_cnt x F`` values, twice while LightGBM transposes it), one block.
+
+XGBoost. :func:`xgboost_matrix` builds a ``QuantileDMatrix`` from an ``xgboost.DataIter`` that hands
+XGBoost one block at a time (features, the gains as labels, ``qid`` = the query's position): XGBoost
+sketches the quantiles over the blocks, then quantises each block into its histogram index (one
+byte per value for ``max_bin`` <= 256); the float matrix is never built. Blocks end at query
+boundaries (:func:`ltr.data.streamed.query_blocks`), so a query is never split between two of
+XGBoost's batches. A validation matrix takes the training matrix's cuts (``ref=``).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from ltr.data.streamed import RowReader, block_rows, is_streamed, query_blocks
+
+__all__ = ["lightgbm_data", "lightgbm_dataset_class", "lightgbm_data_seed", "lightgbm_dataset_params", "xgboost_matrix", "any_streamed"]
+
+
+def any_streamed(*datasets) -> bool:
+    return any(ds is not None and is_streamed(ds) for ds in datasets)
+
+
+_SEED_KEYS = ("seed", "random_seed", "random_state")  # LightGBM's names of seed
+_DATA_SEED_KEYS = ("data_random_seed", "data_seed")
+
+
+def lightgbm_data_seed(seed: int) -> int:
+    """The ``data_random_seed`` LightGBM derives from ``seed``: the first draw of its generator
+    (x <- 214013 x + 2531011 mod 2^32; a draw is bits 16..30 of x) modulo 32767.
+
+    LightGBM's C++ side derives it when it parses ``seed``; the Python side of a ``Sequence`` draws
+    the bin sample from the dataset's own parameters, which leave ``seed`` out, so without this value
+    it would sample other rows than the run in memory. (A test pins that the two agree.)
+
+    >>> lightgbm_data_seed(0), lightgbm_data_seed(7)
+    (38, 61)
+    """
+    x = (214013 * (int(seed) & 0xFFFFFFFF) + 2531011) & 0xFFFFFFFF
+    return ((x >> 16) & 0x7FFF) % 32767
+
+
+def lightgbm_dataset_params(ds, params: dict[str, Any]) -> dict[str, Any]:
+    """Parameters for the training ``lgb.Dataset`` of ``ds``: for a streamed set whose ``params`` name a
+    seed but no data seed, the ``data_random_seed`` that seed gives (:func:`lightgbm_data_seed`), so
+    that the bin sample is the one LightGBM draws for the matrix in memory."""
+    if not is_streamed(ds) or any(k in params for k in _DATA_SEED_KEYS):
+        return {}
+    seed = next((params[k] for k in _SEED_KEYS if k in params), None)
+    return {} if seed is None else {"data_random_seed": lightgbm_data_seed(int(seed))}
+
+
+def lightgbm_data(ds, rows: int | None = None):
+    """What ``lgb.Dataset`` is given as ``data``: the [N, F] array of a data set in memory, or a
+    ``lightgbm.Sequence`` reading a streamed one in blocks of ``rows`` rows (default about 64 MB)."""
+    if not is_streamed(ds):
+        return np.asarray(ds.features)
+    return _sequence_class()(ds, block_rows(ds.n_features) if rows is None else int(rows))
+
+
+@functools.cache
+def _sequence_class():
+    import lightgbm as lgb
+
+    class BlockSequence(lgb.Sequence):
+        """Rows of a StreamedData for LightGBM: ``seq[i]`` a row (float64, exact: the values are
+        float32), ``seq[a:b]`` rows (float32), ``batch_size`` the rows LightGBM pushes at a time."""
+
+        def __init__(self, data, rows: int):
+            self.reader = RowReader(data, rows)
+            self.batch_size = int(rows)
+            self.n = data.n_items
+
+        def __len__(self) -> int:
+            return self.n
+
+        def __getitem__(self, index):
+            if isinstance(index, slice):
+                start, stop, step = index.indices(self.n)
+                if step != 1:
+                    raise IndexError("a stepped slice of a streamed data set")
+                return self.reader.rows_between(start, max(start, stop))
+            i = int(index) + (self.n if int(index) < 0 else 0)
+            return self.reader.rows_between(i, i + 1)[0].astype(np.float64)  # LightGBM's sample takes doubles
+
+    return BlockSequence
+
+
+def lightgbm_dataset_class(ds):
+    """``lgb.Dataset``, or for a streamed ``ds`` a subclass whose construction from the Sequence
+    samples column-wise (:func:`_column_sample`): the same sample, the same bins, less memory.
+
+    LightGBM's own construction from a Sequence gathers its bin sample as a list of row arrays, then
+    one [S, F] array, then a filtered copy of each column: about 2.5 x S x F doubles at the peak
+    (545 MB for the default 200,000 rows of 136 features), the largest term of a streamed run's
+    memory. The subclass reads the same rows (LightGBM's ``_create_sample_indices``) block by block
+    into one [F, S] float64 array whose rows are the columns LightGBM takes (views; a column with
+    zeros, which LightGBM leaves out of the sample, is compressed): S x F doubles. Where this
+    LightGBM lacks the methods it relies on, LightGBM's own construction is used.
+    """
+    import lightgbm as lgb
+
+    if not is_streamed(ds):
+        return lgb.Dataset
+    return _block_dataset_class()
+
+
+@functools.cache
+def _block_dataset_class():
+    import lightgbm as lgb
+
+    needed = ("_Dataset__init_from_seqs", "_init_from_sample", "_init_from_ref_dataset", "_push_rows", "_create_sample_indices")
+    if not all(hasattr(lgb.Dataset, name) for name in needed):
+        return lgb.Dataset
+
+    class BlockDataset(lgb.Dataset):
+        def _Dataset__init_from_seqs(self, *, seqs, ref_dataset):  # called by lgb.Dataset.construct
+            if len(seqs) != 1 or not isinstance(seqs[0], _sequence_class()):
+                return lgb.Dataset._Dataset__init_from_seqs(self, seqs=seqs, ref_dataset=ref_dataset)
+            seq = seqs[0]
+            if ref_dataset is not None:
+                self._init_from_ref_dataset(len(seq), ref_dataset)
+            else:
+                indices = np.asarray(self._create_sample_indices(total_nrow=len(seq)), dtype=np.int64)
+                values, rows = _column_sample(seq, indices)
+                self._init_from_sample(values, rows, len(indices), len(seq))
+                del values, rows  # the sample (S x F doubles) is not needed while the rows are pushed
+            for start in range(0, len(seq), seq.batch_size):
+                self._push_rows(seq[start : start + seq.batch_size])
+            return self
+
+    return BlockDataset
+
+
+def _column_sample(seq, indices: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """LightGBM's bin sample of rows ``indices`` (increasing): per column, the values LightGBM keeps
+    (|v| > 1e-35 or NaN) as float64 and their positions in the sample as int32."""
+    import lightgbm as lgb
+
+    threshold = getattr(lgb.basic, "ZERO_THRESHOLD", 1e-35)
+    n_features = seq.reader.data.n_features
+    sample = np.empty((n_features, len(indices)), dtype=np.float64)  # row j: column j of the sample
+    done = 0
+    for start in range(0, len(seq), seq.batch_size):
+        stop = min(start + seq.batch_size, len(seq))
+        end = int(np.searchsorted(indices, stop))
+        if end > done:
+            sample[:, done:end] = seq[start:stop][indices[done:end] - start].T
+            done = end
+    positions = np.arange(len(indices), dtype=np.int32)
+    values, rows = [], []
+    for col in sample:
+        keep = (np.abs(col) > threshold) | np.isnan(col)
+        values.append(col if keep.all() else col[keep])
+        rows.append(positions if keep.all() else positions[keep])
+    return values, rows
+
+
+def xgboost_matrix(ds, labels: np.ndarray, *, quantile: bool, ref=None, max_bin: int | None = None,
+                   nthread: int | None = None, rows: int | None = None):  # fmt: skip
+    """XGBoost's matrix of ``ds`` with ``labels`` (the gains) and ``qid`` (the query's position):
+    ``xgb.DMatrix`` of the array in memory; with ``quantile``, a ``QuantileDMatrix`` (cuts from
+    ``ref`` when given), built from an iterator of query-aligned blocks when ``ds`` is streamed."""
+    import xgboost as xgb
+
+    from ltr.gbdt.common import query_ids
+
+    if not is_streamed(ds):
+        x, qid = np.asarray(ds.features), query_ids(ds)
+        if not quantile:
+            return xgb.DMatrix(x, label=labels, qid=qid, nthread=nthread)
+        return xgb.QuantileDMatrix(x, label=labels, qid=qid, ref=ref, max_bin=max_bin, nthread=nthread)
+    rows = block_rows(ds.n_features) if rows is None else int(rows)
+    return xgb.QuantileDMatrix(_iterator_class()(ds, labels, rows), ref=ref, max_bin=max_bin, nthread=nthread)
+
+
+@functools.cache
+def _iterator_class():
+    import xgboost as xgb
+
+    from ltr.gbdt.common import query_ids
+
+    class BlockIterator(xgb.DataIter):
+        """Query-aligned blocks of a StreamedData, with their labels and qid (XGBoost calls ``next``
+        until it returns False, then ``reset``; it passes over the data twice)."""
+
+        def __init__(self, data, labels: np.ndarray, rows: int):
+            self.data, self.labels, self.rows = data, np.asarray(labels, dtype=np.float32), int(rows)
+            self.qid = query_ids(data)
+            self.blocks: Any = None
+            super().__init__(release_data=True)
+
+        def next(self, input_data) -> bool:
+            if self.blocks is None:
+                self.blocks = query_blocks(self.data, self.rows)
+            block = next(self.blocks, None)
+            if block is None:
+                return False
+            a, b, x = block
+            input_data(data=x, label=self.labels[a:b], qid=self.qid[a:b])
+            return True
+
+        def reset(self) -> None:
+            self.blocks = None
+
+    return BlockIterator
