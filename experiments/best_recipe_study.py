@@ -220,14 +220,14 @@ def run_cell(store: Store, cands, dataset: str, fold: int, files, seed: int, eng
     if store.get("blend", dataset, fold, seed) is not None:
         return
     recs = {n: store.get(n, dataset, fold, engine_seed if cands[n][0] == "gbdt" else seed) for n in cands}
-    gbdt = max(ENGINES, key=lambda n: recs[n]["valid"])
-    neural = max(NEURAL, key=lambda n: recs[n]["valid"])
+    gbdt = max((n for n in ENGINES if n in cands), key=lambda n: recs[n]["valid"])
+    neural = max((n for n in NEURAL if n in cands), key=lambda n: recs[n]["valid"])
     r = run_blend([folders[gbdt], folders[neural]], files, out / "runs" / dataset / f"fold{fold}" / f"blend-seed{seed}", test)
     store.put({"candidate": "blend", "dataset": dataset, "fold": fold, "seed": seed, "members": [gbdt, neural],
                "member_seeds": [engine_seed, seed], **r})
     print(f"{dataset} fold {fold + 1} seed {seed} blend({gbdt}, {neural}) {r['weights']}: test {r['test']:.4f} "
           f"valid {r['valid']:.4f}", file=sys.stderr, flush=True)
-    for name in NEURAL:  # neural folders are only kept for the blend
+    for name in (n for n in NEURAL if n in cands):  # neural folders are only kept for the blend
         shutil.rmtree(folders[name], ignore_errors=True)
 
 
@@ -286,9 +286,10 @@ def _ci(pair) -> str:
     return "n/a" if math.isnan(pair[0]) else f"[{pair[0]:.4f}, {pair[1]:.4f}]"
 
 
-def report(records: list[dict], sets: dict, neural_options: list[str]) -> str:
+def report(records: list[dict], sets: dict, neural_options: list[str], skip=()) -> str:
     """results.md: per data set, the candidates' table and the paired comparisons; then the targets."""
-    lines = [f"Neural options: `{shlex.join(neural_options) or '(none: the ltr train defaults)'}`", ""]
+    lines = [f"Neural options: `{shlex.join(neural_options) or '(none: the ltr train defaults)'}`",
+             *([f"Left out: {', '.join(skip)}"] if skip else []), ""]
     verdicts = []
     for dataset, folds in sets.items():
         s = summarise(records, dataset, len(folds))
@@ -328,6 +329,8 @@ def main(argv=None) -> int:
     p.add_argument("--large", action="store_true", help="add the 10,000-query synthetic set")
     p.add_argument("--only-datasets", default=None, help="comma-separated data set names")
     p.add_argument("--folds", type=int, default=None, help="only the first N folds of a data set that has several")
+    p.add_argument("--skip", default="", help="comma-separated candidates to leave out (at least one engine and "
+                   "one neural candidate must stay), e.g. catboost_yetirank,catboost_qsm200 where CatBoost is too slow")
     p.add_argument("--report-only", action="store_true", help="rebuild results.md from results.json")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -338,7 +341,10 @@ def main(argv=None) -> int:
     if args.folds:
         sets = {k: v[: args.folds] for k, v in sets.items()}
     neural_options = shlex.split(args.neural_options)
-    cands = candidates(neural_options)
+    skip = [n for n in args.skip.split(",") if n]
+    cands = {k: v for k, v in candidates(neural_options).items() if k not in skip}
+    if not any(n in cands for n in ENGINES) or not any(n in cands for n in NEURAL) or len(skip) + len(cands) != 6:
+        raise SystemExit(f"--skip {args.skip}: unknown candidate, or no engine or no neural candidate left")
     store = Store(args.out / "results.json")
     engine_seeds = args.engine_seeds or args.seeds
     for seed in range(0 if args.report_only else args.seeds):  # seed outermost: every data set gets seed 0 first
@@ -348,7 +354,7 @@ def main(argv=None) -> int:
             for fold, files in enumerate(folds):
                 test = load_svmlight(files[2], cache=False)
                 run_cell(store, cands, dataset, fold, files, seed, seed % engine_seeds, args.out, test)
-    md = report(store.records, sets, neural_options)
+    md = report(store.records, sets, neural_options, skip)
     from ltr.io_utils import atomic_write_text
 
     atomic_write_text(args.out / "results.md", md)
