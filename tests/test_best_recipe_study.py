@@ -81,9 +81,11 @@ def test_summarise_picks_and_pairs_the_blend_with_its_members(study):
                 rec_seed = 0 if name in study.ENGINES else seed  # the engines ran with one seed
                 if name in study.ENGINES and seed:
                     continue
-                records.append(_record(name, fold, rec_seed, values, valid=0.5 + s, **extra))
+                valid = 0.6 if name == "neural_ens3" else 0.5 + s  # validation prefers another recipe than test
+                records.append(_record(name, fold, rec_seed, values, valid=valid, **extra))
     s = study.summarise(records, "d", folds=2)
     assert s["best_engine"] == "catboost_yetirank" and s["best_recipe"] == "blend"
+    assert s["recipe_by_valid"] == "neural_ens3"
     assert s["rows"]["lightgbm"]["seeds"] == 1 and s["rows"]["blend"]["seeds"] == 2
     assert s["rows"]["blend"]["queries"] == 58
     assert s["rows"]["neural_ens3"]["mean"] == pytest.approx(base[:, 1:].mean() + 0.03 + 0.0005, abs=1e-12)
