@@ -293,7 +293,8 @@ def report(records: list[dict], sets: dict, neural_options: list[str], skip=()) 
     """results.md: per data set, the candidates' table and the paired comparisons; then the targets."""
     lines = [f"Neural options: `{shlex.join(neural_options) or '(none: the ltr train defaults)'}`",
              *([f"Left out: {', '.join(skip)}"] if skip else []), ""]
-    verdicts = []
+    top = len(lines)
+    verdicts, summary = [], []
     for dataset, folds in sets.items():
         s = summarise(records, dataset, len(folds))
         if not s["rows"]:
@@ -322,7 +323,24 @@ def report(records: list[dict], sets: dict, neural_options: list[str], skip=()) 
                 verdicts.append(f"- {dataset}: blend − its GBDT member {both[0]['diff']:+.4f}, − its neural member "
                                 f"{both[1]['diff']:+.4f}: blend ≥ each {'met' if ok else 'NOT met'}")
         lines.append("")
-    return "\n".join(lines + ["### Targets", "", *verdicts]) + "\n"
+        summary.append(_summary_row(dataset, s))
+    head = ["### Summary", "", "| data set | queries | seeds | best engine | best recipe | recipe − engine [95% over queries] | Holm t p "
+            "| blend − GBDT member | blend − neural member |", "|---|---|---|---|---|---|---|---|---|", *filter(None, summary), ""]
+    return "\n".join(lines[:top] + head + lines[top:] + ["### Targets", "", *verdicts]) + "\n"
+
+
+def _summary_row(dataset: str, s: dict) -> str | None:
+    """One line of the summary table: the best engine and recipe with their means, the difference, the blend's gains."""
+    if not s["comparisons"]:
+        return None
+    rows, diff = s["rows"], {(c["a"], c["b"]): c for c in s["comparisons"]}
+    e, r = s["best_engine"], s["best_recipe"]
+    c = diff[(r, e)]
+    members = [diff.get(("blend", m)) for m in ("gbdt_member", "neural_member")]
+    gains = [f"{m['diff']:+.4f} (p {m['holm_t_p']:.2g})" if m else "n/a" for m in members]
+    return (f"| {dataset} | {rows[r]['queries']} | {rows['neural']['seeds'] if 'neural' in rows else rows[r]['seeds']} "
+            f"| {e} {rows[e]['mean']:.4f} | {r} {rows[r]['mean']:.4f} | {c['diff']:+.4f} {_ci(c['ci'])} | {c['holm_t_p']:.2g} "
+            f"| {gains[0]} | {gains[1]} |")
 
 
 def main(argv=None) -> int:
