@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("scipy")
 
 _PATH = Path(__file__).resolve().parents[1] / "experiments" / "best_recipe_study.py"
 
