@@ -30,6 +30,8 @@ Statistics (per data set, :func:`summarise`):
   (:func:`paired_tests`), Holm-corrected within the data set's family of comparisons (:func:`holm`).
 
 Resumable: OUT/results.json holds every run (with its per-query values); OUT/results.md the tables.
+A run is reused when its options are the same, so after a change of ``ltr train``'s (or ``ltr gbdt``'s)
+defaults start a new OUT (a different ``--neural-options`` in the same OUT is refused).
 
     LTR_THREADS=1 OMP_NUM_THREADS=1 python experiments/best_recipe_study.py --out runs/best-recipe --seeds 3
     python experiments/best_recipe_study.py --out runs/best-recipe-b16 --neural-options "--batch-size 16"
