@@ -260,7 +260,8 @@ def summarise(records: list[dict], dataset: str, folds: int) -> dict:
     """Means, intervals, the best engine and recipe, and the Holm-corrected paired comparisons of one data set."""
     vectors = per_seed_vectors(records, dataset, folds)
     rows, averaged = {}, {}
-    for name, seeds in vectors.items():
+    order = [*ENGINES, *RECIPES, "gbdt_member", "neural_member"]
+    for name, seeds in sorted(vectors.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)):
         matrix = np.vstack([seeds[s] for s in sorted(seeds)])
         keep = ~np.isnan(matrix).any(axis=0)
         averaged[name] = matrix[:, keep].mean(axis=0)
