@@ -1,0 +1,393 @@
+"""Does the toolkit's best recipe beat the best of the three GBDT engines? Issue 20, parts 4 and 5.
+
+Per data set (the data of ``experiments/defaults_study.py``: its :func:`prepare` is imported, not
+copied), per seed and fold, as a user runs them (``ltr.cli.main`` in this process):
+
+- the engines: ``ltr gbdt --engine lightgbm`` (lambdarank), ``--engine xgboost`` (rank:ndcg),
+  ``--engine catboost`` (YetiRank) and ``--engine catboost --objective QuerySoftMax
+  --early-stopping-rounds 200``;
+- the neural scorer: ``ltr train`` with ``--neural-options`` (default: none, i.e. whatever
+  ``ltr train`` does by default), and the same with ``--ensemble 3``;
+- the blend: ``ltr blend`` of the cell's best engine and best neural run, each picked by validation
+  NDCG@10, its weights fitted on the validation file.
+
+Every run's model folder is scored on the test file (``ltr.models.load_scorer``) and NDCG@10 is taken
+per query with the toolkit's conventions (``ltr.runs.evaluate_scores``); the mean is checked against
+the run's own ``summary.json``. Folds are concatenated (MQ2008's five test parts are disjoint), so a
+data set has one vector of per-query values per candidate and seed.
+
+Statistics (per data set, :func:`summarise`):
+
+- mean test NDCG@10 per candidate; a 95 % t-interval over seeds (each seed's mean over queries,
+  ``mean ± t_{0.975, n-1} * sd / sqrt(n)``) and a 95 % percentile bootstrap interval over queries of
+  the seed-averaged per-query values (:func:`bootstrap_interval`);
+- the best engine: the engine with the highest mean test NDCG@10; the best recipe: of ``neural``,
+  ``neural_ens3`` and ``blend``, the one with the highest mean test NDCG@10 (both picked on test, the
+  best of each side in hindsight), and beside it the recipe with the highest mean validation NDCG@10
+  (the pick a user could make; the blend's validation value is in-sample, so it is usually the blend);
+- paired comparisons on the seed-averaged per-query values ``d_q = a_q - b_q``: mean difference, its
+  bootstrap interval over queries, a paired t-test and a sign-flip randomization test
+  (:func:`paired_tests`), Holm-corrected within the data set's family of comparisons (:func:`holm`).
+
+Resumable: OUT/results.json holds every run (with its per-query values); OUT/results.md the tables.
+A run is reused when its options are the same, so after a change of ``ltr train``'s (or ``ltr gbdt``'s)
+defaults start a new OUT (a different ``--neural-options`` in the same OUT is refused).
+
+    LTR_THREADS=1 OMP_NUM_THREADS=1 python experiments/best_recipe_study.py --out runs/best-recipe --seeds 3
+    python experiments/best_recipe_study.py --out runs/best-recipe-b16 --neural-options "--batch-size 16"
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shlex
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from defaults_study import NDCG10, prepare, quiet_ltr  # noqa: E402
+
+#: engine candidates: name -> options of `ltr gbdt`
+ENGINES: dict[str, list[str]] = {
+    "lightgbm": ["--engine", "lightgbm"],
+    "xgboost": ["--engine", "xgboost"],
+    "catboost_yetirank": ["--engine", "catboost"],
+    "catboost_qsm200": ["--engine", "catboost", "--objective", "QuerySoftMax", "--early-stopping-rounds", "200"],
+}
+NEURAL = ("neural", "neural_ens3")
+RECIPES = ("neural", "neural_ens3", "blend")
+
+
+# ---------------------------------------------------------------- statistics (tested, no training)
+
+def holm(pvalues) -> np.ndarray:
+    """Holm's step-down adjusted p-values: with ``p_(1) <= ... <= p_(m)`` sorted,
+    ``adj_(i) = min(1, max_{j <= i} (m - j + 1) * p_(j))``, returned in the input order."""
+    p = np.asarray(pvalues, dtype=np.float64)
+    m = p.size
+    order = np.argsort(p, kind="stable")
+    scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
+    adjusted = np.empty(m)
+    adjusted[order] = np.maximum.accumulate(scaled)
+    return adjusted
+
+
+def bootstrap_interval(values, *, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of ``values`` (resampled with replacement ``n_boot``
+    times by ``numpy.random.default_rng(seed)``): the ``(1-level)/2`` and ``(1+level)/2`` quantiles
+    of the resampled means. Deterministic given ``seed``."""
+    x = np.asarray(values, dtype=np.float64)
+    if x.size == 0:
+        return math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    means = np.empty(n_boot)
+    for start in range(0, n_boot, 200):  # in blocks: bounded memory on large query sets
+        k = min(200, n_boot - start)
+        means[start:start + k] = x[rng.integers(0, x.size, size=(k, x.size))].mean(axis=1)
+    lo, hi = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
+
+
+def seed_interval(seed_means, level: float = 0.95) -> tuple[float, float]:
+    """t-interval of the mean over seeds: ``mean ± t_{(1+level)/2, n-1} * sd(ddof=1) / sqrt(n)``; NaN for n < 2."""
+    from scipy import stats
+
+    x = np.asarray(seed_means, dtype=np.float64)
+    if x.size < 2:
+        return math.nan, math.nan
+    half = stats.t.ppf((1 + level) / 2, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size)
+    return float(x.mean() - half), float(x.mean() + half)
+
+
+def paired_tests(a, b, *, n_perm: int = 10000, seed: int = 0) -> dict:
+    """Paired comparison of per-query values ``a`` and ``b`` (``d = a - b``): mean difference, its
+    bootstrap interval, the two-sided paired t-test p-value and the two-sided sign-flip randomization
+    p-value ``(1 + #{r : |mean(s_r * d)| >= |mean(d)|}) / (1 + n_perm)`` with random signs ``s_r``."""
+    from scipy import stats
+
+    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    observed = abs(d.mean())
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for start in range(0, n_perm, 500):
+        k = min(500, n_perm - start)
+        signs = rng.integers(0, 2, size=(k, d.size)) * 2 - 1
+        hits += int(np.sum(np.abs((signs * d).mean(axis=1)) >= observed - 1e-15))
+    if np.ptp(d) > 0:
+        t_p = float(stats.ttest_rel(a, b).pvalue)
+    else:  # equal differences: t is infinite (or 0/0 when they are all zero)
+        t_p = 0.0 if d.size > 1 and d[0] != 0 else 1.0
+    return {"diff": float(d.mean()), "ci": bootstrap_interval(d, seed=seed), "t_p": t_p,
+            "rand_p": (1 + hits) / (1 + n_perm)}
+
+
+# ---------------------------------------------------------------- running
+
+def score_test(folder: Path, test) -> np.ndarray:
+    """Per-query test NDCG@10 of a model folder (NaN for a query without a relevant item)."""
+    from ltr.models.folder import load_scorer
+    from ltr.runs.scoring import evaluate_scores
+
+    score, _ = load_scorer(folder)
+    ev = evaluate_scores(score(test.features, test.query_offsets), test, ["ndcg@10"])
+    if ev.names["ndcg@10"] != NDCG10:
+        raise SystemExit(f"ndcg@10 is {ev.names['ndcg@10']}, not the conventions of the runs ({NDCG10})")
+    return np.asarray(ev.per_query[NDCG10], dtype=np.float64)
+
+
+def run_model(command: str, options: list[str], files, seed: int, out: Path, test) -> dict:
+    """One ``ltr gbdt`` / ``ltr train`` run kept in ``out``; its valid and test NDCG@10, per-query test values."""
+    train, valid, test_file = files
+    shutil.rmtree(out, ignore_errors=True)
+    argv = [command, "--train", str(train), "--valid", str(valid), "--test", str(test_file), "--out", str(out),
+            "--quiet", *options, *(["--seed", str(seed)] if seed else [])]
+    t0 = time.perf_counter()
+    if quiet_ltr(argv) != 0:
+        raise SystemExit(f"ltr {shlex.join(argv)} failed")
+    wall = time.perf_counter() - t0
+    summary = json.loads((out / "summary.json").read_text())
+    per_query = score_test(out, test)
+    if abs(np.nanmean(per_query) - summary["metrics"]["test"][NDCG10]) > 1e-6:
+        raise SystemExit(f"{out}: per-query mean {np.nanmean(per_query)} != summary {summary['metrics']['test'][NDCG10]}")
+    shutil.rmtree(out / "tensorboard", ignore_errors=True)
+    return {"valid": summary["metrics"]["valid"][NDCG10], "test": float(np.nanmean(per_query)), "wall_s": wall,
+            "per_query": [None if math.isnan(v) else float(v) for v in per_query], "argv": argv[:1] + options}
+
+
+def run_blend(members: list[Path], files, out: Path, test) -> dict:
+    """``ltr blend`` of ``members`` fitted on the validation file; its weights and per-query test values."""
+    shutil.rmtree(out, ignore_errors=True)
+    argv = ["blend", "--models", *map(str, members), "--valid", str(files[1]), "--out", str(out)]
+    t0 = time.perf_counter()
+    if quiet_ltr(argv) != 0:
+        raise SystemExit(f"ltr {shlex.join(argv)} failed")
+    wall = time.perf_counter() - t0
+    summary = json.loads((out / "summary.json").read_text())
+    per_query = score_test(out, test)
+    return {"valid": summary["metrics"]["valid"]["blend"], "test": float(np.nanmean(per_query)), "wall_s": wall,
+            "weights": summary["weights"], "per_query": [None if math.isnan(v) else float(v) for v in per_query]}
+
+
+def candidates(neural_options: list[str]) -> dict[str, tuple[str, list[str]]]:
+    """Candidate name -> (ltr command, options)."""
+    out = {name: ("gbdt", opts) for name, opts in ENGINES.items()}
+    out["neural"] = ("train", list(neural_options))
+    out["neural_ens3"] = ("train", [*neural_options, "--ensemble", "3"])
+    return out
+
+
+class Store:
+    """results.json: a list of run records keyed by (candidate, dataset, fold, seed), written atomically."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.records = json.loads(path.read_text()) if path.exists() else []
+
+    def get(self, candidate, dataset, fold, seed):
+        return next((r for r in self.records if (r["candidate"], r["dataset"], r["fold"], r["seed"])
+                     == (candidate, dataset, fold, seed)), None)
+
+    def put(self, record: dict) -> None:
+        from ltr.io_utils import atomic_write_json
+
+        key = (record["candidate"], record["dataset"], record["fold"], record["seed"])
+        self.records = [r for r in self.records if (r["candidate"], r["dataset"], r["fold"], r["seed"]) != key]
+        self.records.append(record)
+        atomic_write_json(self.path, self.records)
+
+
+def run_cell(store: Store, cands, dataset: str, fold: int, files, seed: int, engine_seed: int, out: Path, test) -> None:
+    """Every candidate of one (data set, fold, seed) cell, then the blend of its best engine and best neural run."""
+    folders = {}
+    for name, (command, options) in cands.items():
+        s = engine_seed if command == "gbdt" else seed
+        folder = out / "runs" / dataset / f"fold{fold}" / f"{name}-seed{s}"
+        folders[name] = folder
+        rec = store.get(name, dataset, fold, s)
+        if rec is not None and rec["argv"] != [command, *options]:
+            raise SystemExit(f"{store.path}: {name} was run with {rec['argv']}, not {[command, *options]}: use another --out")
+        if rec is not None and (folder / "summary.json").exists():
+            continue
+        if rec is not None and store.get("blend", dataset, fold, seed) is not None and command == "train":
+            continue  # the blend of this cell is done; its neural folder is no longer needed
+        r = run_model(command, options, files, s, folder, test)
+        store.put({"candidate": name, "dataset": dataset, "fold": fold, "seed": s, **r})
+        print(f"{dataset} fold {fold + 1} seed {s} {name}: test {r['test']:.4f} valid {r['valid']:.4f} {r['wall_s']:.1f} s",
+              file=sys.stderr, flush=True)
+    if store.get("blend", dataset, fold, seed) is not None:
+        return
+    recs = {n: store.get(n, dataset, fold, engine_seed if cands[n][0] == "gbdt" else seed) for n in cands}
+    gbdt = max((n for n in ENGINES if n in cands), key=lambda n: recs[n]["valid"])
+    neural = max((n for n in NEURAL if n in cands), key=lambda n: recs[n]["valid"])
+    r = run_blend([folders[gbdt], folders[neural]], files, out / "runs" / dataset / f"fold{fold}" / f"blend-seed{seed}", test)
+    store.put({"candidate": "blend", "dataset": dataset, "fold": fold, "seed": seed, "members": [gbdt, neural],
+               "member_seeds": [engine_seed, seed], **r})
+    print(f"{dataset} fold {fold + 1} seed {seed} blend({gbdt}, {neural}) {r['weights']}: test {r['test']:.4f} "
+          f"valid {r['valid']:.4f}", file=sys.stderr, flush=True)
+    for name in (n for n in NEURAL if n in cands):  # neural folders are only kept for the blend
+        shutil.rmtree(folders[name], ignore_errors=True)
+
+
+# ---------------------------------------------------------------- summary
+
+def per_seed_vectors(records: list[dict], dataset: str, folds: int) -> dict[str, dict[int, np.ndarray]]:
+    """candidate -> seed -> per-query test NDCG@10 over the folds in order (only seeds with every fold),
+    plus ``gbdt_member`` / ``neural_member``: the blend's members of each (fold, seed) cell."""
+    by = {(r["candidate"], r["fold"], r["seed"]): r for r in records if r["dataset"] == dataset}
+    vec = lambda r: np.array([math.nan if v is None else v for v in r["per_query"]])  # noqa: E731
+    out: dict[str, dict[int, np.ndarray]] = {}
+    for name in dict.fromkeys(c for c, _, _ in by):
+        for seed in sorted({s for c, _, s in by if c == name}):
+            if all((name, f, seed) in by for f in range(folds)):
+                out.setdefault(name, {})[seed] = np.concatenate([vec(by[(name, f, seed)]) for f in range(folds)])
+    for seed in out.get("blend", {}):
+        for k, role in enumerate(("gbdt_member", "neural_member")):
+            parts = []
+            for f in range(folds):
+                blend = by[("blend", f, seed)]
+                parts.append(vec(by[(blend["members"][k], f, blend["member_seeds"][k])]))
+            out.setdefault(role, {})[seed] = np.concatenate(parts)
+    return out
+
+
+def summarise(records: list[dict], dataset: str, folds: int) -> dict:
+    """Means, intervals, the best engine and recipe, and the Holm-corrected paired comparisons of one data set."""
+    vectors = per_seed_vectors(records, dataset, folds)
+    rows, averaged = {}, {}
+    order = [*ENGINES, *RECIPES, "gbdt_member", "neural_member"]
+    for name, seeds in sorted(vectors.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)):
+        matrix = np.vstack([seeds[s] for s in sorted(seeds)])
+        keep = ~np.isnan(matrix).any(axis=0)
+        averaged[name] = matrix[:, keep].mean(axis=0)
+        valid = [r["valid"] for r in records if r["dataset"] == dataset and r["candidate"] == name]
+        wall = [r["wall_s"] for r in records if r["dataset"] == dataset and r["candidate"] == name]
+        rows[name] = {"mean": float(averaged[name].mean()), "seeds": len(seeds),
+                      "seed_ci": seed_interval(matrix[:, keep].mean(axis=1)),
+                      "query_ci": bootstrap_interval(averaged[name]), "valid": float(np.mean(valid)) if valid else math.nan,
+                      "wall_s": float(np.mean(wall)) if wall else math.nan, "queries": int(keep.sum())}
+    engines = [n for n in ENGINES if n in rows]
+    recipes = [n for n in RECIPES if n in rows]
+    if not engines or not recipes:
+        return {"rows": rows, "comparisons": []}
+    best_engine = max(engines, key=lambda n: rows[n]["mean"])
+    best_recipe = max(recipes, key=lambda n: rows[n]["mean"])
+    by_valid = max(recipes, key=lambda n: rows[n]["valid"])
+    pairs = [(r, best_engine) for r in recipes]
+    pairs += [("blend", m) for m in ("gbdt_member", "neural_member") if "blend" in rows and m in rows]
+    comparisons = [{"a": a, "b": b, **paired_tests(averaged[a], averaged[b])} for a, b in pairs]
+    for key in ("t_p", "rand_p"):
+        for c, adj in zip(comparisons, holm([c[key] for c in comparisons])):
+            c[f"holm_{key}"] = float(adj)
+    return {"rows": rows, "comparisons": comparisons, "best_engine": best_engine, "best_recipe": best_recipe,
+            "recipe_by_valid": by_valid}
+
+
+def _ci(pair) -> str:
+    return "n/a" if math.isnan(pair[0]) else f"[{pair[0]:.4f}, {pair[1]:.4f}]"
+
+
+def report(records: list[dict], sets: dict, neural_options: list[str], skip=()) -> str:
+    """results.md: per data set, the candidates' table and the paired comparisons; then the targets."""
+    lines = [f"Neural options: `{shlex.join(neural_options) or '(none: the ltr train defaults)'}`",
+             *([f"Left out: {', '.join(skip)}"] if skip else []), ""]
+    top = len(lines)
+    verdicts, summary = [], []
+    for dataset, folds in sets.items():
+        s = summarise(records, dataset, len(folds))
+        if not s["rows"]:
+            continue
+        lines += [f"### {dataset}", "", "| candidate | test NDCG@10 | 95% over seeds | 95% over queries | valid | seeds | queries | wall s |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for name, r in s["rows"].items():
+            mark = " (best engine)" if name == s.get("best_engine") else " (best recipe)" if name == s.get("best_recipe") else ""
+            mark += " (validation's pick)" if name == s.get("recipe_by_valid") else ""
+            lines.append(f"| {name}{mark} | {r['mean']:.4f} | {_ci(r['seed_ci'])} | {_ci(r['query_ci'])} | {r['valid']:.4f} "
+                         f"| {r['seeds']} | {r['queries']} | {r['wall_s']:.1f} |")
+        if s["comparisons"]:
+            lines += ["", "| comparison | mean diff | 95% over queries | paired t p | Holm | randomization p | Holm |",
+                      "|---|---|---|---|---|---|---|"]
+            for c in s["comparisons"]:
+                lines.append(f"| {c['a']} − {c['b']} | {c['diff']:+.4f} | {_ci(c['ci'])} | {c['t_p']:.2g} | {c['holm_t_p']:.2g} "
+                             f"| {c['rand_p']:.2g} | {c['holm_rand_p']:.2g} |")
+            rec = next(c for c in s["comparisons"] if c["a"] == s["best_recipe"])
+            val = next(c for c in s["comparisons"] if c["a"] == s["recipe_by_valid"])
+            verdicts.append(f"- {dataset}: best recipe {s['best_recipe']} − best engine {s['best_engine']} = {rec['diff']:+.4f} "
+                            f"(Holm t p {rec['holm_t_p']:.2g}): target 1 {'met' if rec['diff'] >= 0 else 'NOT met'}; "
+                            f"the recipe validation picks, {s['recipe_by_valid']}: {val['diff']:+.4f}")
+            both = [c for c in s["comparisons"] if c["a"] == "blend" and c["b"].endswith("_member")]
+            if len(both) == 2:
+                ok = all(c["diff"] >= 0 for c in both)
+                verdicts.append(f"- {dataset}: blend − its GBDT member {both[0]['diff']:+.4f}, − its neural member "
+                                f"{both[1]['diff']:+.4f}: blend ≥ each {'met' if ok else 'NOT met'}")
+        lines.append("")
+        summary.append(_summary_row(dataset, s))
+    head = ["### Summary", "", "| data set | queries | seeds | best engine | best recipe | recipe − engine [95% over queries] | Holm t p "
+            "| blend − GBDT member | blend − neural member |", "|---|---|---|---|---|---|---|---|---|", *filter(None, summary), ""]
+    return "\n".join(lines[:top] + head + lines[top:] + ["### Targets", "", *verdicts]) + "\n"
+
+
+def _summary_row(dataset: str, s: dict) -> str | None:
+    """One line of the summary table: the best engine and recipe with their means, the difference, the blend's gains."""
+    if not s["comparisons"]:
+        return None
+    rows, diff = s["rows"], {(c["a"], c["b"]): c for c in s["comparisons"]}
+    e, r = s["best_engine"], s["best_recipe"]
+    c = diff[(r, e)]
+    members = [diff.get(("blend", m)) for m in ("gbdt_member", "neural_member")]
+    gains = [f"{m['diff']:+.4f} (p {m['holm_t_p']:.2g})" if m else "n/a" for m in members]
+    return (f"| {dataset} | {rows[r]['queries']} | {rows['neural']['seeds'] if 'neural' in rows else rows[r]['seeds']} "
+            f"| {e} {rows[e]['mean']:.4f} | {r} {rows[r]['mean']:.4f} | {c['diff']:+.4f} {_ci(c['ci'])} | {c['holm_t_p']:.2g} "
+            f"| {gains[0]} | {gains[1]} |")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--engine-seeds", type=int, default=None,
+                   help="run the engines with the first N seeds only (default: all); later seeds' blends use seed s mod N")
+    p.add_argument("--neural-options", default="", help='options of `ltr train`, one string (default: none)')
+    p.add_argument("--large", action="store_true", help="add the 10,000-query synthetic set")
+    p.add_argument("--only-datasets", default=None, help="comma-separated data set names")
+    p.add_argument("--folds", type=int, default=None, help="only the first N folds of a data set that has several")
+    p.add_argument("--skip", default="", help="comma-separated candidates to leave out (at least one engine and "
+                   "one neural candidate must stay), e.g. catboost_yetirank,catboost_qsm200 where CatBoost is too slow")
+    p.add_argument("--report-only", action="store_true", help="rebuild results.md from results.json")
+    args = p.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    sets = prepare(args.out / "data", args.large)
+    if args.only_datasets:
+        wanted = args.only_datasets.split(",")
+        sets = {k: sets[k] for k in wanted if k in sets}
+    if args.folds:
+        sets = {k: v[: args.folds] for k, v in sets.items()}
+    neural_options = shlex.split(args.neural_options)
+    skip = [n for n in args.skip.split(",") if n]
+    cands = {k: v for k, v in candidates(neural_options).items() if k not in skip}
+    if not any(n in cands for n in ENGINES) or not any(n in cands for n in NEURAL) or len(skip) + len(cands) != 6:
+        raise SystemExit(f"--skip {args.skip}: unknown candidate, or no engine or no neural candidate left")
+    store = Store(args.out / "results.json")
+    engine_seeds = args.engine_seeds or args.seeds
+    for seed in range(0 if args.report_only else args.seeds):  # seed outermost: every data set gets seed 0 first
+        for dataset, folds in sets.items():
+            from ltr.data import load_svmlight
+
+            for fold, files in enumerate(folds):
+                test = load_svmlight(files[2], cache=False)
+                run_cell(store, cands, dataset, fold, files, seed, seed % engine_seeds, args.out, test)
+    md = report(store.records, sets, neural_options, skip)
+    from ltr.io_utils import atomic_write_text
+
+    atomic_write_text(args.out / "results.md", md)
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

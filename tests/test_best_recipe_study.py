@@ -1,0 +1,96 @@
+"""The statistics of experiments/best_recipe_study.py (no training: hand-made per-query values)."""
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+
+_PATH = Path(__file__).resolve().parents[1] / "experiments" / "best_recipe_study.py"
+
+
+@pytest.fixture(scope="module")
+def study():
+    spec = importlib.util.spec_from_file_location("best_recipe_study", _PATH)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["best_recipe_study"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_holm_against_a_hand_computation(study):
+    # sorted: 0.005, 0.01, 0.03, 0.04 -> 4*0.005=0.02, 3*0.01=0.03, 2*0.03=0.06, 1*0.04=0.04 -> running max 0.06
+    adjusted = study.holm([0.01, 0.04, 0.03, 0.005])
+    np.testing.assert_allclose(adjusted, [0.03, 0.06, 0.06, 0.02], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(study.holm([0.5, 0.6]), [1.0, 1.0])  # capped at 1, then the running max
+    np.testing.assert_allclose(study.holm([0.2]), [0.2])
+
+
+def test_bootstrap_interval_is_deterministic_given_a_seed_and_about_the_normal_one(study):
+    x = np.random.default_rng(7).normal(0.5, 1.0, size=400)
+    a = study.bootstrap_interval(x, seed=3)
+    assert a == study.bootstrap_interval(x, seed=3)
+    assert a != study.bootstrap_interval(x, seed=4)
+    half = 1.96 * x.std(ddof=1) / math.sqrt(x.size)  # the normal interval the bootstrap approximates
+    assert a[0] < x.mean() < a[1]
+    assert abs((a[1] - a[0]) / 2 - half) < 0.1 * half
+    assert study.bootstrap_interval(np.full(10, 0.25), seed=0) == (0.25, 0.25)
+
+
+def test_seed_interval_by_hand(study):
+    lo, hi = study.seed_interval([1.0, 2.0, 3.0])  # mean 2, sd 1, t_{0.975, 2} = 4.302653
+    half = 4.302652729911275 / math.sqrt(3)
+    assert lo == pytest.approx(2 - half, abs=1e-9) and hi == pytest.approx(2 + half, abs=1e-9)
+    assert all(math.isnan(v) for v in study.seed_interval([0.7]))
+
+
+def test_paired_tests_by_hand(study):
+    from scipy import stats
+
+    r = study.paired_tests([0.5, 0.7, 0.6], [0.4, 0.5, 0.55])  # d = 0.1, 0.2, 0.05
+    d_sd = math.sqrt(((0.1 - 0.35 / 3) ** 2 + (0.2 - 0.35 / 3) ** 2 + (0.05 - 0.35 / 3) ** 2) / 2)
+    t = (0.35 / 3) / (d_sd / math.sqrt(3))
+    assert r["diff"] == pytest.approx(0.35 / 3, abs=1e-12)
+    assert r["t_p"] == pytest.approx(2 * stats.t.sf(t, 2), rel=1e-9)
+    # five equal differences: only the all-plus and all-minus sign vectors reach |mean| = 1: p = 2 / 32
+    ones = study.paired_tests(np.ones(5), np.zeros(5), n_perm=20000, seed=1)
+    assert abs(ones["rand_p"] - 2 / 32) < 0.006
+
+
+def _record(candidate, fold, seed, values, valid, **extra):
+    return {"candidate": candidate, "dataset": "d", "fold": fold, "seed": seed, "per_query": values, "valid": valid,
+            "test": float(np.nanmean([np.nan if v is None else v for v in values])), "wall_s": 1.0, **extra}
+
+
+def test_summarise_picks_and_pairs_the_blend_with_its_members(study):
+    rng = np.random.default_rng(0)
+    base = rng.uniform(0.3, 0.8, size=(2, 30))  # two folds of 30 test queries
+    records = []
+    for fold in range(2):
+        for seed in range(2):
+            shift = {"lightgbm": 0.0, "xgboost": -0.05, "catboost_yetirank": 0.02, "catboost_qsm200": 0.01,
+                     "neural": 0.01, "neural_ens3": 0.03, "blend": 0.04}
+            for name, s in shift.items():
+                values = list(base[fold] + s + 0.001 * seed)
+                values[0] = None  # a query without a relevant item: skipped by every candidate
+                extra = {"members": ["lightgbm", "neural_ens3"], "member_seeds": [0, seed]} if name == "blend" else {}
+                rec_seed = 0 if name in study.ENGINES else seed  # the engines ran with one seed
+                if name in study.ENGINES and seed:
+                    continue
+                valid = 0.6 if name == "neural_ens3" else 0.5 + s  # validation prefers another recipe than test
+                records.append(_record(name, fold, rec_seed, values, valid=valid, **extra))
+    s = study.summarise(records, "d", folds=2)
+    assert s["best_engine"] == "catboost_yetirank" and s["best_recipe"] == "blend"
+    assert s["recipe_by_valid"] == "neural_ens3"
+    assert s["rows"]["lightgbm"]["seeds"] == 1 and s["rows"]["blend"]["seeds"] == 2
+    assert s["rows"]["blend"]["queries"] == 58
+    assert s["rows"]["neural_ens3"]["mean"] == pytest.approx(base[:, 1:].mean() + 0.03 + 0.0005, abs=1e-12)
+    diffs = {(c["a"], c["b"]): c["diff"] for c in s["comparisons"]}
+    assert diffs[("blend", "catboost_yetirank")] == pytest.approx(0.0205, abs=1e-12)
+    assert diffs[("blend", "gbdt_member")] == pytest.approx(0.0405, abs=1e-12)  # lightgbm, seed 0 only
+    assert diffs[("blend", "neural_member")] == pytest.approx(0.01, abs=1e-12)
+    holm_t = study.holm([c["t_p"] for c in s["comparisons"]])
+    assert [c["holm_t_p"] for c in s["comparisons"]] == list(holm_t)
