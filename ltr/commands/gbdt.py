@@ -267,7 +267,8 @@ def _load_splits(args, stream: bool = False):
     def load(path, option, n_features, names):
         if path is None:
             return None
-        if stream and Path(path).expanduser().exists() and data_format(path) in ("store", "parquet") and not options.sort_by_query:
+        where = Path(path).expanduser()  # a FIFO or device is left to the reader, which refuses it unopened
+        if stream and (where.is_file() or where.is_dir()) and data_format(path) in ("store", "parquet") and not options.sort_by_query:
             return open_streamed(path, option, n_features, options, feature_names=names)
         return load_data_file(path, option, n_features, options, feature_names=names, **format_options(args, option, SPLITS))
 
