@@ -40,6 +40,13 @@ def estimate_rem_curve(train, log: ClickLog, *, iterations: int = 200, relevance
     return regression_em(obs, relevance=relevance, features=train.features, iterations=iterations, seed=seed).theta
 
 
+def _record_propensity(info: dict, curve, curve_source: str | None, logged) -> None:
+    """Write the propensities IPS / regression EM used into ``info``: the given or estimated ``curve``,
+    else ``logged()`` (the per-position propensities the log carries, the simulator's truth)."""
+    info["propensity_source"] = curve_source or ("logged (simulator's truth)" if curve is None else "given curve")
+    info["propensity"] = list(map(float, curve)) if curve is not None else logged()
+
+
 def _logged_curve(log: ClickLog) -> list | None:
     """The logged propensity by position when it depends on the position only (PBM, trust), else None."""
     k = int(log.position.max())
@@ -96,8 +103,7 @@ def fit_on_clicks(
         affine = trust_parameters(log)
         info["alpha"], info["beta"] = affine[0].tolist(), affine[1].tolist()
     if estimator in ("ips", "rem"):
-        info["propensity_source"] = curve_source or ("logged (simulator's truth)" if curve is None else "given curve")
-        info["propensity"] = list(map(float, curve)) if curve is not None else _logged_curve(log)
+        _record_propensity(info, curve, curve_source, lambda: _logged_curve(log))
     values = corrected_clicks(log, estimator, clip=clip, curve=curve, affine=affine)
     model, fit_info = _trainer_fit(lists_dataset(train, log, values), valid, make_model, loss, config)
     info.update(fit_info)
@@ -162,8 +168,7 @@ def fit_on_aggregate(train, valid, agg, estimator: str, make_model: Callable[[An
         affine = trust_parameters(SimpleNamespace(meta=agg.meta))  # it reads the simulator's settings only
         info["alpha"], info["beta"] = affine[0].tolist(), affine[1].tolist()
     if estimator in ("ips", "rem"):
-        info["propensity_source"] = curve_source or ("logged (simulator's truth)" if curve is None else "given curve")
-        info["propensity"] = list(map(float, curve)) if curve is not None else _aggregate_curve(agg)
+        _record_propensity(info, curve, curve_source, lambda: _aggregate_curve(agg))
     values = cell_values(agg, estimator, clip=clip, curve=curve, affine=affine)
     model, fit_info = _trainer_fit(aggregate_dataset(train, agg, values), valid, make_model, loss, config)
     info.update(fit_info)
