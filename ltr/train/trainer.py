@@ -62,7 +62,7 @@ from ltr.train.checkpoint import (
     set_rng_state,
 )
 from ltr.runs.scoring import CLASSIFICATION_METRICS, check_metric_names, evaluate_scores, higher_is_better
-from ltr.train.config import DEFAULT_METRICS, TrainConfig, auto_batch_size
+from ltr.train.config import AUTO_BATCH, DEFAULT_METRICS, TrainConfig, auto_batch_size
 from ltr.train.early_stopping import EarlyStopping
 
 __all__ = [
@@ -442,7 +442,7 @@ class Trainer:
         use_weights = getattr(valid_ds, "weights", None) is not None
         total, count = 0.0, 0
         try:
-            size = 64 if self.config.batch_size == "auto" else self.config.batch_size  # validate() before fit()
+            size = AUTO_BATCH["max"] if self.config.batch_size == "auto" else self.config.batch_size  # validate() before fit()
             for b, batch in enumerate(iterate_batches(valid_ds, size, device=self.device), 1):
                 total += float(self._batch_loss(batch, use_weights, b, 0))
                 count += 1
