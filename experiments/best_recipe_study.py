@@ -8,8 +8,10 @@ copied), per seed and fold, as a user runs them (``ltr.cli.main`` in this proces
   --early-stopping-rounds 200``;
 - the neural scorer: ``ltr train`` with ``--neural-options`` (default: none, i.e. whatever
   ``ltr train`` does by default), and the same with ``--ensemble 3``;
-- the blend: ``ltr blend`` of the cell's best engine and best neural run, each picked by validation
-  NDCG@10, its weights fitted on the validation file.
+- the blends (:data:`BLENDS`): ``blend``, ``ltr blend`` of the cell's best engine and best neural run,
+  each picked by validation NDCG@10, its weights searched on the validation file; ``blend_all``, every
+  engine and the best neural run, weights searched; ``blend_all_equal``, the same members with
+  ``--weights equal`` (1/5 each, nothing fitted).
 
 Every run's model folder is scored on the test file (``ltr.models.load_scorer``) and NDCG@10 is taken
 per query with the toolkit's conventions (``ltr.runs.evaluate_scores``); the mean is checked against
@@ -22,7 +24,7 @@ Statistics (per data set, :func:`summarise`):
   ``mean ± t_{0.975, n-1} * sd / sqrt(n)``) and a 95 % percentile bootstrap interval over queries of
   the seed-averaged per-query values (:func:`bootstrap_interval`);
 - the best engine: the engine with the highest mean test NDCG@10; the best recipe: of ``neural``,
-  ``neural_ens3`` and ``blend``, the one with the highest mean test NDCG@10 (both picked on test, the
+  ``neural_ens3`` and the blends, the one with the highest mean test NDCG@10 (both picked on test, the
   best of each side in hindsight), and beside it the recipe with the highest mean validation NDCG@10
   (the pick a user could make; the blend's validation value is in-sample, so it is usually the blend);
 - paired comparisons on the seed-averaged per-query values ``d_q = a_q - b_q``: mean difference, its
@@ -61,7 +63,10 @@ ENGINES: dict[str, list[str]] = {
     "catboost_qsm200": ["--engine", "catboost", "--objective", "QuerySoftMax", "--early-stopping-rounds", "200"],
 }
 NEURAL = ("neural", "neural_ens3")
-RECIPES = ("neural", "neural_ens3", "blend")
+#: blend candidates: name -> (members: "pair" = the cell's best engine and best neural run by validation,
+#: "all" = every engine of the cell and its best neural run; `ltr blend --weights` rule)
+BLENDS = {"blend": ("pair", "search"), "blend_all": ("all", "search"), "blend_all_equal": ("all", "equal")}
+RECIPES = ("neural", "neural_ens3", *BLENDS)
 
 
 # ---------------------------------------------------------------- statistics (tested, no training)
@@ -160,10 +165,10 @@ def run_model(command: str, options: list[str], files, seed: int, out: Path, tes
             "per_query": [None if math.isnan(v) else float(v) for v in per_query], "argv": argv[:1] + options}
 
 
-def run_blend(members: list[Path], files, out: Path, test) -> dict:
-    """``ltr blend`` of ``members`` fitted on the validation file; its weights and per-query test values."""
+def run_blend(members: list[Path], files, out: Path, test, rule: str = "search") -> dict:
+    """``ltr blend --weights RULE`` of ``members`` on the validation file; its weights and per-query test values."""
     shutil.rmtree(out, ignore_errors=True)
-    argv = ["blend", "--models", *map(str, members), "--valid", str(files[1]), "--out", str(out)]
+    argv = ["blend", "--models", *map(str, members), "--valid", str(files[1]), "--out", str(out), "--weights", rule]
     t0 = time.perf_counter()
     if quiet_ltr(argv) != 0:
         raise SystemExit(f"ltr {shlex.join(argv)} failed")
@@ -203,34 +208,42 @@ class Store:
 
 
 def run_cell(store: Store, cands, dataset: str, fold: int, files, seed: int, engine_seed: int, out: Path, test) -> None:
-    """Every candidate of one (data set, fold, seed) cell, then the blend of its best engine and best neural run."""
+    """Every candidate of one (data set, fold, seed) cell, then its blends (:data:`BLENDS`)."""
+    cell = out / "runs" / dataset / f"fold{fold}"
+    blends_done = all(store.get(b, dataset, fold, seed) is not None for b in BLENDS)
     folders = {}
     for name, (command, options) in cands.items():
         s = engine_seed if command == "gbdt" else seed
-        folder = out / "runs" / dataset / f"fold{fold}" / f"{name}-seed{s}"
+        folder = cell / f"{name}-seed{s}"
         folders[name] = folder
         rec = store.get(name, dataset, fold, s)
         if rec is not None and rec["argv"] != [command, *options]:
             raise SystemExit(f"{store.path}: {name} was run with {rec['argv']}, not {[command, *options]}: use another --out")
         if rec is not None and (folder / "summary.json").exists():
             continue
-        if rec is not None and store.get("blend", dataset, fold, seed) is not None and command == "train":
-            continue  # the blend of this cell is done; its neural folder is no longer needed
+        if rec is not None and blends_done and command == "train":
+            continue  # the blends of this cell are done; its neural folder is no longer needed
         r = run_model(command, options, files, s, folder, test)
+        if rec is not None and not np.allclose(*(np.array(x["per_query"], dtype=float) for x in (r, rec)), atol=1e-9,
+                                               equal_nan=True):
+            raise SystemExit(f"{folder}: retrained for a new blend, but its test values differ from the recorded run's")
         store.put({"candidate": name, "dataset": dataset, "fold": fold, "seed": s, **r})
         print(f"{dataset} fold {fold + 1} seed {s} {name}: test {r['test']:.4f} valid {r['valid']:.4f} {r['wall_s']:.1f} s",
               file=sys.stderr, flush=True)
-    if store.get("blend", dataset, fold, seed) is not None:
-        return
     recs = {n: store.get(n, dataset, fold, engine_seed if cands[n][0] == "gbdt" else seed) for n in cands}
-    gbdt = max((n for n in ENGINES if n in cands), key=lambda n: recs[n]["valid"])
+    engines = [n for n in ENGINES if n in cands]
+    gbdt = max(engines, key=lambda n: recs[n]["valid"])
     neural = max((n for n in NEURAL if n in cands), key=lambda n: recs[n]["valid"])
-    r = run_blend([folders[gbdt], folders[neural]], files, out / "runs" / dataset / f"fold{fold}" / f"blend-seed{seed}", test)
-    store.put({"candidate": "blend", "dataset": dataset, "fold": fold, "seed": seed, "members": [gbdt, neural],
-               "member_seeds": [engine_seed, seed], **r})
-    print(f"{dataset} fold {fold + 1} seed {seed} blend({gbdt}, {neural}) {r['weights']}: test {r['test']:.4f} "
-          f"valid {r['valid']:.4f}", file=sys.stderr, flush=True)
-    for name in (n for n in NEURAL if n in cands):  # neural folders are only kept for the blend
+    for blend, (which, rule) in BLENDS.items():
+        if store.get(blend, dataset, fold, seed) is not None:
+            continue
+        members = [gbdt, neural] if which == "pair" else [*engines, neural]
+        r = run_blend([folders[m] for m in members], files, cell / f"{blend}-seed{seed}", test, rule)
+        store.put({"candidate": blend, "dataset": dataset, "fold": fold, "seed": seed, "members": members,
+                   "member_seeds": [engine_seed if m in ENGINES else seed for m in members], **r})
+        print(f"{dataset} fold {fold + 1} seed {seed} {blend}({', '.join(members)}) {r['weights']}: test {r['test']:.4f} "
+              f"valid {r['valid']:.4f}", file=sys.stderr, flush=True)
+    for name in (n for n in NEURAL if n in cands):  # neural folders are only kept for the blends
         shutil.rmtree(folders[name], ignore_errors=True)
 
 

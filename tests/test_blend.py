@@ -95,6 +95,22 @@ def test_blend_is_at_least_every_member_and_the_coarse_grid(n_members):
         assert fit.value >= max(grid)
 
 
+def test_equal_rule_weighs_every_member_alike_and_only_measures():
+    ds = make_ds(seed=4)
+    rng = np.random.default_rng(9)
+    perfect = ds.labels + 0.01 * rng.random(ds.n_items)
+    noise = rng.normal(size=ds.n_items)
+    searched, equal = fit_weights([noise, perfect], ds), fit_weights([noise, perfect], ds, rule="equal")
+    assert searched.weights[1] > 0.5 and equal.units == (250, 250) and equal.search == {"rule": "equal"}
+    zs = [standardise(noise, ds.query_offsets), standardise(perfect, ds.query_offsets)]
+    # the value is what 1/2 + 1/2 gives, below the search's (the noise drags the ranking) and below the perfect member
+    assert equal.value == equal.equal_value == pytest.approx(ndcg10(combine(zs, [0.5, 0.5]), ds), abs=1e-12)
+    assert equal.value < searched.value == 1.0 and equal.member_values == searched.member_values
+    assert fit_weights([noise, noise, perfect], ds, rule="equal").units == (167, 167, 166)
+    with pytest.raises(LtrError, match="rule 'best': expected one of search, equal"):
+        fit_weights([noise], ds, rule="best")
+
+
 def _linear_folder(folder: Path, weights) -> Path:
     from ltr.train.models import LinearScorer, save_model
 
@@ -150,6 +166,22 @@ def test_weights_and_scores_reproduce_from_the_saved_folder(members, tmp_path, c
     assert summary["metrics"]["test"]["blend"] == pytest.approx(ndcg10(score(test.features, test.query_offsets), test), abs=1e-12)
     with pytest.raises(LtrError, match="pass query_offsets"):
         score(valid.features)
+
+
+def test_cli_equal_weights_are_saved_and_score_as_the_mean_of_z_scores(members, tmp_path, capsys):
+    root = members
+    out = tmp_path / "equal"
+    assert main(["blend", "--models", str(root / "gbdt"), str(root / "lin"), "--valid", str(root / "valid.txt"),
+                 "--weights", "equal", "--out", str(out)]) == 0
+    assert "equal weights, measured on the validation set" in capsys.readouterr().out
+    doc = json.loads((out / "blend.json").read_text())
+    assert doc["weights"] == [0.5, 0.5] and doc["search"]["rule"] == "equal" and doc["search"]["evaluations"] == 3
+    valid = load_svmlight(root / "valid.txt")
+    zs = [standardise(load_scorer(root / m)[0](valid.features, valid.query_offsets), valid.query_offsets)
+          for m in ("gbdt", "lin")]
+    blended = load_scorer(out)[0](valid.features, valid.query_offsets)
+    assert np.array_equal(blended, 0.5 * zs[0] + 0.5 * zs[1])
+    assert doc["valid_value"] == doc["equal_weights_value"] == pytest.approx(ndcg10(blended, valid), abs=1e-12)
 
 
 def _rel(path: Path, start: Path) -> str:

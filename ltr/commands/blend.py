@@ -35,6 +35,9 @@ def register(subparsers) -> None:
     p.add_argument("--valid", required=True, metavar="FILE", help="validation data the weights are fitted on (SVMlight, Parquet or a store)")
     p.add_argument("--test", default=None, metavar="FILE", help="also report the blend's and each member's metrics on this data")
     p.add_argument("--out", required=True, metavar="DIR", help="blend folder to write")
+    p.add_argument("--weights", default="search", choices=("search", "equal"),
+                   help="search: the weights that maximise --metric on --valid; equal: 1/M each (nothing fitted, "
+                   "--valid only measured; steadier when the validation set is small)")
     p.add_argument("--metric", default="ndcg@10", help="ranking metric the weights maximise, with the toolkit's conventions unless --preset")
     p.add_argument("--preset", default=None, help="metric conventions preset: trec_eval, sklearn, lightgbm, ranx (default: the toolkit's own)")
     p.add_argument("--copy-members", action="store_true",
@@ -119,7 +122,7 @@ def run(args) -> int:
         splits[split] = ds
     valid = splits["valid"]
     valid_scores = [m["score"](valid.features, valid.query_offsets) for m in members]
-    fit = fit_weights(valid_scores, valid, args.metric, args.preset)
+    fit = fit_weights(valid_scores, valid, args.metric, args.preset, rule=args.weights)
     for m, value in zip(members, fit.member_values):
         m["valid_value"] = value
     report = {"valid": {"blend": fit.value, "equal_weights": fit.equal_value,
@@ -140,7 +143,10 @@ def run(args) -> int:
 
 def _print_report(out, members, fit, report) -> None:
     print(f"blend folder: {out}")
-    print(f"metric: {fit.metric} ({fit.evaluations} weight vectors evaluated on the validation set)")
+    if fit.search.get("rule") == "equal":
+        print(f"metric: {fit.metric} (equal weights, measured on the validation set)")
+    else:
+        print(f"metric: {fit.metric} ({fit.evaluations} weight vectors evaluated on the validation set)")
     for m, w in zip(members, fit.weights):
         test = report.get("test", {}).get("members", {}).get(str(m["folder"]))
         print(f"  weight {w:.3f}  {m['folder']} ({m['kind']}): valid {m['valid_value']:.6f}"

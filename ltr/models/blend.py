@@ -26,6 +26,9 @@ gradient helps; the search is deterministic and evaluates whole weight vectors:
    ``k = 1..5`` at the finer ones) is evaluated; the best move is taken if it improves, and the stage
    ends when none does (at most 50 moves per stage).
 
+With the rule ``equal`` (``ltr blend --weights equal``) nothing is searched: every member weighs
+``1/M`` (to the nearest 1/500) and the validation set only measures the blend.
+
 "Best" compares the metric first, then prefers the point nearer to equal weights (smaller
 ``sum_m (M u_m - D)^2`` in units ``u``), then the earlier point in the order above: among weights
 that rank the validation queries equally well, the search keeps the most even blend. Since the
@@ -52,7 +55,7 @@ import numpy as np
 
 from ltr.errors import LtrError
 
-__all__ = ["BLEND_FILE", "BLEND_FORMAT", "DENOMINATOR", "STANDARDISATION", "BlendFit", "standardise", "combine",
+__all__ = ["BLEND_FILE", "BLEND_FORMAT", "DENOMINATOR", "STANDARDISATION", "WEIGHT_RULES", "BlendFit", "standardise", "combine",
            "fit_weights", "equal_weights", "blend_scorer", "member_digest", "write_blend", "read_blend", "is_blend"]
 
 BLEND_FILE = "blend.json"
@@ -189,12 +192,23 @@ def _search(value_of: Callable[[tuple[int, ...]], float], m: int) -> tuple[tuple
                      "window": WINDOW, "moves": moves_taken}
 
 
-def fit_weights(member_scores: Sequence[np.ndarray], ds, metric: str = "ndcg@10", preset: str | None = None) -> BlendFit:
+WEIGHT_RULES = ("search", "equal")
+
+
+def fit_weights(member_scores: Sequence[np.ndarray], ds, metric: str = "ndcg@10", preset: str | None = None,
+                rule: str = "search") -> BlendFit:
     """Fit the blend weights of members whose scores on ``ds`` (the validation set) are given.
 
     ``member_scores[m]``: member m's raw [N] scores of ``ds``'s rows. The metric must be a ranking
-    metric of :func:`ltr.runs.scoring.evaluate_scores` (larger is better).
+    metric of :func:`ltr.runs.scoring.evaluate_scores` (larger is better). ``rule="search"``: the
+    weights that maximise the metric (module docstring); ``rule="equal"``: ``w_m = 1/M`` (in units of
+    1/500, :func:`equal_weights`), nothing fitted, the validation set only measured. The search's
+    weights can follow the noise of a small validation set (a few hundred queries); equal weights of
+    standardised scores cannot, and in the best-recipe study (docs/experiments.md) they generalised
+    better on the real sets.
     """
+    if rule not in WEIGHT_RULES:
+        raise LtrError(f"blend weights rule {rule!r}: expected one of {', '.join(WEIGHT_RULES)}")
     from ltr.runs.scoring import CLASSIFICATION_METRICS, evaluate_scores
 
     if not member_scores:
@@ -218,7 +232,11 @@ def fit_weights(member_scores: Sequence[np.ndarray], ds, metric: str = "ndcg@10"
     m = len(zs)
     corners = [tuple(DENOMINATOR if j == k else 0 for j in range(m)) for k in range(m)]
     member_values = [value_of(c) for c in corners]
-    units, search = _search(value_of, m) if m > 1 else (corners[0], {"start_points": 1})
+    if rule == "equal":
+        units, search = _equal_units(m), {}
+    else:
+        units, search = _search(value_of, m) if m > 1 else (corners[0], {"start_points": 1})
+    search = {"rule": rule, **search}
     return BlendFit(units=tuple(units), value=value_of(units), metric=stamped, member_values=member_values,
                     equal_value=value_of(_equal_units(m)), evaluations=len(cache), search=search)
 
