@@ -49,6 +49,7 @@ CANDIDATES: dict[str, tuple[str, list[str]]] = {
     "gbdt_ff07": ("gbdt", ["--param", "feature_fraction=0.7"]),
     "default": ("train", []),
     "default_one_model": ("train", ["--ensemble", "1"]),
+    "default_ens5": ("train", ["--ensemble", "5"]),
     "v02_default": ("train", ["--batch-size", "64", "--ensemble", "1"]),
     # the "auto" batch size's rule with other step counts: {steps:N} = min(64, max(4, n_train_queries // N))
     "default_steps10": ("train", ["--batch-size", "{steps:10}"]),

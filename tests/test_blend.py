@@ -286,6 +286,7 @@ def _study(**kw):
     ({"blend": ["lightgbm", "rank_net"]}, "unknown method 'rank_net'"),
     ({"blend": ["lightgbm", "ranknet"], "ensemble": 2}, "takes only blend"),
     ({"blend": ["lightgbm", "inner"]}, "itself a blend"),
+    ({"blend": ["lightgbm", "ranknet"], "weights": "best"}, "weights must be one of 'search', 'equal', got 'best'"),
 ])
 def test_bad_blend_variants_are_refused(variant, message):
     with pytest.raises(LtrError, match=message):
@@ -304,6 +305,12 @@ def test_blend_variant_resolves_to_its_members():
     # the cell's fingerprint follows its members' settings
     other = _study(variants={"bl": {"blend": ["lightgbm", "soft"]}, "soft": {"method": "softmax", "ensemble": 3}})
     assert ablation.cell_fingerprint(Cell("tiny", "bl", 0), cfg) != ablation.cell_fingerprint(Cell("tiny", "bl", 0), other)
+    # so does its weights rule; "search" written out is the default, the same cell
+    rules = {r: _study(variants={"bl": {"blend": ["lightgbm", "soft"], **w}, "soft": {"method": "softmax", "ensemble": 2}})
+             for r, w in (("default", {}), ("search", {"weights": "search"}), ("equal", {"weights": "equal"}))}
+    assert resolve_method("bl", rules["equal"]).blend_weights == "equal" and spec.blend_weights is None
+    prints = {r: ablation.cell_fingerprint(Cell("tiny", "bl", 0), c) for r, c in rules.items()}
+    assert prints["default"] == ablation.cell_fingerprint(Cell("tiny", "bl", 0), cfg) != prints["equal"]
 
 
 @pytest.mark.slow
@@ -332,6 +339,10 @@ def test_blend_cell_trains_its_members_as_their_own_cells():
     weights = [again["weights"]["lightgbm"], again["weights"]["ranknet"]]
     assert again["weights"] == info["weights"]
     assert np.array_equal(scores, combine([standardise(m, test.query_offsets) for m in members], weights))
+    equal_cfg = _study(variants={"bl": {"blend": ["lightgbm", "ranknet"], "weights": "equal"}})
+    scores, equal = train_method(resolve_method("bl", equal_cfg), train, valid, test, **kw)
+    assert equal["weights"] == {"lightgbm": 0.5, "ranknet": 0.5} and equal["valid_best"] == equal["equal_weights_valid"]
+    assert np.array_equal(scores, combine([standardise(m, test.query_offsets) for m in members], [0.5, 0.5]))
 
 
 def test_the_blend_study_config_loads(shared_data):

@@ -91,7 +91,7 @@ def _train_blend(spec: MethodSpec, train, valid, test, **kw) -> tuple[np.ndarray
         valid_scores.append(np.mean([p(valid) for p in predictors], axis=0))
         test_scores.append(np.mean([p(test) for p in predictors], axis=0))
     try:
-        fit = fit_weights(valid_scores, valid, kw["monitor"])
+        fit = fit_weights(valid_scores, valid, kw["monitor"], rule=spec.blend_weights or "search")
     except LtrError as exc:
         raise LtrError(f"method {spec.name}: {exc}") from None
     scores = combine([standardise(s, test.query_offsets) for s in test_scores], fit.weights)

@@ -19,7 +19,7 @@ Names (``[ablation] methods``):
   method (its own tuning and ensemble, the same seed, so the same model as its own cell), and the
   members' scores are combined with the weights that maximise the monitored metric on the cell's
   validation split (:func:`ltr.models.blend.fit_weights`: per-query z-scores, non-negative weights
-  summing to 1); the test split is scored with those weights.
+  summing to 1), or with ``weights = "equal"`` 1/M each; the test split is scored with those weights.
 
 Tuning (``[ablation] tuning_budget = N``): a method's candidates are the combinations of its
 ``tune`` lists, shuffled with a fixed seed (0, the same for every cell) and cut to the first N; each
@@ -113,11 +113,13 @@ class MethodSpec:
     xgboost: dict = field(default_factory=dict)
     catboost: dict = field(default_factory=dict)
     members: tuple = ()  # a blend's member MethodSpecs
+    blend_weights: str | None = None  # a blend's weights rule (ltr.models.blend.WEIGHT_RULES; None: "search")
 
     def as_dict(self) -> dict:
         """The fields; the engine and blend fields only when set (a fingerprint of an older spec is unchanged)."""
         d = dataclasses.asdict(self)
-        return {k: v for k, v in d.items() if k not in ("objective", "xgboost", "catboost", "members") or v}
+        optional = ("objective", "xgboost", "catboost", "members", "blend_weights")
+        return {k: v for k, v in d.items() if k not in optional or v}
 
 
 def check_variant(name: str, variant: Any, *, where: str, variants: dict | None = None) -> None:
@@ -146,12 +148,17 @@ def check_variant(name: str, variant: Any, *, where: str, variants: dict | None 
 
 
 def _check_blend(name: str, variant: dict, *, where: str, variants: dict) -> None:
-    """A blend variant: ``blend = [two or more distinct method or variant names]`` and nothing else."""
+    """A blend variant: ``blend = [two or more distinct method or variant names]``, optionally
+    ``weights = "search"`` (the default) or ``"equal"``, and nothing else."""
+    from ltr.models.blend import WEIGHT_RULES
+
     where = f"{where} [variants.{name}]"
-    extra = sorted(set(variant) - {"blend"})
+    extra = sorted(set(variant) - {"blend", "weights"})
     if extra:
-        raise LtrError(f"{where}: a blend variant takes only blend = [METHOD, ...] (its members carry the "
-                       f"settings), not {extra[0]!r}")
+        raise LtrError(f"{where}: a blend variant takes only blend = [METHOD, ...] and weights = \"search\" or "
+                       f"\"equal\" (its members carry the settings), not {extra[0]!r}")
+    if variant.get("weights", "search") not in WEIGHT_RULES:
+        raise LtrError(f"{where}: weights must be one of {', '.join(map(repr, WEIGHT_RULES))}, got {variant['weights']!r}")
     members = variant["blend"]
     if not isinstance(members, list) or len(members) < 2 or not all(isinstance(m, str) for m in members):
         raise LtrError(f"{where}: blend must list two or more method names, got {members!r}")
@@ -169,7 +176,8 @@ def resolve_method(name: str, config) -> MethodSpec:
     """The :class:`MethodSpec` of method ``name`` under an :class:`~ltr.study.ablation.AblationConfig`."""
     variant = dict(config.variants.get(name, {}))
     if "blend" in variant:
-        return MethodSpec(name, "blend", members=tuple(resolve_method(m, config) for m in variant["blend"]))
+        return MethodSpec(name, "blend", members=tuple(resolve_method(m, config) for m in variant["blend"]),
+                          blend_weights=variant.get("weights"))
     model_name, base, k = split_method(variant.get("method", name), where=config.source)
     common = {"ensemble": int(variant.get("ensemble", 1)), "tune": dict(variant.get("tune", {}))}
     if base in ENGINE_NAMES:
