@@ -6,7 +6,8 @@ train`` writes into the model folder. The estimators are described in :mod:`ltr.
 ``naive``, ``ips``, ``rem`` and ``affine`` train through :class:`ltr.train.trainer.Trainer`;
 ``dla`` and ``pairwise-debias`` run their own loops (their propensity models are part of the
 objective). All of them keep the epoch with the best NDCG@10 on ``valid`` (labelled) and stop
-after ``config.patience`` epochs without improvement.
+after ``config.patience`` epochs without improvement. The scorer's initial weights are drawn under
+``config.seed`` (as ``ltr train`` draws them), so the same seed gives the same model in any process.
 """
 
 from __future__ import annotations
@@ -57,10 +58,20 @@ def _logged_curve(log: ClickLog) -> list | None:
     return None
 
 
+def _seeded_model(make_model, ds, seed: int):
+    """``make_model(ds)`` with the initial weights drawn under ``seed``: torch's global generator is seeded
+    by :func:`ltr.train.trainer.seed_everything` first, as ``ltr train`` does before building its scorer, so
+    two fits with the same seed start from the same weights whatever ran before them in the process."""
+    from ltr.train.trainer import seed_everything
+
+    seed_everything(seed)
+    return make_model(ds)
+
+
 def _trainer_fit(train_lists, valid, make_model, loss, config):
     from ltr.train.trainer import Trainer
 
-    model = make_model(train_lists)
+    model = _seeded_model(make_model, train_lists, config.seed)
     result = Trainer(model, loss, config).fit(train_lists, valid)
     return result.model, {"best_epoch": result.best_epoch, "valid_metrics": result.valid_metrics}
 
@@ -115,7 +126,7 @@ def _fit_dla(train, valid, log, make_model, config, max_weight, propensity_lr, i
     from ltr.clicks.logged_lists import group_sessions
 
     lists = group_sessions(log)
-    model = make_model(train)
+    model = _seeded_model(make_model, train, config.seed)
     res = fit_dla(lists, train.features, model, epochs=config.epochs, batch_size=config.batch_size, lr=config.lr,
                   propensity_lr=propensity_lr, max_weight=max_weight, seed=config.seed, valid=valid,
                   patience=config.patience)
@@ -128,7 +139,7 @@ def _fit_pairwise(train, valid, log, make_model, config, clip, info):
     from ltr.clicks.logged_lists import group_sessions
 
     lists = group_sessions(log)
-    model = make_model(train)
+    model = _seeded_model(make_model, train, config.seed)
     model, t_plus, t_minus = fit_pairwise_debias(log, lists, train.features, model, epochs=config.epochs,
                                                  batch_size=config.batch_size, lr=config.lr, clip=clip, seed=config.seed,
                                                  valid=valid, patience=config.patience)
