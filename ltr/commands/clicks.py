@@ -642,9 +642,20 @@ def _fit_from_log(args, train, valid, loss, cfg):
     """``(model, info, n_sessions)``: a Parquet log streamed into per-cell sums for naive / ips / rem / affine,
     any other log (or estimator) read into memory."""
     from ltr.clicks.log_table import is_log_table
-    from ltr.clicks.unbiased_training import STREAMED, fit_on_aggregate, fit_on_clicks
+    from ltr.clicks.unbiased_training import LISTED, STREAMED, fit_on_aggregate, fit_on_clicks, fit_on_lists
 
     make = _make_model_factory(args, train)
+    if is_log_table(args.log) and args.estimator in LISTED:  # the shown lists, summed in record batches
+        from ltr.clicks.list_stream import stream_shown_lists
+        from ltr.clicks.log_stream import read_log_meta
+
+        _check_log_meta(args, train, read_log_meta(args.log))
+        lists, pairs, meta = stream_shown_lists(args.log, train, ids=args.log_ids, batch_size=args.read_rows,
+                                                pairs=args.estimator == "pairwise-debias")
+        model, info = fit_on_lists(train, valid, lists, args.estimator, make, pairs=pairs, config=cfg, clip=args.clip,
+                                   max_weight=args.max_weight)
+        info["click_model"] = meta.get("model")
+        return model, info, int(lists.sessions.sum())
     if is_log_table(args.log) and args.estimator in STREAMED:
         curve, source = None, None
         if args.propensity != "logged":  # only the intervention sessions are read into memory
