@@ -96,3 +96,58 @@ def test_fit_on_lists_refuses_other_estimators_and_missing_pairs(logged):
         fit_on_lists(ds, ds, lists, "ips", lambda _: None)
     with pytest.raises(LtrError, match="needs the pair counts"):
         fit_on_lists(ds, ds, lists, "pairwise-debias", lambda _: None)
+
+
+@pytest.mark.parametrize("batch_size", [7, 1_000_000])
+@pytest.mark.parametrize("clip", [None, 0.3])
+def test_click_dcg_from_streamed_cells_equals_the_whole_log(logged, batch_size, clip):
+    from ltr.clicks.ips import click_dcg
+    from ltr.clicks.ips_stream import click_dcg_from_cells, stream_click_cells
+    from ltr.clicks.propensity import propensities_from_curve
+
+    ds, path, log = logged
+    scores = ds.features[:, 0] * -1.0 + ds.features[:, 1]  # a ranker other than the logger
+    cells = stream_click_cells(path, ds, batch_size=batch_size, clip=clip)
+    np.testing.assert_array_equal(cells.sessions, log.sessions_per_query(ds.n_queries))
+    curve = 1.0 / np.arange(1, 7) ** 0.7
+    for name in ("naive", "ips", "snips"):
+        whole = click_dcg(log, scores, ds.query_offsets, estimator=name, k=5, clip=clip)
+        got = click_dcg_from_cells(cells, scores, ds.query_offsets, estimator=name, k=5)
+        np.testing.assert_allclose(got, whole, rtol=1e-12, equal_nan=True)
+        assert np.isfinite(got).sum() >= ds.n_queries - 2
+        whole = click_dcg(log, scores, ds.query_offsets, estimator=name, k=5, clip=clip,
+                          propensity=propensities_from_curve(log, curve))
+        got = click_dcg_from_cells(cells, scores, ds.query_offsets, estimator=name, k=5, curve=curve)
+        np.testing.assert_allclose(got, whole, rtol=1e-12, equal_nan=True)
+
+
+def test_clicks_evaluate_streams_the_parquet_log_and_reads_an_unsorted_one_whole(logged, tmp_path, capsys):
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ltr.cli import main
+    from ltr.clicks.log_table import log_to_table
+    from ltr.data import save_svmlight
+
+    ds, path, log = logged
+    data = tmp_path / "data.txt"
+    save_svmlight(ds, data)
+    scores = tmp_path / "scores.txt"
+    scores.write_text("\n".join(str(v) for v in ds.labels) + "\n")
+    table = log_to_table(log)
+    backwards = tmp_path / "backwards.parquet"
+    pq.write_table(table.take(pa.array(np.argsort(-table.column("session").to_numpy(), kind="stable"))), backwards)
+    results = []
+    for log_path, rows in ((path, "11"), (backwards, "11"), (path, "1000000")):
+        out = tmp_path / f"ev{len(results)}.json"
+        assert main(["clicks", "evaluate", "--log", str(log_path), "--data", str(data), "--scores", str(scores),
+                     "--k", "5", "--clip", "0.2", "--read-rows", rows, "--json", str(out)]) == 0
+        results.append(json.loads(out.read_text()))
+    assert capsys.readouterr().err.count("reading the log whole") == 1  # the unsorted log only
+    for other in results[1:]:
+        assert other.keys() == results[0].keys()
+        for key in results[0]:
+            assert other[key] == pytest.approx(results[0][key], rel=1e-12)
+    assert results[0]["ips"] != results[0]["naive"]

@@ -17,7 +17,8 @@ group) is left empty: it has one entry per session.
 
 A session's rows must be consecutive and session ids non-decreasing in file order, as ``ltr clicks
 simulate`` writes them; the rows of a batch's last session are carried into the next batch. A log
-whose session ids go back stops with an error naming the file and row.
+whose session ids go back raises :class:`UnsortedSessionsError` naming the file and row (``ltr clicks
+train`` then reads that log whole).
 """
 
 from __future__ import annotations
@@ -29,7 +30,22 @@ import numpy as np
 from ltr.clicks.logged_lists import ShownLists
 from ltr.errors import LtrError
 
-__all__ = ["stream_shown_lists"]
+__all__ = ["stream_shown_lists", "UnsortedSessionsError", "check_session_order"]
+
+
+class UnsortedSessionsError(LtrError):
+    """A streamed log whose session ids go back: its sessions cannot be told apart batch by batch."""
+
+
+def check_session_order(session: np.ndarray, last_session, mapper, where) -> None:
+    """Session ids of one batch must not go back, within it or from ``last_session`` (the previous batch's last)."""
+    back = np.r_[last_session is not None and len(session) > 0 and session[0] < last_session,
+                 session[1:] < session[:-1]][: len(session)]
+    try:
+        mapper.check(back, session, where, "session", "comes after a larger session id: streaming needs each "
+                     "session's rows together and session ids in non-decreasing order (sort the log's rows by session)")
+    except LtrError as exc:
+        raise UnsortedSessionsError(str(exc)) from None
 
 _PAIR_CHUNK = 100_000  # sessions per step of the pair counts (K x K floats each)
 
@@ -101,10 +117,7 @@ def _checked(cols, mapper, where, last_session):
     click = np.asarray(cols["click"], dtype=np.float64)
     mapper.check((pos < 1) | (pos >= 2**_POS_BITS), pos, where, "position", f"is outside 1..{2**_POS_BITS - 1}")
     mapper.check((click != 0) & (click != 1), click, where, "click", "is not 0 or 1")
-    back = np.r_[last_session is not None and len(session) > 0 and session[0] < last_session,
-                 session[1:] < session[:-1]]
-    mapper.check(back[: len(session)], session, where, "session", "comes after a larger session id: streaming needs "
-                 "each session's rows together and session ids in non-decreasing order (sort the log's rows by session)")
+    check_session_order(session, last_session, mapper, where)
     query, rows = mapper.rows(cols["query"], cols["doc"], where)
     return session, np.asarray(query, dtype=np.int64), np.asarray(rows, dtype=np.int64), pos, click
 
