@@ -151,3 +151,36 @@ def test_clicks_evaluate_streams_the_parquet_log_and_reads_an_unsorted_one_whole
         for key in results[0]:
             assert other[key] == pytest.approx(results[0][key], rel=1e-12)
     assert results[0]["ips"] != results[0]["naive"]
+
+
+def test_clicks_train_dla_streams_a_sorted_log_and_reads_an_unsorted_one_whole(logged, tmp_path, capsys):
+    """The same seed on the same sessions: the streamed and the whole read train the same DLA model."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import torch
+
+    from ltr.cli import main
+    from ltr.clicks.log_table import log_to_table
+    from ltr.data import save_svmlight
+    from ltr.train.models import load_model
+
+    ds, path, log = logged
+    data = tmp_path / "data.txt"
+    save_svmlight(ds, data)
+    table = log_to_table(log)
+    backwards = tmp_path / "backwards.parquet"
+    pq.write_table(table.take(pa.array(np.argsort(-table.column("session").to_numpy(), kind="stable"))), backwards)
+    models = []
+    for i, log_path in enumerate((path, backwards)):
+        out = tmp_path / f"m{i}"
+        assert main(["clicks", "train", "--data", str(data), "--valid", str(data), "--log", str(log_path), "--out",
+                     str(out), "--estimator", "dla", "--epochs", "2", "--hidden", "8", "--read-rows", "9"]) == 0
+        models.append(load_model(out))
+        info = json.loads((out / "clicks_training.json").read_text())
+        assert info["n_sessions"] == log.n_sessions
+        assert (info.get("log_read") == "streamed per shown list") == (i == 0)
+    assert capsys.readouterr().err.count("reading the log whole") == 1
+    for a, b in zip(models[0].parameters(), models[1].parameters()):
+        assert torch.equal(a, b)

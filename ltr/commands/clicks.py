@@ -147,7 +147,7 @@ def _add_log_read_options(p) -> None:
                    "--doc-id-column); auto = id when either column holds text")
     p.add_argument("--read-rows", type=COUNT, default=1_000_000,
                    help="Parquet --log: rows per record batch when it is streamed (memory ~ this batch plus one "
-                   "count per shown (document, position))")
+                   "count per shown (document, position), or per distinct shown list for dla / pairwise-debias)")
 
 
 def _register_interleave(sub, fmt) -> None:
