@@ -487,8 +487,12 @@ def run_evaluate(args) -> int:
     if args.json and args.json != "-":
         output_file(args.json, "--json", inputs=[("--log", args.log), ("--data", args.data), ("--scores", args.scores), ("--ranker", args.ranker)])
     ds = load_data_file(args.data, "data", None, data_options(args), **format_options(args, "data"))
-    scores = _read_scores(args.scores, ds.n_items, "--scores") if args.scores else _model_scores(args.ranker, ds, "--ranker", args.data)
-    out, support, sessions_q, meta = _click_estimates(args, ds, scores)
+    def get_scores():  # after the log is checked against --data, so that a log of other data is named first
+        if args.scores:
+            return _read_scores(args.scores, ds.n_items, "--scores")
+        return _model_scores(args.ranker, ds, "--ranker", args.data)
+
+    out, scores, support, sessions_q, meta = _click_estimates(args, ds, get_scores)
     a = attraction(ds.labels, max_label=meta.get("max_label", float(ds.labels.max())), eps=meta.get("eps", 0.1),
                    gain=meta.get("gain", "exp2"))
     shown_q = sessions_q > 0
@@ -507,8 +511,8 @@ def run_evaluate(args) -> int:
     return 0
 
 
-def _click_estimates(args, ds, scores):
-    """``({naive, ips, snips}, support [rows], sessions per query, meta)`` of ``ltr clicks evaluate``: a Parquet
+def _click_estimates(args, ds, get_scores):
+    """``({naive, ips, snips}, scores, support [rows], sessions per query, meta)`` of ``ltr clicks evaluate``: a Parquet
     --log read in record batches of --read-rows rows (:mod:`ltr.clicks.ips_stream`) unless its session ids go
     back, any other log read whole."""
     import sys
@@ -519,13 +523,14 @@ def _click_estimates(args, ds, scores):
     from ltr.clicks.log_table import is_log_table
 
     if not is_log_table(args.log):
-        return _click_estimates_whole(args, ds, scores)
+        return _click_estimates_whole(args, ds, get_scores)
     _check_log_meta(args, ds, read_log_meta(args.log))
     try:
         cells = stream_click_cells(args.log, ds, ids=args.log_ids, batch_size=args.read_rows, clip=args.clip)
     except UnsortedSessionsError as exc:
         print(f"note: {exc}; reading the log whole", file=sys.stderr)
-        return _click_estimates_whole(args, ds, scores)
+        return _click_estimates_whole(args, ds, get_scores)
+    scores = get_scores()
     curve = None
     if args.propensity != "logged":  # only the intervention sessions are read into memory
         inter = _train_log(args, ds, modes=(1, 2))
@@ -535,10 +540,10 @@ def _click_estimates(args, ds, scores):
            for name in ("naive", "ips", "snips")}
     support = np.zeros(ds.n_items, dtype=bool)
     support[cells.doc] = True
-    return out, support, cells.sessions, cells.meta
+    return out, scores, support, cells.sessions, cells.meta
 
 
-def _click_estimates_whole(args, ds, scores):
+def _click_estimates_whole(args, ds, get_scores):
     from ltr.clicks.ips import click_dcg, logged_support
     from ltr.clicks.propensity import propensities_from_curve
 
@@ -547,6 +552,7 @@ def _click_estimates_whole(args, ds, scores):
             or (log.n_sessions and log.session_query.max() >= ds.n_queries)
             or (log.n_entries and log.query.max() >= ds.n_queries)):
         raise LtrError(f"--log {args.log} was not simulated on --data {args.data} (its rows or queries are not this file's)")
+    scores = get_scores()
     prop = None
     if args.propensity != "logged":
         est = _estimate(log, args.propensity, None, 0.95)
@@ -554,7 +560,7 @@ def _click_estimates_whole(args, ds, scores):
     out = {name: float(np.nanmean(click_dcg(log, scores, ds.query_offsets, estimator=name, k=args.k, clip=args.clip,
                                             propensity=prop)))
            for name in ("naive", "ips", "snips")}
-    return out, logged_support(log, ds.n_items), log.sessions_per_query(ds.n_queries), log.meta
+    return out, scores, logged_support(log, ds.n_items), log.sessions_per_query(ds.n_queries), log.meta
 
 
 def _log_ids(args, ds):
