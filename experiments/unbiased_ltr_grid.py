@@ -28,6 +28,10 @@ attraction a(rel) = eps + (1 - eps)(2^rel - 1)/(2^max - 1)), run over
   direct method adds is the label of the unshown items, which no click-only estimator has. These
   train on whole queries like the full-information model (no item weights).
 
+``--shown K`` (default 10) makes the logger show the top K of each list, ``--shown all`` the whole list, under
+the same click model (PBM: examination r^-eta at every shown position r); the items it does not show are the
+ones no click estimator sees.
+
 Gap closed = (estimator - naive) / (full info - naive).
 
     python experiments/unbiased_ltr_grid.py --out runs/ultr_gap --data synthetic --models pbm:1 \\
@@ -89,10 +93,11 @@ def fit_full(train, valid, make, cfg, eps, max_label, labels=None):
     """The MLP with softmax cross-entropy on whole training queries, target ``labels`` (default a(rel))."""
     import losses
     from ltr.clicks.click_models import attraction
-    from ltr.train.trainer import Trainer
+    from ltr.train.trainer import Trainer, seed_everything
 
     target = attraction(train.labels, max_label=max_label, eps=eps) if labels is None else labels
     ds = type(train)(train.features, np.asarray(target, dtype=np.float64), train.query_offsets, train.query_ids)
+    seed_everything(cfg.seed)  # the initial weights under the seed, as fit_on_clicks draws the estimators'
     return Trainer(make(ds), losses.get_loss("softmax"), cfg).fit(ds, valid).model
 
 
@@ -115,10 +120,11 @@ def mlp_direct_labels(train, valid, log, make, cfg, clip: float = 0.01) -> np.nd
     relevance on the features), cut to [0, 1]."""
     import losses
     from ltr.clicks.unbiased import corrected_clicks, lists_dataset
-    from ltr.train.trainer import Trainer, predict_scores
+    from ltr.train.trainer import Trainer, predict_scores, seed_everything
 
     values = corrected_clicks(log, "ips", clip=clip)
     lists = lists_dataset(train, log, values)
+    seed_everything(cfg.seed)
     dm = Trainer(make(lists), losses.get_loss("mse"), cfg).fit(lists, valid).model
     guess = np.clip(predict_scores(dm, train.features, query_offsets=train.query_offsets), 0.0, 1.0)
     n = np.bincount(log.doc, minlength=train.n_items)
@@ -150,6 +156,17 @@ def click_estimators(train, valid, log, est, make, cfg, em, args):
     return model, info.get("propensity") if est == "dla" else None
 
 
+def shown_k(args) -> int | None:
+    """The logger's shown list length from ``--shown``: the top k (an integer), or ``all`` (None: the whole list).
+    Results from before the option existed were all run with the top 10."""
+    shown = str(getattr(args, "shown", "10"))
+    if shown == "all":
+        return None
+    if not shown.isdigit() or int(shown) < 1:
+        raise SystemExit(f"--shown {shown!r}: a positive integer (the top k shown) or 'all'")
+    return int(shown)
+
+
 def run_cell(data, name, spec, n_sessions, seed, args, cache):
     """One (data set, click model, log size, seed): NDCG@10 of every estimator, beside naive and full info."""
     from ltr.clicks.click_models import simulate_clicks
@@ -160,14 +177,15 @@ def run_cell(data, name, spec, n_sessions, seed, args, cache):
     model_name, eta = parse_model(spec)
     spq = max(1, int(round(n_sessions / train.n_queries)))
     log = simulate_clicks(train.labels, train.query_offsets, logger, model=model_name, eta=eta, eps=args.eps,
-                          max_label=max_label, top_k=10, sessions_per_query=spq, seed=seed)
+                          max_label=max_label, top_k=shown_k(args), sessions_per_query=spq, seed=seed)
     cfg = TrainConfig(epochs=args.epochs, batch_size=64, lr=args.lr, patience=args.patience, seed=seed, progress=False,
                       metrics=("ndcg@10",))
     make = make_factory(train, tuple(args.hidden))
     if (name, seed) not in cache:
         cache[(name, seed)] = ndcg10(fit_full(train, valid, make, cfg, args.eps, max_label), test)
     row = {"data": name, "click_model": spec, "sessions": log.n_sessions, "seed": seed, "clicks": log.n_clicks,
-           "full": cache[(name, seed)], "logger": ndcg10(logger_on_test, test)}
+           "shown": getattr(args, "shown", "10"), "full": cache[(name, seed)],
+           "logger": ndcg10(logger_on_test, test)}
     ests = [e for e in args.estimators.split(",") if e != "affine" or model_name == "trust"]
     em = None
     if any(e in ("rem", "dm", "dr", "dr-true") for e in ests):
@@ -186,10 +204,13 @@ def run_cell(data, name, spec, n_sessions, seed, args, cache):
 
 
 
+NOT_ESTIMATORS = ("naive", "shown-oracle")  # a baseline and a ceiling: never "best" nor "selected"
+
+
 def selected(row, ests) -> str:
-    """The estimator (naive excluded) with the best NDCG@10 on the labelled validation split: a choice made
-    without the test labels, as early stopping already uses that split."""
-    return max((e for e in ests if e != "naive" and f"{e}_valid" in row), key=lambda e: row[f"{e}_valid"])
+    """The estimator (naive and shown-oracle excluded) with the best NDCG@10 on the labelled validation split:
+    a choice made without the test labels, as early stopping already uses that split."""
+    return max((e for e in ests if e not in NOT_ESTIMATORS and f"{e}_valid" in row), key=lambda e: row[f"{e}_valid"])
 
 
 MIN_GAP = 0.02
@@ -223,7 +244,7 @@ def markdown(rows, args) -> str:
     for (data, cm, n), group in groups.items():
         naive, full = _mean(group, "naive"), _mean(group, "full")
         means = {e: _mean(group, e) for e in ests}
-        scored = {e: v for e, v in means.items() if e != "naive" and not np.isnan(v)}
+        scored = {e: v for e, v in means.items() if e not in NOT_ESTIMATORS and not np.isnan(v)}
         best = max(scored, key=scored.get) if scored else ""
         # a ratio over a gap of a few thousandths of NDCG is noise: printed only when the gap is >= MIN_GAP
         gap = f"{(scored[best] - naive) / (full - naive):.0%}" if best and full - naive >= MIN_GAP else "n/a"
@@ -233,7 +254,9 @@ def markdown(rows, args) -> str:
         table.append([data, cm, f"{n:,}", str(len(group)), f"{_mean(group, 'logger'):.4f}", f"{full:.4f}"]
                      + ["" if np.isnan(means[e]) else f"{means[e]:.4f}" for e in ests]
                      + [best, gap, "/".join(dict.fromkeys(picks)) + f" {pick_mean:.4f}", pick_gap])
-    lines = [f"ε = {args.eps}; MLP {tuple(args.hidden)}, softmax cross-entropy, {args.epochs} epochs at most "
+    shown = getattr(args, "shown", "10")
+    lines = [f"logger shows {'the whole list' if shown == 'all' else f'the top {shown}'}; "
+             f"ε = {args.eps}; MLP {tuple(args.hidden)}, softmax cross-entropy, {args.epochs} epochs at most "
              f"(patience {args.patience}); NDCG@10 on the test labels, mean over seeds", "", markdown_table(head, table)]
     diffs = []
     for (data, cm, n), group in groups.items():
@@ -299,6 +322,8 @@ def main(argv=None) -> int:
     p.add_argument("--patience", type=int, default=5)
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--hidden", type=int, nargs="+", default=[64, 32])
+    p.add_argument("--shown", default="10",
+                   help="how many items of each list the logger shows: the top k, or 'all' (examination stays θ_r = r^-η)")
     p.add_argument("--plot", default=None, help="PNG of the gap closed per cell")
     p.add_argument("--report-only", action="store_true", help="rewrite results.md (and --plot) from results.json")
     p.add_argument("--combine", nargs="+", default=None, metavar="DIR",

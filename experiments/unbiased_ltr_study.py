@@ -80,10 +80,11 @@ def full_information(train, valid, make, cfg, eps):
     """The same scorer and loss on the true labels, target a(rel) (the attraction clicks measure)."""
     import losses
     from ltr.clicks.click_models import attraction
-    from ltr.train.trainer import Trainer
+    from ltr.train.trainer import Trainer, seed_everything
 
     target = type(train)(train.features, attraction(train.labels, max_label=4, eps=eps), train.query_offsets,
                          train.query_ids)
+    seed_everything(cfg.seed)  # the initial weights under the seed, as fit_on_clicks draws the estimators'
     return Trainer(make(target), losses.get_loss("softmax"), cfg).fit(target, valid).model
 
 

@@ -176,16 +176,22 @@ def _reduce(key: np.ndarray, values: list[np.ndarray]) -> tuple[np.ndarray, list
     return uniq, [np.bincount(inv, weights=v, minlength=len(uniq)) for v in values]
 
 
-def _batch_cells(cols: dict, ids, where, modes, clip) -> tuple[np.ndarray, list[np.ndarray]]:
-    """One batch's cell keys and (n, clicks, ips) sums, after the checks and the id mapping (of every row,
-    so that an error names the row of the file), keeping the sessions of ``modes``."""
+def _batch_rows(cols: dict, ids, where) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One batch's ``(query index, row, position, click, propensity)`` after the checks and the id mapping
+    (of every row, so that an error names the row of the file); propensity 1 when the log has none."""
     pos = np.asarray(cols["position"], dtype=np.int64)
     click = np.asarray(cols["click"], dtype=np.float64)
     ids.check((pos < 1) | (pos >= 2**_POS_BITS), pos, where, "position", f"is outside 1..{2**_POS_BITS - 1}")
     ids.check((click != 0) & (click != 1), click, where, "click", "is not 0 or 1")
-    _, rows = ids.rows(cols["query"], cols["doc"], where)
+    query, rows = ids.rows(cols["query"], cols["doc"], where)
     p = np.asarray(cols["propensity"], dtype=np.float64) if "propensity" in cols else np.ones(len(pos))
     ids.check(~((p >= 0) & (p <= 1)), p, where, "propensity", "is not in [0, 1]")
+    return np.asarray(query, dtype=np.int64), np.asarray(rows, dtype=np.int64), pos, click, p
+
+
+def _batch_cells(cols: dict, ids, where, modes, clip) -> tuple[np.ndarray, list[np.ndarray]]:
+    """One batch's cell keys and (n, clicks, ips) sums (:func:`_batch_rows`), keeping the sessions of ``modes``."""
+    _, rows, pos, click, p = _batch_rows(cols, ids, where)
     key = rows * (1 << _POS_BITS) + (pos - 1)
     values = [np.ones(len(key)), click, click / np.maximum(p, clip)]
     if modes is not None:

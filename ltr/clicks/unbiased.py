@@ -143,10 +143,13 @@ def _update_biases(model, x, pos, mask, pairs, t_plus, t_minus, power, batch):
 
 def fit_pairwise_debias(log: ClickLog, lists: ShownLists, features: np.ndarray, model, *, epochs: int = 20,
                         batch_size: int = 256, lr: float = 1e-2, power: float = 0.0, clip: float = DEFAULT_CLIP,
-                        seed: int = 0, valid=None, patience: int | None = 5) -> tuple[Any, np.ndarray, np.ndarray]:
+                        seed: int = 0, valid=None, patience: int | None = 5,
+                        pairs: np.ndarray | None = None) -> tuple[Any, np.ndarray, np.ndarray]:
     """Train ``model`` by pairwise debiasing; returns ``(model, t_plus [K], t_minus [K])`` (relative to
     position 1; each floored at ``clip`` inside the weights). With ``valid``, the epoch of best
-    validation NDCG@10 is kept (biases included), stopping after ``patience`` epochs without gain."""
+    validation NDCG@10 is kept (biases included), stopping after ``patience`` epochs without gain.
+    ``pairs``: the pair counts of ``lists`` when already summed (a streamed log, ``log`` then None),
+    else :func:`ltr.clicks.logged_lists.pair_counts` of ``log``."""
     import copy
 
     import torch
@@ -158,7 +161,7 @@ def fit_pairwise_debias(log: ClickLog, lists: ShownLists, features: np.ndarray, 
     if epochs < 1 or power < 0:
         raise LtrError(f"pairwise debiasing needs epochs >= 1 and power >= 0, got {epochs}, {power}")
     x, _, pos, mask = list_tensors(lists, features)
-    pairs = torch.from_numpy(pair_counts(log, lists).astype(np.float32))
+    pairs = torch.from_numpy((pair_counts(log, lists) if pairs is None else np.asarray(pairs)).astype(np.float32))
     total = float(pairs.sum())
     if total <= 0:
         raise LtrError("pairwise debiasing needs sessions with a click and an unclicked item")

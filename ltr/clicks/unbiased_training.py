@@ -6,7 +6,8 @@ train`` writes into the model folder. The estimators are described in :mod:`ltr.
 ``naive``, ``ips``, ``rem`` and ``affine`` train through :class:`ltr.train.trainer.Trainer`;
 ``dla`` and ``pairwise-debias`` run their own loops (their propensity models are part of the
 objective). All of them keep the epoch with the best NDCG@10 on ``valid`` (labelled) and stop
-after ``config.patience`` epochs without improvement.
+after ``config.patience`` epochs without improvement. The scorer's initial weights are drawn under
+``config.seed`` (as ``ltr train`` draws them), so the same seed gives the same model in any process.
 """
 
 from __future__ import annotations
@@ -26,10 +27,12 @@ from ltr.clicks.unbiased import (
 )
 from ltr.errors import LtrError
 
-__all__ = ["fit_on_clicks", "fit_on_aggregate", "estimate_rem_curve", "STREAMED"]
+__all__ = ["fit_on_clicks", "fit_on_aggregate", "fit_on_lists", "estimate_rem_curve", "STREAMED", "LISTED"]
 
 # the estimators that train from a log's per-cell sums (ltr.clicks.log_stream), so from a log larger than memory
 STREAMED = ("naive", "ips", "rem", "affine")
+# the estimators that train from a log's shown lists (ltr.clicks.list_stream), streamed from a Parquet log too
+LISTED = ("dla", "pairwise-debias")
 
 
 def estimate_rem_curve(train, log: ClickLog, *, iterations: int = 200, relevance: str = "logistic", seed: int = 0) -> np.ndarray:
@@ -57,10 +60,20 @@ def _logged_curve(log: ClickLog) -> list | None:
     return None
 
 
+def _seeded_model(make_model, ds, seed: int):
+    """``make_model(ds)`` with the initial weights drawn under ``seed``: torch's global generator is seeded
+    by :func:`ltr.train.trainer.seed_everything` first, as ``ltr train`` does before building its scorer, so
+    two fits with the same seed start from the same weights whatever ran before them in the process."""
+    from ltr.train.trainer import seed_everything
+
+    seed_everything(seed)
+    return make_model(ds)
+
+
 def _trainer_fit(train_lists, valid, make_model, loss, config):
     from ltr.train.trainer import Trainer
 
-    model = make_model(train_lists)
+    model = _seeded_model(make_model, train_lists, config.seed)
     result = Trainer(model, loss, config).fit(train_lists, valid)
     return result.model, {"best_epoch": result.best_epoch, "valid_metrics": result.valid_metrics}
 
@@ -92,10 +105,12 @@ def fit_on_clicks(
     loss = loss if loss is not None else loss_lib.get_loss("softmax")
     info: dict = {"estimator": estimator, "clip": clip,
                   "clip_rule": f"propensities floored at {clip}: weights at most {1 / clip:g}"}
-    if estimator == "dla":
-        return _fit_dla(train, valid, log, make_model, config, max_weight, propensity_lr, info)
-    if estimator == "pairwise-debias":
-        return _fit_pairwise(train, valid, log, make_model, config, clip, info)
+    if estimator in ("dla", "pairwise-debias"):
+        from ltr.clicks.logged_lists import group_sessions, pair_counts
+
+        lists = group_sessions(log)
+        pairs = pair_counts(log, lists) if estimator == "pairwise-debias" else None
+        return _fit_lists(train, valid, lists, pairs, estimator, make_model, config, clip, max_weight, propensity_lr, info)
     affine = None
     if estimator == "rem":
         curve, curve_source = estimate_rem_curve(train, log, relevance=em_relevance, seed=config.seed), f"regression EM ({em_relevance})"
@@ -110,31 +125,41 @@ def fit_on_clicks(
     return model, info
 
 
-def _fit_dla(train, valid, log, make_model, config, max_weight, propensity_lr, info):
-    from ltr.clicks.dla import fit_dla
-    from ltr.clicks.logged_lists import group_sessions
+def _fit_lists(train, valid, lists, pairs, estimator, make_model, config, clip, max_weight, propensity_lr, info):
+    """DLA or pairwise debiasing on the shown lists (and, for the latter, their pair counts)."""
+    model = _seeded_model(make_model, train, config.seed)
+    if estimator == "dla":
+        from ltr.clicks.dla import fit_dla
 
-    lists = group_sessions(log)
-    model = make_model(train)
-    res = fit_dla(lists, train.features, model, epochs=config.epochs, batch_size=config.batch_size, lr=config.lr,
-                  propensity_lr=propensity_lr, max_weight=max_weight, seed=config.seed, valid=valid,
-                  patience=config.patience)
-    info.update({"propensity": res.theta.tolist(), "propensity_source": "DLA (learned with the ranker)",
-                 "max_weight": max_weight, "clip_rule": f"DLA's inverse weights clipped at {max_weight:g}"})
-    return res.model, info
-
-
-def _fit_pairwise(train, valid, log, make_model, config, clip, info):
-    from ltr.clicks.logged_lists import group_sessions
-
-    lists = group_sessions(log)
-    model = make_model(train)
-    model, t_plus, t_minus = fit_pairwise_debias(log, lists, train.features, model, epochs=config.epochs,
+        res = fit_dla(lists, train.features, model, epochs=config.epochs, batch_size=config.batch_size, lr=config.lr,
+                      propensity_lr=propensity_lr, max_weight=max_weight, seed=config.seed, valid=valid,
+                      patience=config.patience)
+        info.update({"propensity": res.theta.tolist(), "propensity_source": "DLA (learned with the ranker)",
+                     "max_weight": max_weight, "clip_rule": f"DLA's inverse weights clipped at {max_weight:g}"})
+        return res.model, info
+    model, t_plus, t_minus = fit_pairwise_debias(None, lists, train.features, model, epochs=config.epochs,
                                                  batch_size=config.batch_size, lr=config.lr, clip=clip, seed=config.seed,
-                                                 valid=valid, patience=config.patience)
+                                                 valid=valid, patience=config.patience, pairs=pairs)
     info.update({"propensity": t_plus.tolist(), "propensity_unclicked": t_minus.tolist(),
                  "propensity_source": "pairwise debiasing (t+ of clicks, t- of non-clicks)"})
     return model, info
+
+
+def fit_on_lists(train, valid, lists, estimator: str, make_model: Callable[[Any], Any], *, pairs=None, config=None,
+                 clip: float = DEFAULT_CLIP, max_weight: float = 100.0, propensity_lr: float = 0.05) -> tuple[Any, dict]:
+    """:func:`fit_on_clicks` for ``dla`` and ``pairwise-debias`` from a log's shown lists (and, for the latter,
+    their pair counts ``pairs``), as :func:`ltr.clicks.list_stream.stream_shown_lists` reads them from a
+    Parquet log in record batches; the same lists give the same model as :func:`fit_on_clicks` on the log."""
+    from ltr.train.trainer import TrainConfig
+
+    if estimator not in LISTED:
+        raise LtrError(f"fit_on_lists trains {' or '.join(LISTED)}, not {estimator!r}")
+    if estimator == "pairwise-debias" and pairs is None:
+        raise LtrError("pairwise-debias needs the pair counts of the shown lists (stream_shown_lists(..., pairs=True))")
+    config = config or TrainConfig(progress=False)
+    info: dict = {"estimator": estimator, "clip": clip, "log_read": "streamed per shown list",
+                  "clip_rule": f"propensities floored at {clip}: weights at most {1 / clip:g}"}
+    return _fit_lists(train, valid, lists, pairs, estimator, make_model, config, clip, max_weight, propensity_lr, info)
 
 
 def fit_on_aggregate(train, valid, agg, estimator: str, make_model: Callable[[Any], Any], *, loss=None, config=None,

@@ -121,6 +121,7 @@ def register(subparsers) -> None:
                    help="propensities: the logged (true) ones, or estimated from the log's intervention traffic")
     add_json_option(v, "the numbers")
     add_data_options(v)
+    _add_log_read_options(v)
     v.set_defaults(func=run_evaluate)
 
     o = sub.add_parser("open-bandit", help="CTR by position with intervals on the Open Bandit sample", formatter_class=fmt,
@@ -146,7 +147,7 @@ def _add_log_read_options(p) -> None:
                    "--doc-id-column); auto = id when either column holds text")
     p.add_argument("--read-rows", type=COUNT, default=1_000_000,
                    help="Parquet --log: rows per record batch when it is streamed (memory ~ this batch plus one "
-                   "count per shown (document, position))")
+                   "count per shown (document, position), or per distinct shown list for dla / pairwise-debias)")
 
 
 def _register_interleave(sub, fmt) -> None:
@@ -477,9 +478,8 @@ def _run_estimate_harvest(args, say) -> int:
 def run_evaluate(args) -> int:
     import metrics
     from ltr.clicks.click_models import attraction
-    from ltr.clicks.ips import click_dcg, expected_click_dcg, logged_support
+    from ltr.clicks.ips import expected_click_dcg
     from ltr.checks import output_file
-    from ltr.clicks.propensity import propensities_from_curve
     from ltr.io_utils import write_json_report
 
     say = functools.partial(print, file=text_stream(args))  # JSON on standard output: text to stderr
@@ -487,25 +487,15 @@ def run_evaluate(args) -> int:
     if args.json and args.json != "-":
         output_file(args.json, "--json", inputs=[("--log", args.log), ("--data", args.data), ("--scores", args.scores), ("--ranker", args.ranker)])
     ds = load_data_file(args.data, "data", None, data_options(args), **format_options(args, "data"))
-    log = _load_log(args.log, _log_ids(args, ds))  # a Parquet log may name queries and documents by id
-    if (log.meta.get("n_rows") not in (None, ds.n_items) or (log.n_entries and log.doc.max() >= ds.n_items)
-            or (log.n_sessions and log.session_query.max() >= ds.n_queries)
-            or (log.n_entries and log.query.max() >= ds.n_queries)):
-        raise LtrError(f"--log {args.log} was not simulated on --data {args.data} (its rows or queries are not this file's)")
-    scores = _read_scores(args.scores, ds.n_items, "--scores") if args.scores else _model_scores(args.ranker, ds, "--ranker", args.data)
-    prop = None
-    if args.propensity != "logged":
-        est = _estimate(log, args.propensity, None, 0.95)
-        prop = propensities_from_curve(log, est.curve(int(log.position.max())))
-    out = {}
-    for name in ("naive", "ips", "snips"):
-        per_q = click_dcg(log, scores, ds.query_offsets, estimator=name, k=args.k, clip=args.clip, propensity=prop)
-        out[name] = float(np.nanmean(per_q))
-    meta = log.meta
+    def get_scores():  # after the log is checked against --data, so that a log of other data is named first
+        if args.scores:
+            return _read_scores(args.scores, ds.n_items, "--scores")
+        return _model_scores(args.ranker, ds, "--ranker", args.data)
+
+    out, scores, support, sessions_q, meta = _click_estimates(args, ds, get_scores)
     a = attraction(ds.labels, max_label=meta.get("max_label", float(ds.labels.max())), eps=meta.get("eps", 0.1),
                    gain=meta.get("gain", "exp2"))
-    support = logged_support(log, ds.n_items)
-    shown_q = log.sessions_per_query(ds.n_queries) > 0
+    shown_q = sessions_q > 0
     out["true_click_dcg"] = float(expected_click_dcg(scores, a, ds.query_offsets, k=args.k, support=support)[shown_q].mean())
     out["true_click_dcg_normalized"] = float(np.nanmean(
         expected_click_dcg(scores, a, ds.query_offsets, k=args.k, support=support, normalize=True)[shown_q]))
@@ -513,12 +503,64 @@ def run_evaluate(args) -> int:
     name = ev.names[f"ndcg@{args.k}"]
     out[name] = float(ev.mean[name])
     rows = [{"estimate": k, "value": v} for k, v in out.items()]
-    say(f"click-DCG@{args.k} of the ranker from {log.n_sessions} sessions (propensity: {args.propensity}, clip: {args.clip}):")
+    say(f"click-DCG@{args.k} of the ranker from {int(sessions_q.sum())} sessions (propensity: {args.propensity}, clip: {args.clip}):")
     say(_table(rows, ["estimate", "value"]))
     say("IPS targets true_click_dcg (over items the log showed); SNIPS targets true_click_dcg_normalized.")
     if args.json:
         write_json_report(args.json, out)
     return 0
+
+
+def _click_estimates(args, ds, get_scores):
+    """``({naive, ips, snips}, scores, support [rows], sessions per query, meta)`` of ``ltr clicks evaluate``: a Parquet
+    --log read in record batches of --read-rows rows (:mod:`ltr.clicks.ips_stream`) unless its session ids go
+    back, any other log read whole."""
+    import sys
+
+    from ltr.clicks.ips_stream import click_dcg_from_cells, stream_click_cells
+    from ltr.clicks.list_stream import UnsortedSessionsError
+    from ltr.clicks.log_stream import read_log_meta
+    from ltr.clicks.log_table import is_log_table
+
+    if not is_log_table(args.log):
+        return _click_estimates_whole(args, ds, get_scores)
+    _check_log_meta(args, ds, read_log_meta(args.log))
+    try:
+        cells = stream_click_cells(args.log, ds, ids=args.log_ids, batch_size=args.read_rows, clip=args.clip)
+    except UnsortedSessionsError as exc:
+        print(f"note: {exc}; reading the log whole", file=sys.stderr)
+        return _click_estimates_whole(args, ds, get_scores)
+    scores = get_scores()
+    curve = None
+    if args.propensity != "logged":  # only the intervention sessions are read into memory
+        inter = _train_log(args, ds, modes=(1, 2))
+        curve = _estimate(inter, args.propensity, None, 0.95).curve(int(cells.position.max()))
+    out = {name: float(np.nanmean(click_dcg_from_cells(cells, scores, ds.query_offsets, estimator=name, k=args.k,
+                                                        curve=curve)))
+           for name in ("naive", "ips", "snips")}
+    support = np.zeros(ds.n_items, dtype=bool)
+    support[cells.doc] = True
+    return out, scores, support, cells.sessions, cells.meta
+
+
+def _click_estimates_whole(args, ds, get_scores):
+    from ltr.clicks.ips import click_dcg, logged_support
+    from ltr.clicks.propensity import propensities_from_curve
+
+    log = _load_log(args.log, _log_ids(args, ds))  # a Parquet log may name queries and documents by id
+    if (log.meta.get("n_rows") not in (None, ds.n_items) or (log.n_entries and log.doc.max() >= ds.n_items)
+            or (log.n_sessions and log.session_query.max() >= ds.n_queries)
+            or (log.n_entries and log.query.max() >= ds.n_queries)):
+        raise LtrError(f"--log {args.log} was not simulated on --data {args.data} (its rows or queries are not this file's)")
+    scores = get_scores()
+    prop = None
+    if args.propensity != "logged":
+        est = _estimate(log, args.propensity, None, 0.95)
+        prop = propensities_from_curve(log, est.curve(int(log.position.max())))
+    out = {name: float(np.nanmean(click_dcg(log, scores, ds.query_offsets, estimator=name, k=args.k, clip=args.clip,
+                                            propensity=prop)))
+           for name in ("naive", "ips", "snips")}
+    return out, scores, logged_support(log, ds.n_items), log.sessions_per_query(ds.n_queries), log.meta
 
 
 def _log_ids(args, ds):
@@ -638,13 +680,38 @@ def _train_xgboost(args, train, valid, inputs) -> int:
     return 0
 
 
+def _stream_lists(args, train):
+    """``(lists, pairs, meta)`` of the Parquet --log read in record batches of --read-rows rows, or None (with a
+    note) when its session ids go back, so that it is read whole."""
+    import sys
+
+    from ltr.clicks.list_stream import UnsortedSessionsError, stream_shown_lists
+    from ltr.clicks.log_stream import read_log_meta
+
+    _check_log_meta(args, train, read_log_meta(args.log))
+    try:
+        return stream_shown_lists(args.log, train, ids=args.log_ids, batch_size=args.read_rows,
+                                  pairs=args.estimator == "pairwise-debias")
+    except UnsortedSessionsError as exc:
+        print(f"note: {exc}; reading the log whole", file=sys.stderr)
+        return None
+
+
 def _fit_from_log(args, train, valid, loss, cfg):
     """``(model, info, n_sessions)``: a Parquet log streamed into per-cell sums for naive / ips / rem / affine,
     any other log (or estimator) read into memory."""
     from ltr.clicks.log_table import is_log_table
-    from ltr.clicks.unbiased_training import STREAMED, fit_on_aggregate, fit_on_clicks
+    from ltr.clicks.unbiased_training import LISTED, STREAMED, fit_on_aggregate, fit_on_clicks, fit_on_lists
 
     make = _make_model_factory(args, train)
+    if is_log_table(args.log) and args.estimator in LISTED:  # the shown lists, summed in record batches
+        streamed = _stream_lists(args, train)
+        if streamed is not None:
+            lists, pairs, meta = streamed
+            model, info = fit_on_lists(train, valid, lists, args.estimator, make, pairs=pairs, config=cfg,
+                                       clip=args.clip, max_weight=args.max_weight)
+            info["click_model"] = meta.get("model")
+            return model, info, int(lists.sessions.sum())
     if is_log_table(args.log) and args.estimator in STREAMED:
         curve, source = None, None
         if args.propensity != "logged":  # only the intervention sessions are read into memory

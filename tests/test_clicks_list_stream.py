@@ -1,0 +1,186 @@
+"""DLA and pairwise debiasing from a Parquet log read in record batches: the streamed shown lists and pair
+counts equal the whole log's, and so does the model trained on them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ltr.clicks.click_models import simulate_click_chunks
+from ltr.clicks.list_stream import stream_shown_lists
+from ltr.clicks.log_stream import write_log_stream
+from ltr.clicks.log_table import read_log_parquet
+from ltr.clicks.logged_lists import group_sessions, pair_counts
+from ltr.data import RankingDataset
+from ltr.errors import LtrError
+
+# randomized and swapped sessions: several shown lists per query, so the groups really merge across batches
+OPTS = dict(model="cascade", top_k=6, sessions_per_query=30, seed=5, randomize_fraction=0.3, swap_fraction=0.2)
+
+
+@pytest.fixture(scope="module")
+def logged(tmp_path_factory):
+    rng = np.random.default_rng(7)
+    lengths = rng.integers(3, 11, 25)  # lists shorter than top_k too: padded cells
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    labels = rng.integers(0, 5, offsets[-1]).astype(float)
+    features = np.column_stack([labels + rng.normal(0, 1, offsets[-1]), rng.normal(size=(offsets[-1], 2))])
+    ds = RankingDataset(features, labels, offsets, np.arange(len(lengths)))
+    meta, chunks = simulate_click_chunks(ds.labels, ds.query_offsets, labels + rng.normal(0, 1, offsets[-1]),
+                                         chunk_sessions=97, **OPTS)
+    path = tmp_path_factory.mktemp("lists") / "clicks.parquet"
+    write_log_stream(chunks, path, meta)
+    return ds, path, read_log_parquet(path)
+
+
+@pytest.mark.parametrize("batch_size", [7, 50, 1_000_000])
+def test_streamed_lists_and_pairs_equal_the_whole_log(logged, batch_size):
+    ds, path, log = logged
+    whole = group_sessions(log)
+    lists, pairs, meta = stream_shown_lists(path, ds, batch_size=batch_size, pairs=True)
+    assert whole.n_groups > ds.n_queries  # several lists per query
+    np.testing.assert_array_equal(lists.docs, whole.docs)
+    np.testing.assert_array_equal(lists.query, whole.query)
+    np.testing.assert_array_equal(lists.sessions, whole.sessions)
+    np.testing.assert_array_equal(lists.clicks, whole.clicks)
+    np.testing.assert_array_equal(pairs, pair_counts(log, whole))
+    assert lists.sessions.sum() == log.n_sessions and meta["model"] == "cascade"
+    assert stream_shown_lists(path, ds, batch_size=batch_size)[1] is None
+
+
+@pytest.mark.parametrize("estimator", ["dla", "pairwise-debias"])
+def test_training_on_the_streamed_lists_equals_training_on_the_log(logged, estimator):
+    import torch
+
+    from ltr.clicks.unbiased_training import fit_on_clicks, fit_on_lists
+    from ltr.train.models import MLPScorer
+    from ltr.train.trainer import TrainConfig
+
+    ds, path, log = logged
+    cfg = TrainConfig(epochs=3, batch_size=8, lr=0.01, seed=3, progress=False, metrics=("ndcg@10",))
+
+    def make(_):
+        return MLPScorer(ds.n_features, hidden=(8,))
+
+    m1, i1 = fit_on_clicks(ds, ds, log, estimator, make, config=cfg, clip=0.05)
+    lists, pairs, _ = stream_shown_lists(path, ds, batch_size=13, pairs=estimator == "pairwise-debias")
+    m2, i2 = fit_on_lists(ds, ds, lists, estimator, make, pairs=pairs, config=cfg, clip=0.05)
+    for a, b in zip(m1.parameters(), m2.parameters()):
+        assert torch.equal(a, b)
+    np.testing.assert_array_equal(i1["propensity"], i2["propensity"])
+    assert i2["log_read"] == "streamed per shown list" and len(i2["propensity"]) == 6
+
+
+def test_a_log_whose_sessions_go_back_is_refused(logged, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ltr.clicks.log_table import log_to_table
+
+    ds, _, log = logged
+    table = log_to_table(log)
+    session = table.column("session").to_numpy()
+    order = np.argsort(-session, kind="stable")  # the last session's rows first
+    path = tmp_path / "backwards.parquet"
+    pq.write_table(table.take(pa.array(order)), path)
+    with pytest.raises(LtrError, match=r"backwards.parquet: row \d+: session .* non-decreasing order"):
+        stream_shown_lists(path, ds, batch_size=100)
+
+
+def test_fit_on_lists_refuses_other_estimators_and_missing_pairs(logged):
+    from ltr.clicks.unbiased_training import fit_on_lists
+
+    ds, path, _ = logged
+    lists, _, _ = stream_shown_lists(path, ds)
+    with pytest.raises(LtrError, match="not 'ips'"):
+        fit_on_lists(ds, ds, lists, "ips", lambda _: None)
+    with pytest.raises(LtrError, match="needs the pair counts"):
+        fit_on_lists(ds, ds, lists, "pairwise-debias", lambda _: None)
+
+
+@pytest.mark.parametrize("batch_size", [7, 1_000_000])
+@pytest.mark.parametrize("clip", [None, 0.3])
+def test_click_dcg_from_streamed_cells_equals_the_whole_log(logged, batch_size, clip):
+    from ltr.clicks.ips import click_dcg
+    from ltr.clicks.ips_stream import click_dcg_from_cells, stream_click_cells
+    from ltr.clicks.propensity import propensities_from_curve
+
+    ds, path, log = logged
+    scores = ds.features[:, 0] * -1.0 + ds.features[:, 1]  # a ranker other than the logger
+    cells = stream_click_cells(path, ds, batch_size=batch_size, clip=clip)
+    np.testing.assert_array_equal(cells.sessions, log.sessions_per_query(ds.n_queries))
+    curve = 1.0 / np.arange(1, 7) ** 0.7
+    for name in ("naive", "ips", "snips"):
+        whole = click_dcg(log, scores, ds.query_offsets, estimator=name, k=5, clip=clip)
+        got = click_dcg_from_cells(cells, scores, ds.query_offsets, estimator=name, k=5)
+        np.testing.assert_allclose(got, whole, rtol=1e-12, equal_nan=True)
+        assert np.isfinite(got).sum() >= ds.n_queries - 2
+        whole = click_dcg(log, scores, ds.query_offsets, estimator=name, k=5, clip=clip,
+                          propensity=propensities_from_curve(log, curve))
+        got = click_dcg_from_cells(cells, scores, ds.query_offsets, estimator=name, k=5, curve=curve)
+        np.testing.assert_allclose(got, whole, rtol=1e-12, equal_nan=True)
+
+
+def test_clicks_evaluate_streams_the_parquet_log_and_reads_an_unsorted_one_whole(logged, tmp_path, capsys):
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ltr.cli import main
+    from ltr.clicks.log_table import log_to_table
+    from ltr.data import save_svmlight
+
+    ds, path, log = logged
+    data = tmp_path / "data.txt"
+    save_svmlight(ds, data)
+    scores = tmp_path / "scores.txt"
+    scores.write_text("\n".join(str(v) for v in ds.labels) + "\n")
+    table = log_to_table(log)
+    backwards = tmp_path / "backwards.parquet"
+    pq.write_table(table.take(pa.array(np.argsort(-table.column("session").to_numpy(), kind="stable"))), backwards)
+    results = []
+    for log_path, rows in ((path, "11"), (backwards, "11"), (path, "1000000")):
+        out = tmp_path / f"ev{len(results)}.json"
+        assert main(["clicks", "evaluate", "--log", str(log_path), "--data", str(data), "--scores", str(scores),
+                     "--k", "5", "--clip", "0.2", "--read-rows", rows, "--json", str(out)]) == 0
+        results.append(json.loads(out.read_text()))
+    assert capsys.readouterr().err.count("reading the log whole") == 1  # the unsorted log only
+    for other in results[1:]:
+        assert other.keys() == results[0].keys()
+        for key in results[0]:
+            assert other[key] == pytest.approx(results[0][key], rel=1e-12)
+    assert results[0]["ips"] != results[0]["naive"]
+
+
+def test_clicks_train_dla_streams_a_sorted_log_and_reads_an_unsorted_one_whole(logged, tmp_path, capsys):
+    """The same seed on the same sessions: the streamed and the whole read train the same DLA model."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import torch
+
+    from ltr.cli import main
+    from ltr.clicks.log_table import log_to_table
+    from ltr.data import save_svmlight
+    from ltr.train.models import load_model
+
+    ds, path, log = logged
+    data = tmp_path / "data.txt"
+    save_svmlight(ds, data)
+    table = log_to_table(log)
+    backwards = tmp_path / "backwards.parquet"
+    pq.write_table(table.take(pa.array(np.argsort(-table.column("session").to_numpy(), kind="stable"))), backwards)
+    models = []
+    for i, log_path in enumerate((path, backwards)):
+        out = tmp_path / f"m{i}"
+        assert main(["clicks", "train", "--data", str(data), "--valid", str(data), "--log", str(log_path), "--out",
+                     str(out), "--estimator", "dla", "--epochs", "2", "--hidden", "8", "--read-rows", "9"]) == 0
+        models.append(load_model(out))
+        info = json.loads((out / "clicks_training.json").read_text())
+        assert info["n_sessions"] == log.n_sessions
+        assert (info.get("log_read") == "streamed per shown list") == (i == 0)
+    assert capsys.readouterr().err.count("reading the log whole") == 1
+    for a, b in zip(models[0].parameters(), models[1].parameters()):
+        assert torch.equal(a, b)
