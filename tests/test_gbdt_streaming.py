@@ -138,6 +138,17 @@ def test_streamed_lightgbm_takes_the_users_histogram_setting(files, small_blocks
     assert streaming.lightgbm_streamed_defaults(s_train, {"force_col_wise": False}) == {}
 
 
+def test_train_set_keeps_only_lightgbms_own_labels(files):
+    """lightgbm_train_set returns a constructed Dataset without its Python-side copy of the labels
+    (4 bytes a row less while training); LightGBM's C++ copy is intact and comes back on request."""
+    s_train = open_streamed(files / "train.store", "train")
+    labels = s_train.labels.astype(np.float32)
+    ds = streaming.lightgbm_train_set(s_train, labels, np.diff(s_train.query_offsets), {"num_threads": 1, "seed": 0})
+    assert ds.label is None and ds.data is None  # no labels nor rows kept on the Python side
+    np.testing.assert_array_equal(ds.get_label(), labels)
+    assert ds.num_data() == 4405 and ds.get_params()["data_random_seed"] == streaming.lightgbm_data_seed(0)
+
+
 def test_column_sample_is_lightgbms_own_sample(files):
     """The column-wise sample of the streamed dataset holds exactly what LightGBM's own Sequence
     construction gathers (its private ``_Dataset__sample``): the same values and positions per column."""

@@ -11,6 +11,10 @@ are those of the in-memory run (tests/test_gbdt_streaming.py checks the model te
 pushed into the binned dataset (``LGBM_DatasetPushRows``). A validation set built with
 ``reference=train`` takes the training set's bins and only pushes. Peak memory: LightGBM's binned
 dataset, the sample (about ``sample_cnt x F`` values, twice while LightGBM transposes it), one block.
+In training (``train_lightgbm``): column-wise histograms by default
+(:func:`lightgbm_streamed_defaults`: no row-major copy of the bins), and no copy of the training
+labels beside LightGBM's own (:func:`lightgbm_train_set`); what remains is LightGBM's training
+state, about 40 bytes a row (docs/benchmarks.md).
 
 XGBoost. :func:`xgboost_matrix` builds a ``QuantileDMatrix`` from an ``xgboost.DataIter`` that hands
 XGBoost one block at a time (features, the gains as labels, ``qid`` = the query's position): XGBoost
