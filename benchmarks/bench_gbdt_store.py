@@ -11,18 +11,22 @@ from a memory-mapped store in row blocks, against the in-memory runs, with the m
      ``ltr gbdt --train STORE`` did before it streamed (every page LightGBM reads stays resident);
    - ``lightgbm streamed``: ``open_streamed`` + ``train_lightgbm`` (a ``lightgbm.Sequence`` in row
      blocks), what ``ltr gbdt --train STORE`` does now;
-   - ``lightgbm binned``: only the streamed ``lgb.Dataset`` built (``construct()``): the RSS it
-     adds once built is LightGBM's own binned dataset, next to the estimate N x sum over features
-     of the bytes of a bin index (1 byte up to 256 bins);
+   - ``lightgbm binned``: only the streamed ``lgb.Dataset`` built, as ``train_lightgbm`` builds it
+     (``lightgbm_train_set``): the RSS it adds once built is LightGBM's own binned dataset (with
+     its C++ copy of the labels), next to the estimate N x sum over features of the bytes of a bin
+     index (1 byte up to 256 bins);
    - with ``--xgboost``: ``xgboost ram`` (DMatrix of the array) and ``xgboost streamed``
      (QuantileDMatrix from query-aligned blocks).
 
-   Every training run: ``--rounds`` rounds, no validation set, one seed; then the test store is
-   scored in blocks and NDCG@10 computed; the model's SHA-256 is printed, so equal models show.
+   Every training run: ``--rounds`` rounds, no validation set, one seed; LightGBM's histograms
+   column-wise in every case (``force_col_wise=true``, what ``ltr gbdt`` chooses for a store or
+   Parquet data), or row-wise with ``--row-wise`` (the toolkit's default in memory); then the test
+   store is scored in blocks and NDCG@10 computed; the model's SHA-256 is printed, so equal models
+   show.
 3. Deletes the stores (unless ``--keep``).
 
 Run: ``nice -n 5 python benchmarks/bench_gbdt_store.py --gb 1 [--test-gb 0.1] [--rounds 50]
-[--threads 2] [--xgboost] [--dir /tmp] [--cases lightgbm:streamed,lightgbm:binned] [--col-wise]``.
+[--threads 2] [--xgboost] [--dir /tmp] [--cases lightgbm:streamed,lightgbm:binned] [--row-wise]``.
 """
 
 from __future__ import annotations
@@ -74,23 +78,25 @@ def load(path: str, how: str):
 
 
 def binned_child(store: str, params: dict) -> dict:
-    """Build the streamed LightGBM dataset only; the RSS it adds once built, and the estimate."""
+    """Build the streamed LightGBM dataset only, as ``train_lightgbm`` builds it
+    (``lightgbm_train_set``: constructed, LightGBM's labels on its C++ side only); the RSS it adds
+    once built, and the estimate."""
     from ltr.gbdt.lightgbm import DEFAULT_PARAMS
-    from ltr.gbdt.streaming import lightgbm_data, lightgbm_dataset_class, lightgbm_dataset_params
+    from ltr.gbdt.streaming import lightgbm_train_set
 
     data = load(store, "streamed")
     merged = {**DEFAULT_PARAMS, "seed": 0, **params}
     before = current_rss_mb()
-    dataset = lightgbm_dataset_class(data)  # what train_lightgbm builds from a streamed set
-    ds = dataset(lightgbm_data(data), label=data.labels.astype(np.int32), group=np.diff(data.query_offsets),
-                 params={**merged, **lightgbm_dataset_params(data, merged)}).construct()  # fmt: skip
+    labels = data.labels.astype(np.float32)  # the synthetic labels are integers 0..4: their own codes
+    ds = lightgbm_train_set(data, labels, np.diff(data.query_offsets), merged)
+    del labels
     bins = [ds.feature_num_bin(j) for j in range(ds.num_feature())]
     per_row = sum(1 if b <= 256 else 2 if b <= 65536 else 4 for b in bins)
     return {"binned_added_mb": current_rss_mb() - before, "binned_estimate_mb": data.n_items * per_row / 2**20,
             "bins_per_feature_max": max(bins)}  # fmt: skip
 
 
-def child(engine: str, how: str, store: str, test: str, rounds: int, threads: int, col_wise: bool = False) -> None:
+def child(engine: str, how: str, store: str, test: str, rounds: int, threads: int, row_wise: bool = False) -> None:
     """One case (see the module docstring); prints a JSON line."""
     import importlib
 
@@ -100,8 +106,8 @@ def child(engine: str, how: str, store: str, test: str, rounds: int, threads: in
 
     importlib.import_module(engine)  # its imports (scipy, pandas, scikit-learn: about 190 MiB) in the baseline
     params = {"num_threads": threads} if engine == "lightgbm" else {"nthread": threads}
-    if col_wise and engine == "lightgbm":  # no row-wise copy of the bins for the histograms
-        params.update(force_row_wise=False, force_col_wise=True)
+    if engine == "lightgbm":  # every case the same histograms: the streamed default (column-wise) or --row-wise
+        params.update(force_row_wise=row_wise, force_col_wise=not row_wise)
     out: dict = {"engine": engine, "case": how, "rss_after_imports_mb": rss_mb()}
     if how == "binned":
         out.update(binned_child(store, params), peak_rss_mb=rss_mb())
@@ -132,7 +138,7 @@ def run_children(args, store: Path, test: Path) -> list[dict]:
             if chosen is not None and f"{engine}:{how}" not in chosen:
                 continue
             cmd = [sys.executable, __file__, "--child", engine, how, str(store), str(test), "--rounds", str(args.rounds),
-                   "--threads", str(args.threads)] + (["--col-wise"] if args.col_wise else [])  # fmt: skip
+                   "--threads", str(args.threads)] + (["--row-wise"] if args.row_wise else [])  # fmt: skip
             t0 = time.perf_counter()
             done = subprocess.run(cmd, capture_output=True, text=True)
             if done.returncode != 0:
@@ -163,6 +169,8 @@ def report(results: list[dict], facts: dict) -> None:
         budget = binned["binned_added_mb"] + 512 + streamed["rss_after_imports_mb"]
         print(f"target: streamed peak {streamed['peak_rss_mb']:,.0f} MiB <= imports + binned + 512 MiB = {budget:,.0f} MiB: "
               f"{streamed['peak_rss_mb'] <= budget}")  # fmt: skip
+        over = streamed["peak_rss_mb"] - streamed["rss_after_imports_mb"] - binned["binned_added_mb"]
+        print(f"streamed peak - imports - binned = {over:,.0f} MiB ({over * 2**20 / facts['train']['rows']:.1f} bytes a training row)")
     for engine in ("lightgbm", "xgboost"):
         rows = [r for r in results if r["engine"] == engine and r["case"] != "binned"]
         if rows:
@@ -179,13 +187,14 @@ def main() -> None:
     p.add_argument("--xgboost", action="store_true")
     p.add_argument("--dir", default="/tmp")
     p.add_argument("--keep", action="store_true")
-    p.add_argument("--col-wise", action="store_true", help="LightGBM force_col_wise=true (default: the toolkit's force_row_wise=true)")
+    p.add_argument("--row-wise", action="store_true", help="LightGBM force_row_wise=true (default: force_col_wise=true, "
+                   "what ltr gbdt chooses for a store or Parquet data)")
     p.add_argument("--cases", default=None, metavar="ENGINE:CASE,...", help="only these cases (e.g. lightgbm:streamed,lightgbm:binned)")
     p.add_argument("--child", nargs=4, default=None, metavar=("ENGINE", "CASE", "STORE", "TEST"))
     args = p.parse_args()
     if args.child:
         engine, how, store, test = args.child
-        child(engine, how, store, test, args.rounds, args.threads, args.col_wise)
+        child(engine, how, store, test, args.rounds, args.threads, args.row_wise)
         return
     folder = Path(args.dir) / f"bench_gbdt_store_{os.getpid()}"
     need = (args.gb + args.test_gb) * 1.05e9

@@ -109,17 +109,44 @@ def test_predict_in_blocks_equals_one_call(files):
 def test_streamed_lightgbm_model_is_the_in_memory_model(files, small_blocks, kind, seed):
     """LightGBM samples 1,000 of the 4,405 rows for its bins here: the streamed dataset draws the same
     rows only because it is given the data seed LightGBM derives from ``seed`` (lightgbm_data_seed);
-    with it the model text is identical, not merely close."""
+    with it the model text is identical, not merely close. The streamed run trains column-wise by
+    default (STREAMED_LIGHTGBM_DEFAULTS): the in-memory run is given the same setting."""
     train, valid = in_ram(files / "train.store"), in_ram(files / "valid.store")
     s_train = open_streamed(files / f"train.{kind}", "train")
     s_valid = open_streamed(files / f"valid.{kind}", "valid", s_train.n_features)
     params = {"num_threads": 1, "bin_construct_sample_cnt": 1000, "num_leaves": 15}
     kw = dict(num_boost_round=25, early_stopping_rounds=5, seed=seed, record_train=True)
-    a, info_a = train_lightgbm(train, valid, params, **kw)
+    a, info_a = train_lightgbm(train, valid, {**params, **streaming.STREAMED_LIGHTGBM_DEFAULTS}, **kw)
     b, info_b = train_lightgbm(s_train, s_valid, params, **kw)
+    assert info_b["params"]["force_col_wise"] is True and info_b["params"]["force_row_wise"] is False
     assert a.model_to_string() == b.model_to_string()
     assert info_a["evals_result"] == info_b["evals_result"] and info_a["best_iteration"] == info_b["best_iteration"]
     np.testing.assert_array_equal(predict_in_blocks(lambda x: predict_booster(b, x), s_valid, 333), predict_booster(a, valid.features))
+
+
+def test_streamed_lightgbm_takes_the_users_histogram_setting(files, small_blocks):
+    """Column-wise is only a default: ``force_row_wise=True`` from the user trains row-wise, and the
+    model is then the in-memory default run's (the toolkit's ``force_row_wise=true``), text and all;
+    an in-memory set gets no streamed default."""
+    train, s_train = in_ram(files / "train.store"), open_streamed(files / "train.store", "train")
+    params = {"num_threads": 2, "bin_construct_sample_cnt": 1000, "num_leaves": 15}
+    a, info_a = train_lightgbm(train, None, params, num_boost_round=10, seed=3)
+    b, info_b = train_lightgbm(s_train, None, {**params, "force_row_wise": True}, num_boost_round=10, seed=3)
+    assert "force_col_wise" not in info_a["params"] and info_b["params"]["force_row_wise"] is True
+    assert a.model_to_string() == b.model_to_string()
+    assert streaming.lightgbm_streamed_defaults(train, {}) == {}
+    assert streaming.lightgbm_streamed_defaults(s_train, {"force_col_wise": False}) == {}
+
+
+def test_train_set_keeps_only_lightgbms_own_labels(files):
+    """lightgbm_train_set returns a constructed Dataset without its Python-side copy of the labels
+    (4 bytes a row less while training); LightGBM's C++ copy is intact and comes back on request."""
+    s_train = open_streamed(files / "train.store", "train")
+    labels = s_train.labels.astype(np.float32)
+    ds = streaming.lightgbm_train_set(s_train, labels, np.diff(s_train.query_offsets), {"num_threads": 1, "seed": 0})
+    assert ds.label is None and ds.data is None  # no labels nor rows kept on the Python side
+    np.testing.assert_array_equal(ds.get_label(), labels)
+    assert ds.num_data() == 4405 and ds.get_params()["data_random_seed"] == streaming.lightgbm_data_seed(0)
 
 
 def test_column_sample_is_lightgbms_own_sample(files):

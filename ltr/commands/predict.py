@@ -90,9 +90,9 @@ def write_qrels(ds, path: str | os.PathLike) -> None:
     """The data set's labels as TREC qrels (``qid 0 docid label``), doc ids as in :func:`write_run`."""
     from ltr.data.trec import write_qrels as write_trec_qrels
 
-    docs = doc_ids_of(ds)
+    docs, labels = doc_ids_of(ds), np.asarray(ds.labels)  # read once (a streamed set makes its labels at each access)
     off = np.asarray(ds.query_offsets)
-    qrels = {str(q): {str(docs[i]): float(ds.labels[i]) for i in range(off[j], off[j + 1])} for j, q in enumerate(ds.query_ids)}
+    qrels = {str(q): {str(docs[i]): float(labels[i]) for i in range(off[j], off[j + 1])} for j, q in enumerate(ds.query_ids)}
     write_trec_qrels(path, qrels)
 
 
@@ -140,12 +140,57 @@ def write_parquet(ds, scores: np.ndarray, path: str | os.PathLike) -> None:
         pq.write_table(table, tmp)
 
 
+SCORE_ROWS = 65536  # the rows load_scorer's scorers take at a time (ltr.train.trainer.predict_scores, the GBDT scorer)
+
+
+def open_data(args):
+    """``--data``: a store or a Parquet file/folder (without ``--sort-by-query``) opened to be read in
+    row blocks (:func:`ltr.data.streamed.open_streamed`: labels, queries and ids in memory, never the
+    feature matrix); anything else read into memory. A Parquet file's feature columns are picked by
+    the model's feature names, when it has them."""
+    from ltr.data.files import data_format, data_options, format_options, load_data_file
+    from ltr.data.streamed import open_streamed
+    from ltr.models.folder import model_feature_names
+
+    options, names = data_options(args), model_feature_names(args.model)
+    where = Path(args.data).expanduser()  # a FIFO or device is left to the reader, which refuses it unopened
+    if (where.is_file() or where.is_dir()) and data_format(args.data) in ("store", "parquet") and not options.sort_by_query:
+        return open_streamed(args.data, "data", None, options, feature_names=names)
+    return load_data_file(args.data, "data", None, options, feature_names=names, **format_options(args, "data"))
+
+
+def score_data(score, ds, rows: int | None = None) -> np.ndarray:
+    """Scores [N] of ``ds`` by ``score`` (:func:`ltr.models.folder.load_scorer`'s).
+
+    A data set in memory is scored in one call. A streamed one (:mod:`ltr.data.streamed`) is scored
+    in blocks of about ``rows`` rows (default: about 64 MB of features), so that the features are
+    never held whole: blocks of whole queries for a scorer that needs them (``score.whole_queries``:
+    a listwise model, a blend); otherwise blocks of a multiple of :data:`SCORE_ROWS` rows, so that
+    the scorer's own batches are those of the one call on the whole matrix and the scores are the
+    same bit for bit. (A listwise model pads the queries of a block into batches that can differ
+    from the one call's at the blocks' edges: the same scores to float rounding.)
+    """
+    from ltr.data.streamed import RowReader, block_rows, is_streamed, predict_in_query_blocks
+
+    if not is_streamed(ds):
+        return score(ds.features, ds.query_offsets)
+    rows = block_rows(ds.n_features) if rows is None else int(rows)
+    if getattr(score, "whole_queries", True):
+        return predict_in_query_blocks(score, ds, rows)
+    unit = max(1, rows // SCORE_ROWS) * SCORE_ROWS
+    reader = RowReader(ds, unit)  # exact blocks of `unit` rows, whatever the sizes of a Parquet file's batches
+    scores = np.empty(ds.n_items, dtype=np.float64)
+    for a in range(0, ds.n_items, unit):
+        b = min(ds.n_items, a + unit)
+        scores[a:b] = np.asarray(score(reader.rows_between(a, b)), dtype=np.float64).reshape(-1)
+    return scores
+
+
 def run(args) -> int:
     import sys
 
     from ltr.checks import output_file, same_file
-    from ltr.data.files import data_options, format_options, load_data_file
-    from ltr.models.folder import check_width, load_scorer, model_feature_names
+    from ltr.models.folder import check_width, load_scorer
 
     if args.qrels == "-" or (args.qrels and args.qrels == args.out):
         raise LtrError("--qrels needs a file of its own (standard output is for --out)")
@@ -160,15 +205,13 @@ def run(args) -> int:
     if not tag or any(c.isspace() for c in tag):
         raise LtrError(f"--tag must be one word (no spaces), got {tag!r}")
     score, n_features = load_scorer(args.model, args.device)
-    # a Parquet file's feature columns are picked by the model's feature names, when it has them
-    ds = load_data_file(args.data, "data", None, data_options(args), feature_names=model_feature_names(args.model),
-                        **format_options(args, "data"))  # fmt: skip
+    ds = open_data(args)
     check_width(ds, n_features, "--data", args.data)
     if args.format is None:
         args.format = "parquet" if str(args.out).lower().endswith(".parquet") else "trec"
     if args.format != "tsv" or args.qrels:
         check_unique_doc_ids(ds, args.data)
-    scores = score(ds.features, ds.query_offsets)
+    scores = score_data(score, ds)
     if args.format == "trec":
         write_run(ds, scores, args.out, tag)
     elif args.format == "tsv":

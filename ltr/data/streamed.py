@@ -27,7 +27,7 @@ import numpy as np
 from ltr.errors import LtrError
 
 __all__ = ["StreamedData", "RowReader", "open_streamed", "is_streamed", "feature_blocks", "query_blocks",
-           "predict_in_blocks", "block_rows", "BLOCK_BYTES"]
+           "predict_in_blocks", "predict_in_query_blocks", "block_rows", "compact_labels", "BLOCK_BYTES"]
 
 BLOCK_BYTES = 64 << 20  # one block of features: 64 MB
 
@@ -47,11 +47,15 @@ class StreamedData:
     ``blocks(rows)`` returns an iterator of ``(start, features [n, F] float32)`` over consecutive rows
     from row 0 (a new pass each call). Reading ``features`` is an error: the point of this class is
     that nothing holds the whole matrix.
+
+    ``labels`` is [N] float64, made at each access from the smallest copy that holds every value
+    exactly (:func:`compact_labels`: uint8 for graded labels 0..255, else float32, else float64): a
+    data set larger than RAM holds 1 byte a row for its labels while an engine trains on it, not 8.
     """
 
     def __init__(self, *, labels, query_offsets, query_ids, n_features: int, blocks: Callable[[int], Iterator],
                  feature_names=None, weights=None, user_ids=None, doc_ids=None, meta=None, name: str = "data"):  # fmt: skip
-        self.labels = np.asarray(labels, dtype=np.float64)
+        self._labels = compact_labels(labels)
         self.query_offsets = np.asarray(query_offsets, dtype=np.int64)
         self.query_ids, self.user_ids, self.weights, self.doc_ids = query_ids, user_ids, weights, doc_ids
         self.feature_names = None if feature_names is None else tuple(feature_names)
@@ -59,8 +63,12 @@ class StreamedData:
         self.name, self._n_features, self._blocks = name, int(n_features), blocks
 
     @property
+    def labels(self) -> np.ndarray:
+        return self._labels if self._labels.dtype == np.float64 else self._labels.astype(np.float64)
+
+    @property
     def n_items(self) -> int:
-        return int(self.labels.shape[0])
+        return int(self._labels.shape[0])
 
     @property
     def n_queries(self) -> int:
@@ -93,6 +101,22 @@ class StreamedData:
         return f"StreamedData({self.name!r}, n_queries={self.n_queries}, n_items={self.n_items}, n_features={self.n_features})"
 
 
+def compact_labels(labels) -> np.ndarray:
+    """``labels`` as uint8, else float32, else float64: the first type that gives every value back
+    exactly when converted to float64 (NaN, never a valid label, keeps float64).
+
+    >>> [compact_labels(y).dtype.name for y in ([0, 4, 2], [0.5, 1.0], [0.1], [-1.0])]
+    ['uint8', 'float32', 'float64', 'float32']
+    """
+    y = np.asarray(labels, dtype=np.float64)
+    for dtype in (np.uint8, np.float32):
+        with np.errstate(invalid="ignore", over="ignore"):
+            small = y.astype(dtype)
+        if np.array_equal(small.astype(np.float64), y):
+            return small
+    return y
+
+
 def is_streamed(ds) -> bool:
     return isinstance(ds, StreamedData)
 
@@ -113,6 +137,20 @@ def predict_in_blocks(predict: Callable[[np.ndarray], np.ndarray], ds, rows: int
     scores = np.empty(ds.n_items, dtype=np.float64)
     for start, block in feature_blocks(ds, rows):
         scores[start : start + block.shape[0]] = np.asarray(predict(block), dtype=np.float64).reshape(-1)
+    return scores
+
+
+def predict_in_query_blocks(score: Callable[[np.ndarray, np.ndarray], np.ndarray], ds: StreamedData, rows: int | None = None) -> np.ndarray:
+    """Scores [N] float64: ``score(block, block_offsets)`` of blocks of whole queries
+    (:func:`query_blocks`, about ``rows`` rows each) with the block's query offsets from 0, for
+    scorers that need whole queries (a listwise model, a blend standardising within queries).
+    Memory: one block and the scores."""
+    rows = block_rows(ds.n_features) if rows is None else int(rows)
+    offsets = np.asarray(ds.query_offsets, dtype=np.int64)
+    scores = np.empty(ds.n_items, dtype=np.float64)
+    for a, b, block in query_blocks(ds, rows):
+        qa, qb = np.searchsorted(offsets, [a, b])
+        scores[a:b] = np.asarray(score(block, offsets[qa : qb + 1] - a), dtype=np.float64).reshape(-1)
     return scores
 
 

@@ -136,7 +136,7 @@ def train_lightgbm(
         the data set's ``feature_names`` when it has them).
     """
     from ltr.data.dataset import feature_names_of
-    from ltr.gbdt.streaming import lightgbm_data, lightgbm_dataset_class, lightgbm_dataset_params
+    from ltr.gbdt.streaming import lightgbm_streamed_defaults, lightgbm_train_set
 
     import lightgbm as lgb
 
@@ -145,25 +145,22 @@ def train_lightgbm(
         raise LtrError("params must not set label_gain: it is built from gain= so that LightGBM and the metrics agree")
     codes, label_gain, values = _train_valid_label_table(train_ds, valid_ds, gain)
     n_train = train_ds.n_items
+    codes = {"train": codes[:n_train].astype(np.float32), "valid": codes[n_train:].copy()}  # LightGBM keeps float32 labels
     eval_at = sorted({int(k) for k in eval_at} | {int(monitor_k)})  # LightGBM sorts them anyway
 
-    merged = {**DEFAULT_PARAMS, "seed": int(seed), "eval_at": eval_at, **params, "label_gain": label_gain}
+    # a streamed set (data larger than RAM) trains column-wise unless params say otherwise: see ltr.gbdt.streaming
+    merged = {**DEFAULT_PARAMS, **lightgbm_streamed_defaults(train_ds, params), "seed": int(seed), "eval_at": eval_at, **params,
+              "label_gain": label_gain}  # fmt: skip
     if position is not None:
         position = _checked_position(position, n_train)
     names = feature_names_of(train_ds)
-    train_set = lightgbm_dataset_class(train_ds)(
-        lightgbm_data(train_ds),  # a store or Parquet data read in row blocks: see ltr.gbdt.streaming
-        label=codes[:n_train],
-        group=_group_sizes(train_ds),
-        weight=None,
-        position=position,
-        feature_name=names,
-        params={"verbosity": -1, **lightgbm_dataset_params(train_ds, merged)},
-        free_raw_data=True,
-    )
+    try:  # built here, not in lgb.train, so that no copy of the training labels outlives it (codes.pop)
+        train_set = lightgbm_train_set(train_ds, codes.pop("train"), _group_sizes(train_ds), merged, position=position, feature_name=names)
+    except lgb.basic.LightGBMError as exc:
+        raise LtrError(f"LightGBM refused the data or parameters: {exc}") from None
     evals_result: dict[str, Any] = {}
     valid_sets, valid_names, all_callbacks = _valid_sets_and_callbacks(
-        train_set, valid_ds, codes[n_train:], evals_result,
+        train_set, valid_ds, codes.pop("valid"), evals_result,
         record_train=record_train, early_stopping_rounds=early_stopping_rounds, monitor_k=monitor_k,
         extra_callbacks=callbacks, progress=progress, num_boost_round=num_boost_round,
     )  # fmt: skip
@@ -180,12 +177,12 @@ def train_lightgbm(
 
 def _train_valid_label_table(train_ds, valid_ds, gain: Any) -> tuple[np.ndarray, list[float], list[float] | None]:
     """Check the labels of each set, then :func:`label_table` over training rows followed by validation rows."""
-    _check_labels(np.asarray(train_ds.labels, dtype=np.float64), "training set")
+    all_labels = np.asarray(train_ds.labels, dtype=np.float64)  # read once (a streamed set's labels are made at each access)
+    _check_labels(all_labels, "training set")
     if valid_ds is not None:
-        _check_labels(np.asarray(valid_ds.labels, dtype=np.float64), "validation set")
-    all_labels = np.asarray(train_ds.labels, dtype=np.float64)
-    if valid_ds is not None:
-        all_labels = np.concatenate([all_labels, np.asarray(valid_ds.labels, dtype=np.float64)])
+        valid_labels = np.asarray(valid_ds.labels, dtype=np.float64)
+        _check_labels(valid_labels, "validation set")
+        all_labels = np.concatenate([all_labels, valid_labels])
     return label_table(all_labels, gain, where="train/valid labels")
 
 

@@ -11,6 +11,10 @@ are those of the in-memory run (tests/test_gbdt_streaming.py checks the model te
 pushed into the binned dataset (``LGBM_DatasetPushRows``). A validation set built with
 ``reference=train`` takes the training set's bins and only pushes. Peak memory: LightGBM's binned
 dataset, the sample (about ``sample_cnt x F`` values, twice while LightGBM transposes it), one block.
+In training (``train_lightgbm``): column-wise histograms by default
+(:func:`lightgbm_streamed_defaults`: no row-major copy of the bins), and no copy of the training
+labels beside LightGBM's own (:func:`lightgbm_train_set`); what remains is LightGBM's training
+state, about 40 bytes a row (docs/benchmarks.md).
 
 XGBoost. :func:`xgboost_matrix` builds a ``QuantileDMatrix`` from an ``xgboost.DataIter`` that hands
 XGBoost one block at a time (features, the gains as labels, ``qid`` = the query's position): XGBoost
@@ -29,7 +33,8 @@ import numpy as np
 
 from ltr.data.streamed import RowReader, block_rows, is_streamed, query_blocks
 
-__all__ = ["lightgbm_data", "lightgbm_dataset_class", "lightgbm_data_seed", "lightgbm_dataset_params", "xgboost_matrix", "any_streamed"]
+__all__ = ["lightgbm_data", "lightgbm_dataset_class", "lightgbm_data_seed", "lightgbm_dataset_params", "lightgbm_streamed_defaults",
+           "lightgbm_train_set", "xgboost_matrix", "any_streamed"]
 
 
 def any_streamed(*datasets) -> bool:
@@ -63,6 +68,44 @@ def lightgbm_dataset_params(ds, params: dict[str, Any]) -> dict[str, Any]:
         return {}
     seed = next((params[k] for k in _SEED_KEYS if k in params), None)
     return {} if seed is None else {"data_random_seed": lightgbm_data_seed(int(seed))}
+
+
+STREAMED_LIGHTGBM_DEFAULTS: dict[str, Any] = {"force_row_wise": False, "force_col_wise": True}
+
+
+def lightgbm_streamed_defaults(ds, params: dict[str, Any]) -> dict[str, Any]:
+    """Defaults for training LightGBM on a streamed ``ds`` (data larger than RAM): column-wise
+    histograms, :data:`STREAMED_LIGHTGBM_DEFAULTS`, unless ``params`` (the user's) name
+    ``force_row_wise`` or ``force_col_wise``; ``{}`` for a data set in memory.
+
+    Why: with row-wise histograms (the toolkit's default in memory, ``force_row_wise=true``) and
+    more than one thread, LightGBM keeps in training a second, row-major copy of the bins (its
+    multi-value bin: about N x F bytes more, as much as the binned dataset itself); column-wise it
+    reads the dataset's own columns. The trees are grown from histograms summed in another order, so
+    the model can differ in the last bits from the row-wise one; the in-memory run with
+    ``force_col_wise=true`` gives the streamed model exactly (tests/test_gbdt_streaming.py).
+    """
+    if not is_streamed(ds) or any(k in params for k in STREAMED_LIGHTGBM_DEFAULTS):
+        return {}
+    return dict(STREAMED_LIGHTGBM_DEFAULTS)
+
+
+def lightgbm_train_set(ds, labels: np.ndarray, group: np.ndarray, params: dict[str, Any], **kwargs):
+    """The training ``lgb.Dataset`` of ``ds``, constructed with the training ``params`` (the ones
+    ``lgb.train`` gets: it then only checks them), with the bins' data seed of a streamed set
+    (:func:`lightgbm_dataset_params`).
+
+    Once constructed the Dataset holds LightGBM's binned data and a float32 copy of the labels on the
+    C++ side; its Python-side copy of the labels (``Dataset.label``, one more float32 a row) is
+    dropped (``get_label()`` fetches it again when asked). The caller should keep no reference to
+    ``labels`` either: then the only labels left in memory during training are LightGBM's own.
+    """
+    params = {**{"verbosity": -1, **lightgbm_dataset_params(ds, params)}, **params}
+    dataset = lightgbm_dataset_class(ds)(lightgbm_data(ds), label=labels, group=group, params=params, free_raw_data=True, **kwargs)
+    del labels
+    dataset.construct()
+    dataset.label = None
+    return dataset
 
 
 def lightgbm_data(ds, rows: int | None = None):

@@ -16,7 +16,9 @@ def load_scorer(folder: str | os.PathLike, device: str = "cpu", option: str = "-
     """Return ``score(features [N, F], query_offsets=None) -> np.ndarray [N]`` and the model's feature count.
 
     ``query_offsets`` is needed by listwise models (the context-aware scorer scores whole queries)
-    and by blends (each member's scores are standardised within each query).
+    and by blends (each member's scores are standardised within each query): for them
+    ``score.whole_queries`` is True (a caller scoring in blocks gives whole queries); False for
+    GBDTs and pointwise neural models, which score any run of rows, 65,536 at a time.
     ``option`` names the command-line option in messages (``--model``, ``--ranker``...).
     """
     from ltr.checks import input_folder, read_json_object
@@ -37,13 +39,19 @@ def load_scorer(folder: str | os.PathLike, device: str = "cpu", option: str = "-
         def score(x, query_offsets=None):  # in blocks: a memory-mapped store is never read whole
             return np.concatenate([predict_gbdt(engine, booster, block) for _, block in row_blocks(x, 65536)] or [np.zeros(0)])
 
+        score.whole_queries = False  # type: ignore[attr-defined]  # row by row: any rows, the same scores
         return score, int(meta["n_features"])
     from ltr.train.models import load_model
     from ltr.train.trainer import predict_scores, resolve_device
 
     dev = resolve_device(device)
     model = load_model(folder).to(dev)
-    return (lambda x, query_offsets=None: predict_scores(model, x, query_offsets=query_offsets, device=dev)), model.n_features
+
+    def neural(x, query_offsets=None):
+        return predict_scores(model, x, query_offsets=query_offsets, device=dev)
+
+    neural.whole_queries = bool(getattr(model, "listwise", False))  # type: ignore[attr-defined]
+    return neural, model.n_features
 
 
 def _load_blend(folder, device: str, option: str):
