@@ -136,6 +136,11 @@ def test_streamed_lightgbm_takes_the_users_histogram_setting(files, small_blocks
     assert a.model_to_string() == b.model_to_string()
     assert streaming.lightgbm_streamed_defaults(train, {}) == {}
     assert streaming.lightgbm_streamed_defaults(s_train, {"force_col_wise": False}) == {}
+    # in memory, force_col_wise alone overrides the row-wise default (LightGBM refuses both true) and
+    # trains as the streamed set's column-wise default does
+    c, info_c = train_lightgbm(train, None, {**params, "force_col_wise": "true"}, num_boost_round=10, seed=3)
+    d, _ = train_lightgbm(s_train, None, params, num_boost_round=10, seed=3)
+    assert info_c["params"]["force_row_wise"] is False and c.model_to_string() == d.model_to_string()
 
 
 def test_train_set_keeps_only_lightgbms_own_labels(files):

@@ -13,7 +13,7 @@ from ltr._lazy import lazy_exports
 
 # what the package re-exports, by defining module; each imported on first use (ltr._lazy)
 _WHERE = {
-    "ltr.gbdt.lightgbm": ("DEFAULT_PARAMS", "booster_importance", "label_table", "load_booster", "predict_booster", "save_booster", "train_lightgbm"),
+    "ltr.gbdt.lightgbm": ("DEFAULT_PARAMS", "booster_importance", "histogram_choice", "label_table", "load_booster", "predict_booster", "save_booster", "train_lightgbm"),
 }
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _WHERE)

@@ -42,7 +42,8 @@ import numpy as np
 from ltr.errors import LtrError
 from ltr.io_utils import atomic_path, atomic_write_json
 
-__all__ = ["train_lightgbm", "label_table", "predict_booster", "save_booster", "load_booster", "booster_importance", "DEFAULT_PARAMS"]
+__all__ = ["train_lightgbm", "label_table", "predict_booster", "save_booster", "load_booster", "booster_importance", "DEFAULT_PARAMS",
+           "histogram_choice"]
 
 DEFAULT_PARAMS: dict[str, Any] = {
     "objective": "lambdarank",
@@ -54,6 +55,14 @@ DEFAULT_PARAMS: dict[str, Any] = {
     "force_row_wise": True,
     "verbosity": -1,
 }
+
+
+def histogram_choice(merged: dict[str, Any], params: dict[str, Any]) -> None:
+    """The user's ``force_col_wise=true`` alone overrides :data:`DEFAULT_PARAMS`' ``force_row_wise=true``
+    in ``merged`` (LightGBM refuses the two together) instead of clashing with it."""
+    wants_col = params.get("force_col_wise") is True or str(params.get("force_col_wise")).strip().lower() in ("true", "1", "+")
+    if wants_col and "force_row_wise" not in params:
+        merged["force_row_wise"] = False
 
 
 def label_table(labels: np.ndarray, gain: Any = "exp2", *, where: str = "labels") -> tuple[np.ndarray, list[float], list[float] | None]:
@@ -151,6 +160,7 @@ def train_lightgbm(
     # a streamed set (data larger than RAM) trains column-wise unless params say otherwise: see ltr.gbdt.streaming
     merged = {**DEFAULT_PARAMS, **lightgbm_streamed_defaults(train_ds, params), "seed": int(seed), "eval_at": eval_at, **params,
               "label_gain": label_gain}  # fmt: skip
+    histogram_choice(merged, params)
     if position is not None:
         position = _checked_position(position, n_train)
     names = feature_names_of(train_ds)

@@ -42,7 +42,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from ltr.errors import LtrError
-from ltr.gbdt.lightgbm import DEFAULT_PARAMS, label_table
+from ltr.gbdt.lightgbm import DEFAULT_PARAMS, histogram_choice, label_table
 
 __all__ = [
     "require_dask",
@@ -427,6 +427,7 @@ def train_lightgbm_dask(
     data = train if isinstance(train, DaskRankingData) else from_dataset(train, n_workers, client=client)
     y, label_gain, values = _label_codes(data, valid_ds, gain)
     merged = {**DEFAULT_PARAMS, "seed": int(seed), **params, "label_gain": label_gain}
+    histogram_choice(merged, params)
     merged.pop("metric", None)  # validation is judged by the callback, not by LightGBM's metric
     callbacks = []
     stopper = None
