@@ -135,7 +135,7 @@ def warm_ltr(folder: Path):
             server.wait(60)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # one server per pytest-xdist worker, kept while the worker runs other modules
 def shell_environment(tmp_path_factory):
     with warm_ltr(tmp_path_factory.mktemp("warm_ltr")) as env:
         yield env
