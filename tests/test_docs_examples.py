@@ -21,6 +21,7 @@ import contextlib
 import io
 import os
 import re
+import socket
 import subprocess
 import sys
 import traceback
@@ -110,8 +111,8 @@ def warm_ltr(folder: Path):
     fork of it that runs ``ltr.cli.main`` in the example's folder, environment and standard streams
     (a command whose environment differs runs the installed ``ltr``). LTR_WARM_LTR=0: no server.
     """
-    if os.environ.get("LTR_WARM_LTR", "1") == "0":
-        yield _environment()
+    if os.environ.get("LTR_WARM_LTR", "1") == "0" or not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
+        yield _environment()  # no fork server (asked, or no fork / Unix sockets here): the installed ltr
         return
     import warm_ltr as warm  # tests/warm_ltr.py (tests/ is on sys.path, as for loss_checks)
 
@@ -218,8 +219,8 @@ def test_page_examples_run(page, tmp_path, shell_environment):
 
 def test_the_warm_ltr_behaves_as_the_installed_one(shell_environment, tmp_path):
     """The fork server gives the same output, exit statuses, folder and pipes as the console script."""
-    if os.environ.get("LTR_WARM_LTR", "1") == "0":
-        pytest.skip("LTR_WARM_LTR=0: the examples run the installed ltr")
+    if shell_environment["PATH"] == _environment()["PATH"]:  # no warm client folder first on PATH
+        pytest.skip("no fork server: the examples run the installed ltr")
     script = ("ltr --version\nltr synth --out data --queries 8 --mean-length 5 --seed 3 --quiet\n"
               "printf 'q1 0 d1 1\\nq1 0 d2 0\\n' > qrels.txt\n"
               "printf 'q1 Q0 d2 1 2.0 t\\nq1 Q0 d1 2 1.0 t\\n' | ltr eval --qrels qrels.txt --run - --metrics ndcg@2,mrr\n"
