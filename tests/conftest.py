@@ -31,6 +31,28 @@ def pytest_collection_modifyitems(config, items):
     # Tests marked slow run first: under pytest-xdist each worker starts on one while the others fill
     # the gaps, so no long test starts last and holds up the end of `make test`. The sort is stable.
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    _xdist_groups(config, items)
+
+
+def _xdist_groups(config, items) -> None:
+    """Keep ``--dist loadgroup`` working: the tests of one ``xdist_group`` run in one worker.
+
+    pytest-xdist (3.8) groups tests by a ``@NAME`` suffix of their node ids, which its worker writes to
+    ``item._nodeid``; pytest 9 reads a node id from ``item._id``, so the suffix was lost and the
+    groups were spread over the workers (each paying, say, numba's compilation for ranx). The suffix
+    is written where pytest 9 reads it; with an older pytest xdist's own suffix is already there.
+    """
+    if not getattr(config.option, "loadgroup", False):
+        return
+    try:
+        from _pytest.nodeid import NodeId
+    except ImportError:  # pytest < 9: xdist's own hook works
+        return
+    for item in items:
+        names = {str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")}
+        suffix = "@" + "_".join(sorted(names))
+        if names and not item.nodeid.endswith(suffix) and hasattr(item, "_id"):
+            item._id = NodeId.parse(item.nodeid + suffix)
 
 
 def pytest_configure(config):

@@ -244,8 +244,9 @@ def test_cli_end_to_end_gbdt_and_neural_runs(tmp_path, capsys):
     assert main(["synth", "--out", str(data), "--queries", "100", "--features", "8", "--mean-length", "12",
                  "--seed", "2", "--quiet"]) == 0
     files = ["--train", str(data / "train.txt"), "--valid", str(data / "valid.txt")]
-    assert main(["gbdt", *files, "--out", str(tmp_path / "gbdt"), "--quiet"]) == 0
-    assert main(["train", *files, "--epochs", "2", "--out", str(tmp_path / "net"), "--quiet"]) == 0
+    # a small forest and one MLP: the blend of a GBDT folder and a neural one is the point, not their size
+    assert main(["gbdt", *files, "--num-boost-round", "30", "--out", str(tmp_path / "gbdt"), "--quiet"]) == 0
+    assert main(["train", *files, "--epochs", "2", "--ensemble", "1", "--out", str(tmp_path / "net"), "--quiet"]) == 0
     capsys.readouterr()
     out = tmp_path / "blend"
     assert main(["blend", "--models", str(tmp_path / "gbdt"), str(tmp_path / "net"), "--valid", str(data / "valid.txt"),

@@ -57,10 +57,11 @@ def test_parquet_field_aware_report_recomputed(frame, tmp_path, capsys):
 
 
 def test_parquet_folder_and_csv_read_the_same_rows(frame, tmp_path, capsys):
+    frame = frame.iloc[:20000]  # a third of the module's rows: the same reading, a third of the report's bootstrap
     folder = tmp_path / "parts"
     folder.mkdir()
-    frame.iloc[:29000].to_parquet(folder / "part-0.parquet")
-    frame.iloc[29000:].to_parquet(folder / "part-1.parquet")
+    frame.iloc[:9000].to_parquet(folder / "part-0.parquet")
+    frame.iloc[9000:].to_parquet(folder / "part-1.parquet")
     csv = tmp_path / "imps.csv"
     frame.to_csv(csv, index=False)
     reports = []

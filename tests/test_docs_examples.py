@@ -2,7 +2,9 @@
 
 Each fenced ```python and ```bash / ```sh block of README.md and docs/**/*.md is run, in page order,
 in a fresh temporary folder per page: Python blocks with ``exec`` in one namespace per page (``__name__`` is "__main__", as in a script), shell
-blocks with ``bash -e`` with the installed ``ltr`` (the one beside this interpreter) first on PATH.
+blocks with ``bash -e`` with the installed ``ltr`` (the one beside this interpreter) first on PATH, reached
+through a warm fork server that imports torch and LightGBM once (tests/warm_ltr.py; LTR_WARM_LTR=0 for
+the plain console script).
 The pages make their own small data (``ltr synth --queries 60 ...`` or ``make_synthetic_splits``), so
 an example that drifts from the code (a renamed option, a changed signature, a removed name) fails
 here. A block that cannot run in a test is marked by an HTML comment on the line before it,
@@ -19,6 +21,7 @@ import contextlib
 import io
 import os
 import re
+import socket
 import subprocess
 import sys
 import traceback
@@ -90,12 +93,53 @@ def plan(blocks: list[Block]) -> list[tuple[str, Block]]:
     return steps
 
 
-def _environment() -> dict:
+def _environment(warm_bin: str | None = None) -> dict:
+    """The shell blocks' environment; ``warm_bin`` (a folder holding the warm ``ltr`` client) first on PATH."""
     bin_dir = str(Path(sys.executable).parent)
-    env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""), "MPLBACKEND": "Agg",
+    path = os.pathsep.join(p for p in (warm_bin, bin_dir, os.environ.get("PATH", "")) if p)
+    env = {**os.environ, "PATH": path, "MPLBACKEND": "Agg",
            "OMP_WAIT_POLICY": "PASSIVE", "LTR_THREADS": "1", "LTR_REPO": str(ROOT)}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     return env
+
+
+@contextlib.contextmanager
+def warm_ltr(folder: Path):
+    """The environment for shell blocks whose ``ltr`` is the fork server of tests/warm_ltr.py.
+
+    The server imports torch, LightGBM and pandas once; each ``ltr`` command of an example is then a
+    fork of it that runs ``ltr.cli.main`` in the example's folder, environment and standard streams
+    (a command whose environment differs runs the installed ``ltr``). LTR_WARM_LTR=0: no server.
+    """
+    if os.environ.get("LTR_WARM_LTR", "1") == "0" or not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
+        yield _environment()  # no fork server (asked, or no fork / Unix sockets here): the installed ltr
+        return
+    import warm_ltr as warm  # tests/warm_ltr.py (tests/ is on sys.path, as for loss_checks)
+
+    (folder / "bin").mkdir()
+    address, client = str(folder / "ltr.sock"), folder / "bin" / "ltr"
+    client.write_text(warm.client_script(address, str(Path(sys.executable).parent / "ltr")), encoding="utf-8")
+    client.chmod(0o755)
+    env = _environment(str(folder / "bin"))
+    server = subprocess.Popen([sys.executable, str(Path(__file__).parent / "warm_ltr.py"), address], env=env,
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
+    try:
+        if server.stdout.readline().strip() != "ready":
+            raise RuntimeError(f"tests/warm_ltr.py did not start (exit status {server.wait(60)})")
+        yield env
+    finally:
+        server.terminate()  # it waits for its last commands and exits
+        try:
+            server.wait(120)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(60)
+
+
+@pytest.fixture(scope="session")  # one server per pytest-xdist worker, kept while the worker runs other modules
+def shell_environment(tmp_path_factory):
+    with warm_ltr(tmp_path_factory.mktemp("warm_ltr")) as env:
+        yield env
 
 
 def _run_python(code: str, namespace: dict, where: str) -> None:
@@ -107,16 +151,16 @@ def _run_python(code: str, namespace: dict, where: str) -> None:
         pytest.fail(f"{where} failed:\n{code}\n--- output ---\n{out.getvalue()[-3000:]}\n{traceback.format_exc()[-4000:]}")
 
 
-def _run_bash(code: str, folder: Path, where: str) -> None:
-    out = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", code], cwd=folder, env=_environment(),
+def _run_bash(code: str, folder: Path, where: str, env: dict | None = None) -> None:
+    out = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", code], cwd=folder, env=env or _environment(),
                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
     if out.returncode:
         pytest.fail(f"{where} exited {out.returncode}:\n{code}\n--- stdout ---\n{out.stdout[-3000:]}\n"
                     f"--- stderr ---\n{out.stderr[-3000:]}")
 
 
-def run_page(page: Path, folder: Path) -> int:
-    """Run every runnable block of ``page`` in ``folder``; the number of blocks run."""
+def run_page(page: Path, folder: Path, env: dict | None = None) -> int:
+    """Run every runnable block of ``page`` in ``folder`` (shell blocks in ``env``); the number of blocks run."""
     steps = plan(fenced_blocks(page.read_text(encoding="utf-8")))
     namespace = {"__name__": "__main__"}   # as a script: its __main__ guard runs
     ran, cwd = 0, os.getcwd()
@@ -131,7 +175,7 @@ def run_page(page: Path, folder: Path) -> int:
             elif kind == "python":
                 _run_python(block.code, namespace, where)
             elif kind in ("bash", "bash-root"):
-                _run_bash(block.code, ROOT if kind == "bash-root" else folder, where)
+                _run_bash(block.code, ROOT if kind == "bash-root" else folder, where, env)
             ran += kind in ("python", "bash", "bash-root")
     finally:
         os.chdir(cwd)
@@ -169,5 +213,29 @@ def test_markers_are_read():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
-def test_page_examples_run(page, tmp_path):
-    assert run_page(page, tmp_path) > 0
+def test_page_examples_run(page, tmp_path, shell_environment):
+    assert run_page(page, tmp_path, shell_environment) > 0
+
+
+def test_the_warm_ltr_behaves_as_the_installed_one(shell_environment, tmp_path):
+    """The fork server gives the same output, exit statuses, folder and pipes as the console script."""
+    if shell_environment["PATH"] == _environment()["PATH"]:  # no warm client folder first on PATH
+        pytest.skip("no fork server: the examples run the installed ltr")
+    script = ("ltr --version\nltr synth --out data --queries 8 --mean-length 5 --seed 3 --quiet\n"
+              "printf 'q1 0 d1 1\\nq1 0 d2 0\\n' > qrels.txt\n"
+              "printf 'q1 Q0 d2 1 2.0 t\\nq1 Q0 d1 2 1.0 t\\n' | ltr eval --qrels qrels.txt --run - --metrics ndcg@2,mrr\n"
+              "ltr train --bogus || echo \"status $?\"\n"
+              "LTR_THREADS=zero ltr --version || echo \"status $?\"\n"   # another environment: the installed ltr
+              "ls data\n")
+    outputs = []
+    for name, env in (("warm", shell_environment), ("plain", _environment())):
+        (tmp_path / name).mkdir()
+        out = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], cwd=tmp_path / name, env=env,
+                             capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+        assert out.returncode == 0, out.stderr
+        outputs.append((out.stdout, out.stderr))
+    assert outputs[0] == outputs[1]
+    stdout, stderr = outputs[0]
+    assert "status 2" in stdout and stdout.rstrip().endswith("test.txt\ntrain.txt\nvalid.txt")
+    assert "0.63093" in stdout  # NDCG@2 of the relevant document at rank 2: 1 / log2(3)
+    assert "ltr train: error: the following arguments are required" in stderr and "LTR_THREADS='zero'" in stderr

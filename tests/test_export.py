@@ -41,9 +41,10 @@ def padded_test_set(path):
 
 @pytest.mark.slow  # ONNX export through torch.export: about 2 s of tracing per model
 @pytest.mark.parametrize("model_args", [
-    ["--model", "mlp", "--hidden", "12,6", "--normalize", "log1p_standard", "--batch-norm", "--dropout", "0.1"],
+    # an ensemble of two MLPs (the graph averages its members; ltr train's default is three)
+    ["--model", "mlp", "--hidden", "12,6", "--normalize", "log1p_standard", "--batch-norm", "--dropout", "0.1", "--ensemble", "2"],
     ["--model", "linear", "--normalize", "standard"],
-    ["--model", "mlp", "--hidden", "12,6", "--normalize", "auto"],  # log, clip and constant mask in the graph
+    ["--model", "mlp", "--hidden", "12,6", "--normalize", "auto", "--ensemble", "1"],  # log, clip and constant mask in the graph
 ], ids=["mlp", "linear", "mlp-auto"])
 def test_exported_files_score_as_ltr_predict(files, tmp_path, model_args, capsys):
     run_dir = tmp_path / "run"

@@ -111,11 +111,11 @@ def test_missing_dask_names_the_extra(monkeypatch):
         require_dask()
 
 
-def quantized_splits(seed: int = 0, levels: int = 32):
-    """2,000 synthetic queries (30 documents on average, 30 features) with each feature cut into
+def quantized_splits(seed: int = 0, levels: int = 32, n_queries: int = 1000):
+    """``n_queries`` synthetic queries (30 documents on average, 30 features) with each feature cut into
     ``levels`` equal-frequency levels. With fewer distinct values than bins, LightGBM's bins do not
     depend on which rows a worker holds, so the comparison below is not blurred by binning."""
-    dss = make_synthetic_splits(n_queries=2000, n_features=30, mean_list_length=30, seed=seed)
+    dss = make_synthetic_splits(n_queries=n_queries, n_features=30, mean_list_length=30, seed=seed)
     x = dss[0].features
     edges = [np.quantile(x[:, j], np.linspace(0, 1, levels + 1)[1:-1]) for j in range(x.shape[1])]
     return [d.with_features(np.stack([np.searchsorted(e, d.features[:, j]) for j, e in enumerate(edges)], 1).astype(np.float32)) for d in dss]

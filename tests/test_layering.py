@@ -255,9 +255,15 @@ def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return [c for c in strongly_connected(graph) if len(c) > 1 or c[0] in graph.get(c[0], ())]
 
 
+@pytest.fixture(scope="module")
+def package_cycles() -> list[list[str]]:
+    """The import circles of the checkout's packages, computed once for the parametrized test below."""
+    return import_cycles(module_graph(ROOT, package_files()))
+
+
 @pytest.mark.parametrize("top", CYCLE_PACKAGES)
-def test_no_import_cycles(top):
-    cycles = import_cycles(module_graph(ROOT, package_files()))
+def test_no_import_cycles(top, package_cycles):
+    cycles = package_cycles
     mine = [c for c in cycles if any(m == top or m.startswith(top + ".") for m in c)]
     assert not mine, f"import circles among {top} modules:\n" + "\n".join(" <-> ".join(c) for c in mine)
 

@@ -91,11 +91,13 @@ def _ranx_case(seed, n_queries=40):
     qrels, run, flat = {}, {}, ([], [], [0], [], [0])
     for j in range(n_queries):
         n = int(rng.integers(2, 15))
-        docs = [f"d{i}" for i in range(n)]
+        # 12-character ids, as those of test_metrics_peers' ranx test: numba compiles ranx's typed dicts once
+        # per id width, so the two tests (one worker, xdist_group "ranx") share those compilations
+        docs = [f"d{i:011d}" for i in range(n)]
         scores = rng.permutation(n).astype(float) + 1.0  # distinct: ranx's own sort decides no tie
         labels = rng.choice([0, 1, 1, 2, 3], size=n)
         judged = {d: int(y) for d, y in zip(docs, labels) if rng.random() < 0.85}
-        judged[f"u{j}"], judged[f"n{j}"] = int(rng.integers(1, 3)), 0  # not retrieved; one judged non-relevant
+        judged[f"u{j:011d}"], judged[f"n{j:011d}"] = int(rng.integers(1, 3)), 0  # not retrieved; one judged non-relevant
         qrels[f"q{j:03d}"], run[f"q{j:03d}"] = judged, dict(zip(docs, scores))
         flat[0].extend(scores)
         flat[1].extend(judged.get(d, np.nan) for d in docs)

@@ -19,6 +19,7 @@ from ltr.train.models import FeatureTransform, MLPScorer
 from ltr.train.trainer import Trainer, predict_scores, seed_everything
 
 SMALL = dict(hidden=(8,), epochs=3, batch_size=8, lr=0.01, seed=3)
+ONE = dict(SMALL, ensemble=1)  # one model, where the default ensemble of three is not the point
 
 
 @pytest.fixture(scope="module")
@@ -82,8 +83,8 @@ def test_params_round_trip_and_clone(data):
 
 def test_data_frames_and_arrays_give_the_same_model(data):
     train, valid, test = data
-    a = NeuralRanker(**SMALL).fit(*arrays(train), eval_set=[arrays(valid)])
-    b = NeuralRanker(**SMALL).fit(frame(train), train.labels, eval_set=[(frame(valid), valid.labels)])
+    a = NeuralRanker(**ONE).fit(*arrays(train), eval_set=[arrays(valid)])
+    b = NeuralRanker(**ONE).fit(frame(train), train.labels, eval_set=[(frame(valid), valid.labels)])
     np.testing.assert_array_equal(a.predict(test.features), b.predict(frame(test)))
     assert list(b.feature_names_in_) == [f"feat_{j}" for j in range(6)]
     assert b.score(frame(test), test.labels) == a.score(*arrays(test))
@@ -109,7 +110,7 @@ def _manual_folds(df, y, groups, scorer):
     """What cross_val_score should give, fold by fold, with the estimator fitted by hand."""
     out = []
     for tr, te in GroupKFold(n_splits=3).split(df, y, groups):
-        est = NeuralRanker(**SMALL).fit(df.iloc[tr], y[tr])
+        est = NeuralRanker(**ONE).fit(df.iloc[tr], y[tr])
         out.append(scorer(est, df.iloc[te], y[te]))
     return out
 
@@ -118,12 +119,12 @@ def test_group_k_fold_cross_validation_with_the_ranking_scorer(data):
     ds = make_ds(30, 44)
     df, y = frame(ds), ds.labels
     scorer = ranking_scorer("ndcg@10")
-    scores = cross_val_score(NeuralRanker(**SMALL), df, y, groups=df["qid"], cv=GroupKFold(n_splits=3), scoring=scorer)
+    scores = cross_val_score(NeuralRanker(**ONE), df, y, groups=df["qid"], cv=GroupKFold(n_splits=3), scoring=scorer)
     np.testing.assert_allclose(scores, _manual_folds(df, y, df["qid"].to_numpy(), scorer), rtol=0, atol=1e-12)
     assert np.all((scores > 0) & (scores <= 1))
     # numpy arrays with scikit-learn's metadata routing: qid reaches fit and the scorer
     x, _, qid = arrays(ds)
     with sklearn.config_context(enable_metadata_routing=True):
-        routed = cross_validate(NeuralRanker(**SMALL).set_fit_request(qid=True), x, y, cv=GroupKFold(n_splits=3),
+        routed = cross_validate(NeuralRanker(**ONE).set_fit_request(qid=True), x, y, cv=GroupKFold(n_splits=3),
                                 scoring=scorer, params={"qid": qid, "groups": qid})
     np.testing.assert_allclose(routed["test_score"], scores, rtol=0, atol=1e-12)

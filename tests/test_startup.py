@@ -75,17 +75,20 @@ def _env() -> dict:
     return env
 
 
+@pytest.mark.xdist_group("startup")  # one worker runs the probe (a fresh interpreter that ends importing torch)
 @pytest.mark.parametrize("step", ["import metrics", "import ltr.data", "ltr --help", "ltr eval",
                                   "from ltr.study import markdown_table"])
 def test_light_steps_load_no_heavy_library(loaded, step):
     assert loaded[step] == [], f"{step} loaded {loaded[step]}"
 
 
+@pytest.mark.xdist_group("startup")  # one worker runs the probe (a fresh interpreter that ends importing torch)
 def test_every_sub_command_help_loads_no_heavy_library(loaded):
     # building every command's parser imports every command module
     assert loaded["every command's --help"] == []
 
 
+@pytest.mark.xdist_group("startup")  # one worker runs the probe (a fresh interpreter that ends importing torch)
 def test_import_losses_loads_torch_but_not_scipy_or_lightgbm(loaded):
     assert loaded["import losses"] == ["torch"]  # the losses are torch modules, and nothing else heavy
 

@@ -33,6 +33,7 @@ def test_same_seed_same_arrays_other_seed_other_arrays():
     assert not np.array_equal(a.features[:50], c.features[:50])
 
 
+@pytest.mark.xdist_group("mslr_like")  # one worker builds the module fixture (seconds), not both
 def test_shape_matches_the_mslr_spec(mslr_like):
     ds, _ = mslr_like
     lengths = ds.query_lengths
@@ -50,6 +51,7 @@ def test_shape_matches_the_mslr_spec(mslr_like):
     json.dumps(ds.meta["description"])  # JSON-able
 
 
+@pytest.mark.xdist_group("mslr_like")  # one worker builds the module fixture (seconds), not both
 def test_users_have_heavy_tailed_activity(mslr_like):
     ds, _ = mslr_like
     per_user = np.bincount(ds.user_ids)

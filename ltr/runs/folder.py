@@ -163,17 +163,17 @@ def claim_folder(dest: str | os.PathLike, kind: str, *, option: str = "--out",
 
 def versions() -> dict[str, str]:
     """Versions of python, the numeric libraries and ltr, for summaries."""
+    import importlib.metadata
+
     import numpy
     import torch
 
     import ltr
 
     out = {"python": platform.python_version(), "numpy": numpy.__version__, "torch": torch.__version__, "ltr": ltr.__version__}
-    try:
-        import lightgbm
-
-        out["lightgbm"] = lightgbm.__version__
-    except ImportError:  # pragma: no cover - lightgbm is a runtime dependency
+    try:  # the installed distribution's version, without importing LightGBM (it pulls scikit-learn and SciPy: seconds)
+        out["lightgbm"] = importlib.metadata.version("lightgbm")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - lightgbm is a runtime dependency
         out["lightgbm"] = "absent"
     out["platform"] = platform.platform()
     return out
