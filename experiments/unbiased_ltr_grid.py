@@ -12,7 +12,7 @@ attraction a(rel) = eps + (1 - eps)(2^rel - 1)/(2^max - 1)), run over
 * click models given as ``name[:eta]``: ``pbm:0.5``, ``pbm:2`` (theta_r = r^-eta), ``trust:1`` (PBM
   with trust bias), ``cascade``, ``dbn`` (these two have no eta);
 * estimators of ``ltr clicks train`` (naive, ips with the simulator's propensities, dla, rem, affine
-  on trust logs) and three that also label the items the logger did not show, from regression EM
+  on trust logs; rem-gbdt is rem with ``--em-relevance gbdt``) and three that also label the items the logger did not show, from regression EM
   (logistic relevance gamma(x), propensities theta_r) fitted on the same log:
 
       dm:      label = gamma(x) for every item of a training query (the direct method)
@@ -152,6 +152,9 @@ def click_estimators(train, valid, log, est, make, cfg, em, args):
     if est == "rem":
         model, info = fit_on_clicks(train, valid, log, "ips", make, config=cfg, clip=0.01, curve=em.theta)
         return model, em.theta
+    if est == "rem-gbdt":  # regression EM with LightGBM relevance (50 trees per M-step), what --em-relevance gbdt runs
+        model, info = fit_on_clicks(train, valid, log, "rem", make, config=cfg, clip=0.01, em_relevance="gbdt")
+        return model, info["propensity"]
     model, info = fit_on_clicks(train, valid, log, est, make, config=cfg, clip=0.01)
     return model, info.get("propensity") if est == "dla" else None
 

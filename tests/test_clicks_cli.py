@@ -226,3 +226,35 @@ def test_clicks_train_initial_weights_follow_the_seed(data_file, tmp_path, capsy
     assert len(params[0]) > 0
     assert all(torch.equal(a, b) for a, b in zip(params[0], params[1]))  # same seed: the same weights, bit for bit
     assert not all(torch.equal(a, c) for a, c in zip(params[0], params[2]))  # another seed: other weights
+
+
+def test_train_rem_with_gbdt_relevance(data_file, tmp_path, capsys):
+    # --em-relevance reaches regression EM: the recorded propensities are those of EM run directly with
+    # that relevance model (seed 0, 200 iterations), from the in-memory log and from the streamed Parquet one.
+    from ltr.clicks.unbiased_training import estimate_rem_curve
+    from ltr.data import load_svmlight
+
+    path, _, _ = data_file
+    sim = tmp_path / "sim"
+    assert main(["clicks", "simulate", "--data", str(path), "--out", str(sim), "--top-k", "6",
+                 "--sessions-per-query", "30", "--seed", "2", "--quiet"]) == 0
+    assert main(["clicks", "simulate", "--data", str(path), "--out", str(tmp_path / "simp"), "--top-k", "6",
+                 "--sessions-per-query", "30", "--seed", "2", "--format", "parquet", "--quiet"]) == 0
+    train = load_svmlight(path)
+    expected = {rel: estimate_rem_curve(train, ClickLog.load(sim / "clicks.npz"), relevance=rel, seed=0)
+                for rel in ("logistic", "gbdt")}
+    assert np.abs(expected["gbdt"] - expected["logistic"]).max() > 1e-3  # the two models give different curves
+    base = ["clicks", "train", "--data", str(path), "--valid", str(path), "--epochs", "1", "--model", "linear",
+            "--estimator", "rem"]
+    for rel, log_path in (("gbdt", sim / "clicks.npz"), ("gbdt", tmp_path / "simp" / "clicks.parquet"),
+                          ("logistic", sim / "clicks.npz")):
+        out = tmp_path / f"m_{rel}_{log_path.suffix[1:]}"
+        extra = [] if rel == "logistic" else ["--em-relevance", rel]
+        assert main(base + ["--log", str(log_path), "--out", str(out)] + extra) == 0, capsys.readouterr().err
+        info = json.loads((out / "clicks_training.json").read_text())
+        assert info["propensity_source"] == f"regression EM ({rel})"
+        np.testing.assert_allclose(info["propensity"], expected[rel], rtol=1e-6)
+    capsys.readouterr()
+    assert main(base[:-1] + ["ips", "--log", str(sim / "clicks.npz"), "--out", str(tmp_path / "x"),
+                             "--em-relevance", "gbdt"]) == 2
+    assert "applies to --estimator rem only" in capsys.readouterr().err

@@ -195,6 +195,9 @@ def _register_train(sub, fmt) -> None:
                    help="ips only: the logged (true) propensities, or estimated from the log's intervention traffic")
     t.add_argument("--clip", type=number(above=0, max=1), default=0.01, help="propensities (and trust alpha) floored at this value: weights at most 1/clip")
     t.add_argument("--max-weight", type=number(min=1), default=100.0, help="dla: clip of its inverse-propensity and inverse-relevance weights")
+    t.add_argument("--em-relevance", default="logistic", choices=("logistic", "gbdt"),
+                   help="rem: the relevance model of regression EM's M-step (logistic regression, or LightGBM "
+                   "cross-entropy, 50 trees per step)")
     t.add_argument("--loss", default="softmax", help="a loss of `losses` that takes item weights (softmax, listnet, ranknet, lambdarank, mse, ...)")
     t.add_argument("--model", default="mlp", choices=("linear", "mlp"), help="the scorer: linear or a multi-layer perceptron")
     t.add_argument("--hidden", default="64,32", help="mlp hidden widths, comma separated")
@@ -626,6 +629,8 @@ def run_train(args) -> int:
     valid = load_data_file(args.valid, "valid", train.n_features, data_options(args), **format_options(args, "data"))
     if args.propensity != "logged" and args.estimator != "ips":
         raise LtrError(f"--propensity {args.propensity} applies to --estimator ips only")
+    if args.em_relevance != "logistic" and args.estimator != "rem":
+        raise LtrError(f"--em-relevance {args.em_relevance} applies to --estimator rem only")
     try:
         loss = losses.get_loss(args.loss)
     except (ValueError, TypeError) as exc:
@@ -722,7 +727,7 @@ def _fit_from_log(args, train, valid, loss, cfg):
         if curve is not None and len(curve) < agg.position.max():
             curve = est.curve(int(agg.position.max()))
         model, info = fit_on_aggregate(train, valid, agg, args.estimator, make, loss=loss, config=cfg, clip=args.clip,
-                                       curve=curve, curve_source=source)
+                                       curve=curve, curve_source=source, em_relevance=args.em_relevance)
         info["click_model"] = agg.meta.get("model")
         return model, info, agg.n_sessions
     log = _train_log(args, train)
@@ -731,7 +736,7 @@ def _fit_from_log(args, train, valid, loss, cfg):
         est = _estimate(log, args.propensity, None, 0.95)
         curve, source = est.curve(int(log.position.max())), f"estimated from {args.propensity} traffic"
     model, info = fit_on_clicks(train, valid, log, args.estimator, make, loss=loss, config=cfg, clip=args.clip,
-                                curve=curve, curve_source=source, max_weight=args.max_weight)
+                                curve=curve, curve_source=source, max_weight=args.max_weight, em_relevance=args.em_relevance)
     info["click_model"] = log.meta.get("model")
     return model, info, log.n_sessions
 
