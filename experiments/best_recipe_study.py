@@ -146,37 +146,40 @@ def score_test(folder: Path, test) -> np.ndarray:
     return np.asarray(ev.per_query[NDCG10], dtype=np.float64)
 
 
-def run_model(command: str, options: list[str], files, seed: int, out: Path, test) -> dict:
-    """One ``ltr gbdt`` / ``ltr train`` run kept in ``out``; its valid and test NDCG@10, per-query test values."""
-    train, valid, test_file = files
+def _run_ltr(argv: list[str], out: Path, test) -> tuple[float, dict, np.ndarray]:
+    """``ltr ARGV`` writing the folder ``out`` (emptied first): its wall time, ``summary.json`` and per-query
+    test NDCG@10 (:func:`score_test`)."""
     shutil.rmtree(out, ignore_errors=True)
-    argv = [command, "--train", str(train), "--valid", str(valid), "--test", str(test_file), "--out", str(out),
-            "--quiet", *options, *(["--seed", str(seed)] if seed else [])]
     t0 = time.perf_counter()
     if quiet_ltr(argv) != 0:
         raise SystemExit(f"ltr {shlex.join(argv)} failed")
     wall = time.perf_counter() - t0
-    summary = json.loads((out / "summary.json").read_text())
-    per_query = score_test(out, test)
+    return wall, json.loads((out / "summary.json").read_text()), score_test(out, test)
+
+
+def _listed(per_query: np.ndarray) -> list:
+    return [None if math.isnan(v) else float(v) for v in per_query]
+
+
+def run_model(command: str, options: list[str], files, seed: int, out: Path, test) -> dict:
+    """One ``ltr gbdt`` / ``ltr train`` run kept in ``out``; its valid and test NDCG@10, per-query test values."""
+    train, valid, test_file = files
+    argv = [command, "--train", str(train), "--valid", str(valid), "--test", str(test_file), "--out", str(out),
+            "--quiet", *options, *(["--seed", str(seed)] if seed else [])]
+    wall, summary, per_query = _run_ltr(argv, out, test)
     if abs(np.nanmean(per_query) - summary["metrics"]["test"][NDCG10]) > 1e-6:
         raise SystemExit(f"{out}: per-query mean {np.nanmean(per_query)} != summary {summary['metrics']['test'][NDCG10]}")
     shutil.rmtree(out / "tensorboard", ignore_errors=True)
     return {"valid": summary["metrics"]["valid"][NDCG10], "test": float(np.nanmean(per_query)), "wall_s": wall,
-            "per_query": [None if math.isnan(v) else float(v) for v in per_query], "argv": argv[:1] + options}
+            "per_query": _listed(per_query), "argv": argv[:1] + options}
 
 
 def run_blend(members: list[Path], files, out: Path, test, rule: str = "search") -> dict:
     """``ltr blend --weights RULE`` of ``members`` on the validation file; its weights and per-query test values."""
-    shutil.rmtree(out, ignore_errors=True)
     argv = ["blend", "--models", *map(str, members), "--valid", str(files[1]), "--out", str(out), "--weights", rule]
-    t0 = time.perf_counter()
-    if quiet_ltr(argv) != 0:
-        raise SystemExit(f"ltr {shlex.join(argv)} failed")
-    wall = time.perf_counter() - t0
-    summary = json.loads((out / "summary.json").read_text())
-    per_query = score_test(out, test)
+    wall, summary, per_query = _run_ltr(argv, out, test)
     return {"valid": summary["metrics"]["valid"]["blend"], "test": float(np.nanmean(per_query)), "wall_s": wall,
-            "weights": summary["weights"], "per_query": [None if math.isnan(v) else float(v) for v in per_query]}
+            "weights": summary["weights"], "per_query": _listed(per_query)}
 
 
 def candidates(neural_options: list[str]) -> dict[str, tuple[str, list[str]]]:
