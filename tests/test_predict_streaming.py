@@ -14,8 +14,8 @@ torch = pytest.importorskip("torch")
 import ltr.commands.predict as predict_mod  # noqa: E402
 import ltr.data.streamed as streamed_mod  # noqa: E402
 from ltr.cli import main  # noqa: E402
-from ltr.data import convert_to_store, save_svmlight, to_parquet  # noqa: E402
-from ltr.data.streamed import StreamedData, compact_labels, open_streamed, predict_in_query_blocks  # noqa: E402
+from ltr.data import convert_to_store, load_svmlight, save_svmlight, to_parquet  # noqa: E402
+from ltr.data.streamed import StreamedData, compact_labels, open_streamed, predict_in_blocks, predict_in_query_blocks  # noqa: E402
 from ltr.data.synthetic import make_synthetic_splits  # noqa: E402
 from ltr.gbdt.lightgbm import save_booster, train_lightgbm  # noqa: E402
 from ltr.train.models import build_model, save_model  # noqa: E402
@@ -118,3 +118,21 @@ def test_streamed_labels_are_held_compact_and_read_as_float64(files):
     np.testing.assert_array_equal(ds.labels, np.load(files / "test.store" / "labels.npy"))
     assert compact_labels([0.5, 3.0]).dtype == np.float32 and compact_labels([0.1, 300.0]).dtype == np.float64
     assert compact_labels([np.nan, 1.0]).dtype == np.float64 and compact_labels([256.0]).dtype == np.float32
+
+
+def test_exact_blocks_hold_exactly_rows_rows_across_parquet_files(files, tmp_path):
+    """A Parquet folder of two files: plain blocks end at the first file's end (a short block there),
+    exact blocks are 64 rows each (the last the rest); both give the row-wise scores of the whole matrix."""
+    test = load_svmlight(files / "test.txt")
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    to_parquet(test.subset(np.arange(100)), folder / "a.parquet")
+    to_parquet(test.subset(np.arange(100, test.n_queries)), folder / "b.parquet")
+    ds, whole = open_streamed(folder, "test"), test.features
+    sizes = {True: [], False: []}
+    for exact in (True, False):
+        got = predict_in_blocks(lambda b: sizes[exact].append(len(b)) or b[:, 0] * 2.0 - b[:, 1], ds, 64, exact=exact)
+        np.testing.assert_array_equal(got, whole[:, 0] * 2.0 - whole[:, 1])
+    n, first = len(whole), int(test.query_offsets[100])
+    assert sizes[True] == [64] * (n // 64) + ([n % 64] if n % 64 else [])
+    assert first % 64 and sizes[False][first // 64] == first % 64 and sum(sizes[False]) == n

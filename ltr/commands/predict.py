@@ -170,20 +170,15 @@ def score_data(score, ds, rows: int | None = None) -> np.ndarray:
     same bit for bit. (A listwise model pads the queries of a block into batches that can differ
     from the one call's at the blocks' edges: the same scores to float rounding.)
     """
-    from ltr.data.streamed import RowReader, block_rows, is_streamed, predict_in_query_blocks
+    from ltr.data.streamed import block_rows, is_streamed, predict_in_blocks, predict_in_query_blocks
 
     if not is_streamed(ds):
         return score(ds.features, ds.query_offsets)
     rows = block_rows(ds.n_features) if rows is None else int(rows)
     if getattr(score, "whole_queries", True):
         return predict_in_query_blocks(score, ds, rows)
-    unit = max(1, rows // SCORE_ROWS) * SCORE_ROWS
-    reader = RowReader(ds, unit)  # exact blocks of `unit` rows, whatever the sizes of a Parquet file's batches
-    scores = np.empty(ds.n_items, dtype=np.float64)
-    for a in range(0, ds.n_items, unit):
-        b = min(ds.n_items, a + unit)
-        scores[a:b] = np.asarray(score(reader.rows_between(a, b)), dtype=np.float64).reshape(-1)
-    return scores
+    # exact blocks of a multiple of SCORE_ROWS rows, whatever the sizes of a Parquet file's batches
+    return predict_in_blocks(score, ds, max(1, rows // SCORE_ROWS) * SCORE_ROWS, exact=True)
 
 
 def run(args) -> int:

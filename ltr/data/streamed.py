@@ -130,12 +130,23 @@ def feature_blocks(ds, rows: int) -> Iterator[tuple[int, np.ndarray]]:
     return row_blocks(ds.features, rows)
 
 
-def predict_in_blocks(predict: Callable[[np.ndarray], np.ndarray], ds, rows: int | None = None) -> np.ndarray:
+def predict_in_blocks(predict: Callable[[np.ndarray], np.ndarray], ds, rows: int | None = None, *,
+                      exact: bool = False) -> np.ndarray:
     """Scores [N] float64: ``predict(block)`` of each row block of ``ds`` (memory: one block and the
-    scores). Row-wise models (GBDTs) give exactly the scores of one call on the whole matrix."""
+    scores). Row-wise models (GBDTs) give exactly the scores of one call on the whole matrix.
+
+    The blocks hold about ``rows`` rows (a Parquet file's batches decide); with ``exact`` every block
+    but the last holds exactly ``rows`` (:class:`RowReader`), for a ``predict`` that batches rows itself
+    and must see the batches of one call on the whole matrix.
+    """
     rows = block_rows(ds.n_features) if rows is None else int(rows)
     scores = np.empty(ds.n_items, dtype=np.float64)
-    for start, block in feature_blocks(ds, rows):
+    if exact and is_streamed(ds):
+        reader = RowReader(ds, rows)
+        blocks = ((a, reader.rows_between(a, min(ds.n_items, a + rows))) for a in range(0, ds.n_items, rows))
+    else:
+        blocks = feature_blocks(ds, rows)
+    for start, block in blocks:
         scores[start : start + block.shape[0]] = np.asarray(predict(block), dtype=np.float64).reshape(-1)
     return scores
 
