@@ -60,7 +60,7 @@ def stream_click_cells(path: str | os.PathLike, dataset, *, ids: str = "auto", b
     a time; ``ids``: how its query and doc columns name the rows of ``dataset`` (:mod:`ltr.clicks.log_ids`)."""
     from ltr.clicks.list_stream import check_session_order
     from ltr.clicks.log_ids import LogIds
-    from ltr.clicks.log_stream import _POS_BITS, _batch_rows, _reduce, id_mode, iter_log_batches, read_log_meta
+    from ltr.clicks.log_stream import _batch_rows, _reduce, cell_key, cell_of, id_mode, iter_log_batches, merge_cells, read_log_meta
 
     mapper = LogIds(dataset, id_mode(path, ids))
     key, sums = np.zeros(0, dtype=np.int64), [np.zeros(0)] * 2
@@ -76,9 +76,10 @@ def stream_click_cells(path: str | os.PathLike, dataset, *, ids: str = "auto", b
         new = np.r_[session[0] != last, session[1:] != session[:-1]]  # the first row of each session not yet counted
         sessions += np.bincount(query[new], minlength=dataset.n_queries)
         last = int(session[-1])
-        k, s = _reduce(rows * (1 << _POS_BITS) + (pos - 1), [click, _inverse(click, p, clip)])
-        key, sums = _reduce(np.concatenate([key, k]), [np.concatenate([a, b]) for a, b in zip(sums, s)])
-    return ClickCells(doc=key >> _POS_BITS, position=(key & ((1 << _POS_BITS) - 1)) + 1, clicks=sums[0], ips=sums[1],
+        k, s = _reduce(cell_key(rows, pos), [click, _inverse(click, p, clip)])
+        key, sums = merge_cells(key, sums, k, s)
+    doc, position = cell_of(key)
+    return ClickCells(doc=doc, position=position, clicks=sums[0], ips=sums[1],
                       sessions=sessions, clip=clip, meta=read_log_meta(path))
 
 

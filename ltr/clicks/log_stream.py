@@ -176,6 +176,21 @@ def _reduce(key: np.ndarray, values: list[np.ndarray]) -> tuple[np.ndarray, list
     return uniq, [np.bincount(inv, weights=v, minlength=len(uniq)) for v in values]
 
 
+def cell_key(index: np.ndarray, position: np.ndarray) -> np.ndarray:
+    """The key of each (row or query index, position) cell: ``index * 2^20 + (position - 1)``."""
+    return index * (1 << _POS_BITS) + (position - 1)
+
+
+def cell_of(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(index, position)`` of each :func:`cell_key`."""
+    return key >> _POS_BITS, (key & ((1 << _POS_BITS) - 1)) + 1
+
+
+def merge_cells(key: np.ndarray, sums: list[np.ndarray], batch_key: np.ndarray, batch_sums: list[np.ndarray]):
+    """The running per-cell sums ``(key, sums)`` with one batch's reduced cells added."""
+    return _reduce(np.concatenate([key, batch_key]), [np.concatenate([a, b]) for a, b in zip(sums, batch_sums)])
+
+
 def _batch_rows(cols: dict, ids, where) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """One batch's ``(query index, row, position, click, propensity)`` after the checks and the id mapping
     (of every row, so that an error names the row of the file); propensity 1 when the log has none."""
@@ -192,7 +207,7 @@ def _batch_rows(cols: dict, ids, where) -> tuple[np.ndarray, np.ndarray, np.ndar
 def _batch_cells(cols: dict, ids, where, modes, clip) -> tuple[np.ndarray, list[np.ndarray]]:
     """One batch's cell keys and (n, clicks, ips) sums (:func:`_batch_rows`), keeping the sessions of ``modes``."""
     _, rows, pos, click, p = _batch_rows(cols, ids, where)
-    key = rows * (1 << _POS_BITS) + (pos - 1)
+    key = cell_key(rows, pos)
     values = [np.ones(len(key)), click, click / np.maximum(p, clip)]
     if modes is not None:
         mode = cols.get("session_mode", np.zeros(len(pos), dtype=np.int8))
@@ -202,8 +217,8 @@ def _batch_cells(cols: dict, ids, where, modes, clip) -> tuple[np.ndarray, list[
 
 
 def _finish(key, sums, ids, clip, meta, n_entries, n_batches) -> LogAggregate:
-    doc = key >> _POS_BITS
-    return LogAggregate(doc=doc, query=ids.row_query[doc], position=(key & ((1 << _POS_BITS) - 1)) + 1,
+    doc, position = cell_of(key)
+    return LogAggregate(doc=doc, query=ids.row_query[doc], position=position,
                         n=sums[0], clicks=sums[1], ips=sums[2], clip=clip, meta=meta, n_entries=n_entries,
                         n_batches=n_batches)
 
@@ -221,7 +236,7 @@ def aggregate_log(path: str | os.PathLike, dataset, *, ids: str = "auto", batch_
     columns = ["query", "doc", "position", "click", "propensity", "session_mode"]
     for where, cols in iter_log_batches(path, columns, batch_size):
         k, s = _batch_cells(cols, mapper, where, modes, clip)
-        key, sums = _reduce(np.concatenate([key, k]), [np.concatenate([a, b]) for a, b in zip(sums, s)])
+        key, sums = merge_cells(key, sums, k, s)
         n_entries += int(s[0].sum())
         n_batches += 1
     return _finish(key, sums, mapper, clip, read_log_meta(path), n_entries, n_batches)
@@ -309,7 +324,7 @@ def aggregate_dataset(dataset, agg: LogAggregate, values: np.ndarray):
 
 def _per_query_position(agg: LogAggregate) -> np.ndarray:
     """Per cell: the impressions of its (query, position), summed over the query's rows."""
-    key = agg.query * (1 << _POS_BITS) + (agg.position - 1)
+    key = cell_key(agg.query, agg.position)
     _, inv = np.unique(key, return_inverse=True)
     inv = inv.ravel()
     return np.bincount(inv, weights=agg.n)[inv]
