@@ -230,6 +230,11 @@ def test_bad_members_and_widths_are_refused(members, tmp_path, capsys):
         assert main(base + argv) == 2
         assert __import__("re").search(message, capsys.readouterr().err), message
         assert not (tmp_path / "b").exists()
+    with pytest.raises(SystemExit) as stop:  # argparse's own refusal: one line, exit 2
+        main(base + ["--models", str(root / "lin"), "--valid", str(root / "valid.txt"), "--weights", "best"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "--weights: invalid choice: 'best'" in err and "Traceback" not in err
+    assert not (tmp_path / "b").exists()
     assert main(base + ["--models", str(root / "lin"), "--valid", str(root / "valid.txt")]) == 0
     assert main(["blend", "--out", str(tmp_path / "c"), "--models", str(tmp_path / "b"), "--valid",
                  str(root / "valid.txt")]) == 2
