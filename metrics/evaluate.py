@@ -503,9 +503,14 @@ def _share_bounds(n_items: int, labels: Any, query_offsets: Any, parts: int) -> 
 
 
 def _chunk_bounds(n_items: int, labels: Any, query_offsets: Any, threads: int) -> np.ndarray | None:
-    """Query indices cutting the queries into chunks of about :data:`CHUNK_ITEMS` items, at least one
-    per thread (:func:`_share_bounds`); None to evaluate the whole input at once."""
-    return _share_bounds(n_items, labels, query_offsets, max(threads, -(-n_items // CHUNK_ITEMS)))
+    """Query indices cutting the queries into chunks of about :data:`CHUNK_ITEMS` items, a multiple of
+    ``threads`` of them (:func:`_share_bounds`); None to evaluate the whole input at once.
+
+    A multiple, so that every thread gets as many chunks: 13 chunks on 2 threads would leave one
+    thread a seventh chunk to do alone (at most 13 / 7 = 1.86x), 14 share evenly.
+    """
+    chunks = -(-n_items // CHUNK_ITEMS)
+    return _share_bounds(n_items, labels, query_offsets, -(-chunks // threads) * threads)
 
 
 def _threaded_values(specs, threads, s, labels, query_offsets, doc_ids, item_gain, qrels_labels, qrels_offsets):

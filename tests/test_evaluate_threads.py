@@ -131,6 +131,18 @@ def test_share_bounds_balance_items_and_keep_small_inputs_on_one_thread():
         ev.MIN_ITEMS_PER_THREAD = old
 
 
+def test_chunks_come_in_a_multiple_of_the_threads(monkeypatch):
+    # 13 items' worth of chunks on 2 threads would give one thread 7 chunks and the other 6
+    offsets = np.arange(0, 1301, 10)  # 130 queries of 10 items
+    monkeypatch.setattr(ev, "MIN_ITEMS_PER_THREAD", 1)
+    monkeypatch.setattr(ev, "CHUNK_ITEMS", 100)
+    for threads, chunks in [(1, 13), (2, 14), (3, 15), (4, 16), (5, 15)]:
+        bounds = ev._chunk_bounds(1300, [0] * 1300, offsets, threads)
+        assert bounds.size - 1 == chunks, threads
+        items = np.diff(offsets[bounds])
+        assert items.max() - items.min() <= 10  # one query at most between the largest and the smallest
+
+
 def test_ltr_eval_threads_prints_the_same_report(tmp_path, monkeypatch):
     from ltr.cli import main
 
