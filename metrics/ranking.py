@@ -31,7 +31,7 @@ Other tie rules use ``np.lexsort`` (slower, exact).
 
 from __future__ import annotations
 
-from functools import cached_property
+from metrics._cached import cached_attribute
 from typing import Any
 
 import numpy as np
@@ -466,17 +466,17 @@ class RankedLists:
         self._cache: dict = {}
 
     # ---- the shared ordering -------------------------------------------------------------
-    @cached_property
+    @cached_attribute
     def qidx(self) -> np.ndarray:
         """[N] query index of each row (also of each row of the ranked order: queries keep their rows)."""
         return np.repeat(np.arange(self.n_queries, dtype=np.int64), self.lengths)
 
-    @cached_property
+    @cached_attribute
     def pos(self) -> np.ndarray:
         """[N] 0-based position of each row inside its query (= rank - 1 in the ranked order)."""
         return np.arange(self.n_items, dtype=np.int64) - np.repeat(self.starts, self.lengths)
 
-    @cached_property
+    @cached_attribute
     def perm(self) -> np.ndarray:
         """[N] rows in ranked order (query-major)."""
         if self.conventions.ties in ("stable", "average"):
@@ -489,7 +489,7 @@ class RankedLists:
             return perm
         return _order(self.scores, self.offsets, self.conventions.ties, self.labels, self.doc_ids)
 
-    @cached_property
+    @cached_attribute
     def max_len(self) -> int:
         return int(self.lengths.max()) if self.n_queries else 0
 
@@ -567,7 +567,7 @@ class RankedLists:
         return self._cache["gains_full"]
 
     # ---- tie averaging (scikit-learn's ndcg_score) ----------------------------------------
-    @cached_property
+    @cached_attribute
     def _tie_groups(self) -> np.ndarray:
         """[N] tie-group id of each item in ranked order (equal score within one query)."""
         s = self.scores[self.perm]
@@ -723,7 +723,7 @@ class RankedLists:
             return self.qrels_labels, self.qrels_offsets
         return self.labels, self.offsets
 
-    @cached_property
+    @cached_attribute
     def _level_counts(self):
         """Items per (query, grade) when the judged labels are a few integer grades, else None.
 

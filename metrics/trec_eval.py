@@ -57,7 +57,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from functools import cached_property
+from metrics._cached import cached_attribute
 from typing import Any
 
 import numpy as np
@@ -359,11 +359,11 @@ class TrecLists:
         return counts.reshape(self.n_queries, n_levels)
 
     # ---- shared counts ----------------------------------------------------------------------
-    @cached_property
+    @cached_attribute
     def is_rel(self) -> np.ndarray:
         return self.codes >= self.threshold
 
-    @cached_property
+    @cached_attribute
     def hits(self) -> np.ndarray:
         """[N'] relevant documents at ranks 1..r (inclusive)."""
         return _seg_cumsum(self.is_rel.astype(np.int64), self.starts, self.lengths)
@@ -371,17 +371,17 @@ class TrecLists:
     def _count(self, flags: np.ndarray) -> np.ndarray:
         return np.bincount(self.qidx, weights=flags, minlength=self.n_queries)
 
-    @cached_property
+    @cached_attribute
     def num_rel(self) -> np.ndarray:
         lv = np.arange(self.levels.shape[1])
         return self.levels[:, lv >= self.threshold].sum(axis=1).astype(np.float64)
 
-    @cached_property
+    @cached_attribute
     def num_nonrel(self) -> np.ndarray:
         lv = np.arange(self.levels.shape[1])
         return self.levels[:, lv < self.threshold].sum(axis=1).astype(np.float64)
 
-    @cached_property
+    @cached_attribute
     def rel_ret(self) -> np.ndarray:
         return self._count(self.is_rel)
 
@@ -396,7 +396,7 @@ class TrecLists:
         f = flags.astype(np.int64)
         return _seg_cumsum(f, self.starts, self.lengths) - f
 
-    @cached_property
+    @cached_attribute
     def _judged_nonrel(self) -> np.ndarray:
         return (self.codes >= 0) & ~self.is_rel
 
@@ -504,7 +504,7 @@ class TrecLists:
         nonrel_before = (self.pos + 1 - self.hits).astype(np.float64)  # ranks above r not relevant
         return self._div(self._per_relevant(1.0 / np.log2(2.0 + nonrel_before)), self.num_rel)
 
-    @cached_property
+    @cached_attribute
     def _interpolated(self) -> np.ndarray:
         """[Q, ...] flat over relevant retrieved documents: max precision at or below each one."""
         rel_pos = np.flatnonzero(self.is_rel)
@@ -557,7 +557,7 @@ class TrecLists:
             self._gain_cache[pairs] = (g, ideal, ideal_off)
         return self._gain_cache[pairs]
 
-    @cached_property
+    @cached_attribute
     def _ideal_total(self) -> np.ndarray:
         _, ideal, off = self._gains(())
         return np.add.reduceat(np.append(ideal, 0.0), off[:-1]) * (np.diff(off) > 0)

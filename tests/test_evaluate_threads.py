@@ -10,6 +10,7 @@ threshold lowered so that a few hundred items are split, and compare with ``np.a
 from __future__ import annotations
 
 import importlib
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -167,3 +168,30 @@ def test_ltr_eval_threads_prints_the_same_report(tmp_path, monkeypatch):
     assert reports[0] == reports[1]
     assert '"ndcg@10"' in reports[0]
     assert calls == [1, 3]  # --threads reached metrics.evaluate
+
+
+def test_cached_attributes_of_two_instances_are_computed_at_once():
+    # functools.cached_property on Python 3.11 holds one lock per property across all instances:
+    # the second thread could not enter its computation while the first waits in its own, and the
+    # barrier below would break; metrics' ranked lists (one per chunk of queries) use cached_attribute
+    import threading
+
+    from metrics._cached import cached_attribute
+    from metrics.ranking import RankedLists
+    from metrics.trec_eval import TrecLists
+
+    barrier = threading.Barrier(2, timeout=10)
+
+    class Lists:
+        @cached_attribute
+        def perm(self):
+            barrier.wait()  # both threads are inside a computation at the same time
+            return id(self)
+
+    a, b = Lists(), Lists()
+    with ThreadPoolExecutor(2) as pool:
+        got = list(pool.map(lambda x: x.perm, [a, b]))
+    assert got == [id(a), id(b)] and a.perm == id(a)  # stored: the second read does not wait again
+    for cls in (RankedLists, TrecLists):
+        lazy = [name for name, v in vars(cls).items() if isinstance(v, cached_attribute)]
+        assert lazy and not [n for n, v in vars(cls).items() if type(v).__name__ == "cached_property"], cls
