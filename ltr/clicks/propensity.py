@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ltr.clicks.click_models import MODE_RANDOMIZED, MODE_SWAP, ClickLog
+from ltr.clicks.click_models import ClickLog
 from ltr.errors import LtrError
 
 __all__ = [
@@ -76,10 +76,6 @@ class PropensityEstimate:
         ]
 
 
-def _shown_per_session(log: ClickLog) -> np.ndarray:
-    return np.bincount(log.session, minlength=log.n_sessions)
-
-
 def _default_positions(log: ClickLog, n_positions: int | None) -> int:
     if n_positions is not None:
         if n_positions < 1:
@@ -119,74 +115,92 @@ def ratio_interval(clicks_r, n_r, clicks_1, n_1, confidence: float) -> tuple[np.
         return low_r / high_1, np.where(low_1 > 0, high_r / np.where(low_1 > 0, low_1, 1.0), np.inf)
 
 
-def estimate_from_randomized(log: ClickLog, n_positions: int | None = None, *, confidence: float = 0.95) -> PropensityEstimate:
+def _sums_and_positions(source, n_positions: int | None):
+    """``(sums, n_positions)`` of a :class:`ClickLog` or of the sums already taken (a streamed log)."""
+    from ltr.clicks.intervention_sums import InterventionSums, sums_of_log
+
+    if isinstance(source, InterventionSums):
+        if n_positions is None and source.max_position == 0:
+            raise LtrError("the click log has no randomized or swap sessions")
+        return source, _default_positions(None, n_positions) if n_positions is not None else source.max_position
+    return sums_of_log(source), _default_positions(source, n_positions)
+
+
+def estimate_from_randomized(log, n_positions: int | None = None, *, confidence: float = 0.95) -> PropensityEstimate:
     """``theta_r / theta_1 = CTR_r / CTR_1`` over randomized sessions showing >= n_positions items.
 
+    ``log``: a :class:`ClickLog` or its :class:`~ltr.clicks.intervention_sums.InterventionSums`.
     Standard error of a ratio of paired means R = mean(x) / mean(y) (x, y: clicks at r and at 1 in
-    the same sessions): ``sqrt(var(x - R y) / n) / mean(y)``. The interval is :func:`ratio_interval`'s
-    (Wilson's score intervals of the two click rates), so it stays above 0 and is not empty for a
-    position without clicks.
+    the same sessions): ``sqrt(var(x - R y) / n) / mean(y)``, with
+    ``(n - 1) var(x - R y) = sum x^2 - 2 R sum x y + R^2 sum y^2`` (the residuals' mean is 0 at this R).
+    The interval is :func:`ratio_interval`'s (Wilson's score intervals of the two click rates), so
+    it stays above 0 and is not empty for a position without clicks.
     """
-    n_pos = _default_positions(log, n_positions)
-    sessions = np.flatnonzero((log.session_mode == MODE_RANDOMIZED) & (_shown_per_session(log) >= n_pos))
-    if len(sessions) < 2:
-        raise LtrError(f"the log has {len(sessions)} randomized sessions showing >= {n_pos} items; "
+    sums, n_pos = _sums_and_positions(log, n_positions)
+    enough = slice(n_pos, None)  # sessions showing at least n_pos items
+    n = int(sums.rand_n[enough].sum())
+    if n < 2:
+        raise LtrError(f"the log has {n} randomized sessions showing >= {n_pos} items; "
                        "simulate with a randomized share (randomize_fraction > 0) or ask for fewer positions")
-    slot = np.full(log.n_sessions, -1)
-    slot[sessions] = np.arange(len(sessions))
-    rows = (slot[log.session] >= 0) & (log.position <= n_pos)
-    x = np.zeros((len(sessions), n_pos))
-    x[slot[log.session[rows]], log.position[rows] - 1] = log.click[rows]
-    n = len(sessions)
-    mean = x.mean(axis=0)
-    if mean[0] <= 0:
+    x, xx, x1x = (np.zeros(n_pos) for _ in range(3))
+    m = min(n_pos, sums.rand_x.shape[1])
+    for total, part in ((x, sums.rand_x), (xx, sums.rand_xx), (x1x, sums.rand_x1x)):
+        total[:m] = part[enough, :m].sum(axis=0)
+    if x[0] <= 0:
         raise LtrError("no clicks at position 1 in the randomized sessions: the estimate is undefined")
-    theta = mean / mean[0]
-    resid = x - theta[None, :] * x[:, [0]]
-    se = np.sqrt(resid.var(axis=0, ddof=1) / n) / mean[0]
-    low, high = ratio_interval(x.sum(axis=0), n, x[:, 0].sum(), n, confidence)
-    return PropensityEstimate(np.arange(1, n_pos + 1), theta, se, low, high, x.sum(axis=0),
-                              np.full(n_pos, n), "randomized", confidence)
+    theta = x / x[0]
+    resid_ss = np.maximum(xx - 2 * theta * x1x + theta * theta * xx[0], 0.0)
+    se = np.sqrt(resid_ss / (n - 1) / n) / (x[0] / n)
+    low, high = ratio_interval(x, n, x[0], n, confidence)
+    return PropensityEstimate(np.arange(1, n_pos + 1), theta, se, low, high, x, np.full(n_pos, n), "randomized",
+                              confidence)
 
 
-def estimate_from_swaps(log: ClickLog, n_positions: int | None = None, *, confidence: float = 0.95) -> PropensityEstimate:
+def _swap_group(sums, k: int, min_shown: int = 0) -> tuple[int, float, float]:
+    """(sessions, sum t, sum t^2) of swap group k among the sessions showing >= min_shown items."""
+    if k >= sums.swap_n.shape[0]:
+        return 0, 0.0, 0.0
+    sel = slice(min_shown, None)
+    return int(sums.swap_n[k, sel].sum()), float(sums.swap_t[k, sel].sum()), float(sums.swap_tt[k, sel].sum())
+
+
+def _relative_variance(n: int, t: float, tt: float) -> float:
+    """``var(t) / (n mean(t)^2)`` of a group from its sums (``var`` with ddof 1)."""
+    mean = t / n
+    return (tt - t * mean) / (n - 1) / (n * mean * mean)
+
+
+def estimate_from_swaps(log, n_positions: int | None = None, *, confidence: float = 0.95) -> PropensityEstimate:
     """``theta_k / theta_1`` = click rate of the original top item moved to k / its rate left at 1.
 
-    Groups are independent, so ``se = R * sqrt(var_k / (n_k mean_k^2) + var_c / (n_c mean_c^2))``.
+    ``log``: a :class:`ClickLog` or its :class:`~ltr.clicks.intervention_sums.InterventionSums`.
+    Groups are independent, so ``se = R * sqrt(var_k / (n_k mean_k^2) + var_c / (n_c mean_c^2))``
+    (the first term only when the group clicked at all).
     """
-    n_pos = _default_positions(log, n_positions)
-    swap = log.session_mode == MODE_SWAP
-    if not swap.any():
+    sums, n_pos = _sums_and_positions(log, n_positions)
+    if sums.n_swap == 0:
         raise LtrError("the log has no swap sessions; simulate with swap_fraction > 0")
-    shown = _shown_per_session(log)
-    # The click on the item the production ranker put first, one value per session.
-    top = log.logged_rank == 1
-    top_click = np.zeros(log.n_sessions)
-    top_click[log.session[top]] = log.click[top]
-    control = swap & (log.session_swap == 1)
-    theta = np.ones(n_pos)
-    se = np.zeros(n_pos)
-    clicks = np.zeros(n_pos)
+    theta, se, clicks = np.ones(n_pos), np.zeros(n_pos), np.zeros(n_pos)
     counts = np.zeros(n_pos, dtype=np.int64)
-    c_all = top_click[control]
-    if c_all.sum() <= 0:
+    n_c, t_c, _ = _swap_group(sums, 1)
+    if t_c <= 0:
         raise LtrError("no clicks on the top item in the control (k = 1) swap sessions")
-    clicks[0], counts[0] = c_all.sum(), len(c_all)
-    ctrl_clicks, ctrl_n = np.full(n_pos, c_all.sum()), np.full(n_pos, len(c_all), dtype=np.float64)
+    clicks[0], counts[0] = t_c, n_c
+    ctrl_clicks, ctrl_n = np.full(n_pos, t_c), np.full(n_pos, n_c, dtype=np.float64)
     for k in range(2, n_pos + 1):
-        group = top_click[swap & (log.session_swap == k)]
-        ctrl = top_click[control & (shown >= k)]
-        counts[k - 1], clicks[k - 1] = len(group), group.sum()
-        if len(group) < 2 or len(ctrl) < 2 or ctrl.mean() <= 0:
+        n_k, t_k, tt_k = _swap_group(sums, k)
+        n_ctrl, t_ctrl, tt_ctrl = _swap_group(sums, 1, min_shown=k)
+        counts[k - 1], clicks[k - 1] = n_k, t_k
+        if n_k < 2 or n_ctrl < 2 or t_ctrl <= 0:
             theta[k - 1], se[k - 1] = np.nan, np.nan
             continue
-        r = group.mean() / ctrl.mean()
+        r = (t_k / n_k) / (t_ctrl / n_ctrl)
         theta[k - 1] = r
-        rel_var = ctrl.var(ddof=1) / (len(ctrl) * ctrl.mean() ** 2)
-        if group.mean() > 0:
-            rel_var += group.var(ddof=1) / (len(group) * group.mean() ** 2)
-        se[k - 1] = r * np.sqrt(rel_var)
-        ctrl_clicks[k - 1], ctrl_n[k - 1] = ctrl.sum(), len(ctrl)
+        rel_var = _relative_variance(n_ctrl, t_ctrl, tt_ctrl)
+        if t_k > 0:
+            rel_var += _relative_variance(n_k, t_k, tt_k)
+        se[k - 1] = r * np.sqrt(max(rel_var, 0.0))
+        ctrl_clicks[k - 1], ctrl_n[k - 1] = t_ctrl, n_ctrl
     low, high = ratio_interval(clicks, counts, ctrl_clicks, ctrl_n, confidence)
     undefined = ~np.isfinite(theta)
     low[undefined], high[undefined] = np.nan, np.nan

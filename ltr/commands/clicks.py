@@ -285,10 +285,10 @@ def _estimate(log, method: str, positions: int | None, confidence: float):
     return fn(log, positions, confidence=confidence)
 
 
-def _estimate_rows(log, est) -> list[dict]:
+def _estimate_rows(meta: dict, est) -> list[dict]:
     from ltr.clicks.propensity import compare_to_truth
 
-    truth = log.meta.get("examination") if log.meta.get("model") in ("pbm", "trust") else None
+    truth = meta.get("examination") if meta.get("model") in ("pbm", "trust") else None
     if truth is not None:
         return compare_to_truth(est, truth)
     return est.as_rows()
@@ -387,7 +387,7 @@ def _simulation_summary(args, meta, stats, interventions, logger) -> dict:
             except LtrError as exc:
                 print(f"\n{method} estimate not available: {exc}")
                 continue
-            rows = _estimate_rows(interventions, est)
+            rows = _estimate_rows(interventions.meta, est)
             summary[f"propensity_{method}"] = rows
             print(f"\npropensity from {method} traffic (theta_r / theta_1, 95% interval):")
             print(_table(rows, [c for c in ("position", "truth", "theta", "se", "low", "high", "covered") if c in rows[0]]))
@@ -410,15 +410,16 @@ def run_estimate(args) -> int:
     args = argparse.Namespace(**{**vars(args), "log": args.log[0]})
     if args.method == "em":
         return _run_estimate_em(args, say)
-    # A Parquet log is read for its randomized or swap sessions only (the production traffic may not fit in memory).
-    log = _load_log(args.log, modes=(1, 2))
-    est = _estimate(log, args.method, args.positions, args.confidence)
-    rows = _estimate_rows(log, est)
+    # A Parquet log is read in batches for the sums of its randomized or swap sessions (the production traffic
+    # may not fit in memory).
+    source, meta, _ = _interventions(args)
+    est = _estimate(source, args.method, args.positions, args.confidence)
+    rows = _estimate_rows(meta, est)
     say(f"propensity from {args.method} traffic ({int(est.sessions.max())} sessions at most per position), "
           f"{args.confidence:.0%} interval:")
     say(_table(rows, [c for c in ("position", "truth", "theta", "se", "low", "high", "covered") if c in rows[0]]))
     eta = fit_power_law(est)
-    say(f"fitted power law: theta_r = r^-{eta:.4f}" + (f" (simulator eta {log.meta['eta']})" if log.meta.get("eta") is not None else ""))
+    say(f"fitted power law: theta_r = r^-{eta:.4f}" + (f" (simulator eta {meta['eta']})" if meta.get("eta") is not None else ""))
     if args.json:
         write_json_report(args.json, {"method": args.method, "rows": rows, "eta_fit": eta})
     return 0
@@ -535,8 +536,8 @@ def _click_estimates(args, ds, get_scores):
         return _click_estimates_whole(args, ds, get_scores)
     scores = get_scores()
     curve = None
-    if args.propensity != "logged":  # only the intervention sessions are read into memory
-        inter = _train_log(args, ds, modes=(1, 2))
+    if args.propensity != "logged":  # the intervention sessions' sums, streamed too
+        inter, _, _ = _interventions(args, ds)
         curve = _estimate(inter, args.propensity, None, 0.95).curve(int(cells.position.max()))
     out = {name: float(np.nanmean(click_dcg_from_cells(cells, scores, ds.query_offsets, estimator=name, k=args.k,
                                                         curve=curve)))
@@ -591,6 +592,32 @@ def _train_log(args, ds, modes=None):
     if ((log.n_entries and log.doc.max() >= ds.n_items) or (log.n_entries and log.query.max() >= ds.n_queries)):
         raise LtrError(f"--log {args.log} was not simulated on --data {args.data} (its rows or queries are not this file's)")
     return log
+
+
+def _interventions(args, ds=None):
+    """``(source, meta, max position)`` of the --log's randomized and swap traffic for the propensity estimators:
+    a Parquet log's sums streamed in record batches of --read-rows rows (:mod:`ltr.clicks.intervention_sums`),
+    else (a .npz log, or session ids that go back) its intervention sessions read into memory."""
+    import sys
+
+    from ltr.clicks.intervention_sums import stream_intervention_sums
+    from ltr.clicks.list_stream import UnsortedSessionsError
+    from ltr.clicks.log_stream import read_log_meta
+    from ltr.clicks.log_table import is_log_table
+
+    if is_log_table(args.log):
+        meta = read_log_meta(args.log)
+        if ds is not None:
+            _check_log_meta(args, ds, meta)
+        try:
+            sums = stream_intervention_sums(args.log, batch_size=args.read_rows)
+            return sums, meta, sums.max_position
+        except UnsortedSessionsError as exc:
+            print(f"note: {exc}; reading its randomized and swap sessions whole", file=sys.stderr)
+    log = _train_log(args, ds, modes=(1, 2)) if ds is not None else _load_log(args.log, modes=(1, 2))
+    if not log.n_entries:
+        raise LtrError(f"--log {args.log}: the click log has no randomized or swap sessions")
+    return log, log.meta, int(log.position.max())
 
 
 def _stream_log(args, ds, modes=None, clip: float = 0.01):
@@ -719,10 +746,10 @@ def _fit_from_log(args, train, valid, loss, cfg):
             return model, info, int(lists.sessions.sum())
     if is_log_table(args.log) and args.estimator in STREAMED:
         curve, source = None, None
-        if args.propensity != "logged":  # only the intervention sessions are read into memory
-            inter = _train_log(args, train, modes=(1, 2))
+        if args.propensity != "logged":  # the intervention sessions' sums, streamed too
+            inter, _, max_position = _interventions(args, train)
             est = _estimate(inter, args.propensity, None, 0.95)
-            curve, source = est.curve(int(inter.position.max())), f"estimated from {args.propensity} traffic"
+            curve, source = est.curve(max_position), f"estimated from {args.propensity} traffic"
         agg = _stream_log(args, train, clip=args.clip)
         if curve is not None and len(curve) < agg.position.max():
             curve = est.curve(int(agg.position.max()))
