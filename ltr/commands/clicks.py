@@ -343,16 +343,17 @@ def run_simulate(args) -> int:
 
 
 def _simulate_parquet(ds, scores, options, extra, path, progress):
-    """Simulate chunk by chunk into a Parquet file: ``(meta, stats, interventions)``; only the randomized
-    and swap sessions (for the propensity estimates) are kept in memory."""
-    from ltr.clicks.click_models import concat_logs, simulate_click_chunks
+    """Simulate chunk by chunk into a Parquet file: ``(meta, stats, interventions)``; of the randomized and
+    swap sessions only their sums are kept (:mod:`ltr.clicks.intervention_sums`: the propensity estimates)."""
+    from ltr.clicks.click_models import simulate_click_chunks
+    from ltr.clicks.intervention_sums import sums_from_rows, sums_of_log
     from ltr.clicks.log_stream import write_log_stream
 
     meta, chunks = simulate_click_chunks(ds.labels, ds.query_offsets, scores, progress=progress, **options)
     meta.update(extra)
     k = int(meta["top_k"])
     stats = {"n_sessions": 0, "n_entries": 0, "n_clicks": 0, "ctr": (np.zeros(k), np.zeros(k))}
-    kept = []
+    kept = []  # the running sums (chunks hold whole sessions)
 
     def count(_start, log):
         stats["n_sessions"] += log.n_sessions
@@ -361,11 +362,11 @@ def _simulate_parquet(ds, scores, options, extra, path, progress):
         c, n = log.ctr_by_position(k)
         stats["ctr"][0][:] += c
         stats["ctr"][1][:] += n
-        if (log.session_mode != 0).any():
-            kept.append(log.select_sessions(log.session_mode != 0))
+        part = sums_of_log(log)
+        kept[:] = [kept[0].merge(part) if kept else part]
 
     write_log_stream(chunks, path, meta, on_chunk=count)
-    return meta, stats, concat_logs(kept, meta)
+    return meta, stats, kept[0] if kept else sums_from_rows(*(np.zeros(0, dtype=np.int64),) * 6)
 
 
 def _simulation_summary(args, meta, stats, interventions, logger) -> dict:
@@ -387,7 +388,7 @@ def _simulation_summary(args, meta, stats, interventions, logger) -> dict:
             except LtrError as exc:
                 print(f"\n{method} estimate not available: {exc}")
                 continue
-            rows = _estimate_rows(interventions.meta, est)
+            rows = _estimate_rows(meta, est)
             summary[f"propensity_{method}"] = rows
             print(f"\npropensity from {method} traffic (theta_r / theta_1, 95% interval):")
             print(_table(rows, [c for c in ("position", "truth", "theta", "se", "low", "high", "covered") if c in rows[0]]))
