@@ -83,13 +83,11 @@ def test_sums_by_hand_on_three_sessions():
 
 def test_sessions_that_go_back_and_logs_without_interventions(logged, tmp_path):
     _, _, log = logged
-    table = log_to_table(log)
-    backwards = tmp_path / "backwards.parquet"
-    pq.write_table(table.take(pa.array(np.argsort(-table.column("session").to_numpy(), kind="stable"))), backwards)
+    backwards = _backwards(log, tmp_path)
     with pytest.raises(UnsortedSessionsError, match="session"):
         stream_intervention_sums(backwards, batch_size=50)
     production = tmp_path / "production.parquet"
-    pq.write_table(table.drop(["session_mode", "session_swap"]), production)
+    pq.write_table(log_to_table(log).drop(["session_mode", "session_swap"]), production)
     with pytest.raises(LtrError, match="no randomized or swap traffic"):
         stream_intervention_sums(production)
 
@@ -99,9 +97,7 @@ def test_cli_estimates_stream_and_fall_back_for_an_unsorted_log(logged, tmp_path
     from ltr.clicks import log_table
 
     _, path, log = logged
-    table = log_to_table(log)
-    backwards = tmp_path / "backwards.parquet"
-    pq.write_table(table.take(pa.array(np.argsort(-table.column("session").to_numpy(), kind="stable"))), backwards)
+    backwards = _backwards(log, tmp_path)
     got = {}
     for name, log_path in (("sorted", path), ("backwards", backwards)):
         with monkeypatch.context() as patch:
@@ -121,6 +117,14 @@ def test_cli_estimates_stream_and_fall_back_for_an_unsorted_log(logged, tmp_path
             assert [r["truth"] for r in rows][:2] == [1.0, 0.5]  # PBM, eta = 1: theta_2 / theta_1 = 1/2
 
 
+def _backwards(log, tmp_path):
+    """The log's rows with session ids going back (largest first): streaming refuses it."""
+    table = log_to_table(log)
+    path = tmp_path / "backwards.parquet"
+    pq.write_table(table.take(pa.array(np.argsort(-table.column("session").to_numpy(), kind="stable"))), path)
+    return path
+
+
 def _refuse(*args, **kwargs):
     raise AssertionError("the intervention sessions were read whole")
 
@@ -135,9 +139,7 @@ def test_clicks_evaluate_with_estimated_propensities_streams_them(logged, tmp_pa
     save_svmlight(ds, data)
     scores = tmp_path / "scores.txt"
     scores.write_text("\n".join(str(v) for v in ds.labels) + "\n")
-    table = log_to_table(log)
-    backwards = tmp_path / "backwards.parquet"
-    pq.write_table(table.take(pa.array(np.argsort(-table.column("session").to_numpy(), kind="stable"))), backwards)
+    backwards = _backwards(log, tmp_path)
     got = []
     for log_path in (path, backwards):  # streamed, then read whole (session ids go back)
         with monkeypatch.context() as patch:
