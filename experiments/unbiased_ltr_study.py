@@ -168,7 +168,8 @@ def markdown(rows, args) -> str:
     from ltr.study.report_table import markdown_table
 
     lines = [f"η = {args.eta}, ε = {args.eps}; {args.queries} synthetic queries, {args.features} features; "
-             f"MLP {tuple(args.hidden)}, softmax cross-entropy; seeds {args.seeds}", ""]
+             f"MLP {tuple(args.hidden)}, softmax cross-entropy; seeds {args.seeds}; DLA's propensity update "
+             f"{getattr(args, 'dla_propensity_update', 'sgd')}", ""]
     ests = ["naive", "ips", "rem", "dla", "pairwise-debias", "affine"]
     head = ["click model", "sessions", "logger", "full info"] + ests + ["best gap closed"]
     table = []
@@ -211,6 +212,16 @@ def markdown(rows, args) -> str:
                 e = np.mean(np.array(errs), axis=0)
                 perr.append([cm, f"{n:,}", est, f"{e[1]:.3f}", f"{e[4]:.3f}", f"{e[9]:.3f}", f"{e.max():.3f}"])
     lines.append(markdown_table(["click model", "sessions", "estimator", "pos 2", "pos 5", "pos 10", "max (1..10)"], perr))
+    lines += ["", "Largest error max_r |θ̂_r/θ_r − 1| over positions 1..10, per seed (seeds in order), its mean and the "
+              "number of seeds within 10%:", ""]
+    per_seed = []
+    for (cm, n), group in _groups(rows).items():
+        for est in ("rem", "dla", "pairwise-debias", "lgbm_unbiased"):
+            worst = [max(r[f"{est}_rel_error"][:10]) for r in group if f"{est}_rel_error" in r]
+            if worst:
+                per_seed.append([cm, f"{n:,}", est, ", ".join(f"{w:.4f}" for w in worst), f"{np.mean(worst):.4f}",
+                                 f"{sum(w <= 0.10 for w in worst)} of {len(worst)}"])
+    lines.append(markdown_table(["click model", "sessions", "estimator", "per seed", "mean", "within 10%"], per_seed))
     return "\n".join(lines) + "\n"
 
 
