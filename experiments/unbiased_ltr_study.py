@@ -17,6 +17,11 @@ Model selection: every estimator keeps the epoch of best NDCG@10 on a labelled v
 
     python experiments/unbiased_ltr_study.py --out runs/unbiased_ltr_study            # the docs' tables (5 seeds)
     python experiments/unbiased_ltr_study.py --quick --out runs/unbiased_quick        # minutes
+    python experiments/unbiased_ltr_study.py --out runs/dla_pbm_1e6 --models pbm --sessions 1000000 \
+        --estimators naive,dla --dla-propensity-update full                          # one estimator, one cell
+
+Each estimator's line prints, for rem / dla / pairwise-debias, the seed's largest propensity error
+over positions 1..10 (``max err``).
 
 Writes ``results.json`` and ``results.md`` under ``--out``.
 """
@@ -141,17 +146,21 @@ def run_cell(data, click_model, n_sessions, seed, args, full_cache):
     row = {"click_model": click_model, "sessions": log.n_sessions, "seed": seed, "clicks": log.n_clicks,
            "simulate_s": round(sim_s, 2), "full": full_cache[seed], "logger": ndcg10(data[4], test)}
     estimators = ["naive", "ips", "rem", "dla", "pairwise-debias"] + (["affine"] if click_model == "trust" else [])
-    row.update(lightgbm_rows(train, valid, test, log, seed, full_cache))
+    estimators = [e for e in estimators if e in args.estimators.split(",")]
+    if "lgbm" in args.estimators.split(","):
+        row.update(lightgbm_rows(train, valid, test, log, seed, full_cache))
     for est in estimators:
         t0 = time.time()
-        model, info = fit_on_clicks(train, valid, log, est, make, config=cfg, clip=0.01)
+        model, info = fit_on_clicks(train, valid, log, est, make, config=cfg, clip=0.01,
+                                    propensity_update=args.dla_propensity_update)
         row[est] = ndcg10(model, test)
         row[f"{est}_s"] = round(time.time() - t0, 1)
         if est in ("rem", "dla", "pairwise-debias") and info.get("propensity") is not None:
             p = np.asarray(info["propensity"])
             row[f"{est}_propensity"] = p.tolist()
             row[f"{est}_rel_error"] = (np.abs(p / theta[: len(p)] - 1)).tolist()
-        print(f"  {click_model} {log.n_sessions} seed {seed} {est}: {row[est]:.4f} ({row[f'{est}_s']} s)", flush=True)
+        err = f", max err {max(row[f'{est}_rel_error'][:10]):.4f}" if f"{est}_rel_error" in row else ""
+        print(f"  {click_model} {log.n_sessions} seed {seed} {est}: {row[est]:.4f} ({row[f'{est}_s']} s){err}", flush=True)
     return row
 
 
@@ -159,7 +168,8 @@ def markdown(rows, args) -> str:
     from ltr.study.report_table import markdown_table
 
     lines = [f"η = {args.eta}, ε = {args.eps}; {args.queries} synthetic queries, {args.features} features; "
-             f"MLP {tuple(args.hidden)}, softmax cross-entropy; seeds {args.seeds}", ""]
+             f"MLP {tuple(args.hidden)}, softmax cross-entropy; seeds {args.seeds}; DLA's propensity update "
+             f"{getattr(args, 'dla_propensity_update', 'sgd')}", ""]
     ests = ["naive", "ips", "rem", "dla", "pairwise-debias", "affine"]
     head = ["click model", "sessions", "logger", "full info"] + ests + ["best gap closed"]
     table = []
@@ -180,12 +190,15 @@ def markdown(rows, args) -> str:
     for (cm, n), group in _groups(rows).items():
         pairs = [("ips", "naive"), ("rem", "naive"), ("dla", "ips"), ("rem", "ips")] + (
             [("affine", "ips"), ("affine", "naive")] if cm == "trust" else [])
+        pairs = [(a, b) for a, b in pairs if a in group[0] and b in group[0]]
         diffs.append([cm, f"{n:,}", "; ".join(f"{a} − {b} {_t_interval([r[a] - r[b] for r in group])}" for a, b in pairs)])
     lines.append(markdown_table(["click model", "sessions", "differences"], diffs))
     lines += ["", "LightGBM on the same click lists (200 rounds, 31 leaves, no early stopping): lambdas on raw clicks, "
               "unbiased LambdaMART, and lambdarank on the true labels:", ""]
     gb = []
     for (cm, n), group in _groups(rows).items():
+        if "lgbm_naive" not in group[0]:
+            continue
         m = {key: float(np.mean([r[key] for r in group])) for key in ("lgbm_naive", "lgbm_unbiased", "lgbm_full")}
         gap = (m["lgbm_unbiased"] - m["lgbm_naive"]) / (m["lgbm_full"] - m["lgbm_naive"])
         gb.append([cm, f"{n:,}", f"{m['lgbm_naive']:.4f}", f"{m['lgbm_unbiased']:.4f}", f"{m['lgbm_full']:.4f}", f"{gap:.0%}"])
@@ -199,6 +212,16 @@ def markdown(rows, args) -> str:
                 e = np.mean(np.array(errs), axis=0)
                 perr.append([cm, f"{n:,}", est, f"{e[1]:.3f}", f"{e[4]:.3f}", f"{e[9]:.3f}", f"{e.max():.3f}"])
     lines.append(markdown_table(["click model", "sessions", "estimator", "pos 2", "pos 5", "pos 10", "max (1..10)"], perr))
+    lines += ["", "Largest error max_r |θ̂_r/θ_r − 1| over positions 1..10, per seed (seeds in order), its mean and the "
+              "number of seeds within 10%:", ""]
+    per_seed = []
+    for (cm, n), group in _groups(rows).items():
+        for est in ("rem", "dla", "pairwise-debias", "lgbm_unbiased"):
+            worst = [max(r[f"{est}_rel_error"][:10]) for r in group if f"{est}_rel_error" in r]
+            if worst:
+                per_seed.append([cm, f"{n:,}", est, ", ".join(f"{w:.4f}" for w in worst), f"{np.mean(worst):.4f}",
+                                 f"{sum(w <= 0.10 for w in worst)} of {len(worst)}"])
+    lines.append(markdown_table(["click model", "sessions", "estimator", "per seed", "mean", "within 10%"], per_seed))
     return "\n".join(lines) + "\n"
 
 
@@ -238,6 +261,10 @@ def main(argv=None) -> int:
     p.add_argument("--epochs", type=int, default=40)
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--hidden", type=int, nargs="+", default=[64, 32])
+    p.add_argument("--estimators", default="naive,ips,rem,dla,pairwise-debias,affine,lgbm",
+                   help="the estimators to run (lgbm: the three LightGBM rows); naive is needed for the gap")
+    p.add_argument("--dla-propensity-update", default="sgd", choices=("sgd", "full"),
+                   help="how DLA's propensity model follows the ranker (ltr.clicks.dla)")
     args = p.parse_args(argv)
     ETA[0] = args.eta
     if args.quick:

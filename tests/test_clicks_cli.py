@@ -139,6 +139,26 @@ def test_simulate_parquet_then_train_records_estimator_and_propensities(data_fil
                  "--ranker", str(tmp_path / "m_ips")]) == 0
 
 
+def test_dla_propensity_update_reaches_fit_dla_and_is_recorded(data_file, tmp_path, capsys):
+    """--dla-propensity-update reaches fit_dla from a streamed Parquet log, and the model
+    folder records it; the two updates learn different propensities from the same log and seed."""
+    path, _, _ = data_file
+    sim = tmp_path / "sim"
+    assert main(["clicks", "simulate", "--data", str(path), "--out", str(sim), "--top-k", "8", "--sessions-per-query", "20",
+                 "--format", "parquet", "--seed", "1", "--quiet"]) == 0
+    capsys.readouterr()
+    infos = {}
+    for update in ("sgd", "full"):
+        out = tmp_path / f"m_{update}"
+        assert main(["clicks", "train", "--data", str(path), "--log", str(sim / "clicks.parquet"), "--valid", str(path),
+                     "--out", str(out), "--estimator", "dla", "--epochs", "2", "--model", "linear",
+                     "--dla-propensity-update", update]) == 0, capsys.readouterr().err
+        infos[update] = json.loads((out / "clicks_training.json").read_text())
+        assert infos[update]["propensity_update"] == update and infos[update]["log_read"] == "streamed per shown list"
+    assert infos["full"]["propensity"][0] == 1.0
+    assert not np.allclose(infos["full"]["propensity"], infos["sgd"]["propensity"], rtol=1e-3)
+
+
 def test_train_user_errors(data_file, tmp_path, capsys):
     path, _, _ = data_file
     sim = tmp_path / "sim"

@@ -67,3 +67,51 @@ def test_validation_keeps_the_best_epoch(noiseless):
     assert res.best_epoch == int(np.argmax(res.valid_history))
     assert _valid_ndcg(res.model, valid) == pytest.approx(max(res.valid_history), abs=1e-12)
     assert len(res.valid_history) <= 12
+
+
+def _true_ranker(x_dim=3):
+    """A linear scorer with the true relevance direction: its softmax ratios are the true a_1 / a_i."""
+    import torch
+
+    from ltr.train.models import LinearScorer
+
+    model = LinearScorer(x_dim)
+    with torch.no_grad():
+        model.linear.weight.copy_(torch.tensor([[1.0, -0.7, 0.4]]))
+        model.linear.bias.zero_()
+    return model
+
+
+def test_full_propensity_update_is_the_mm_optimum_on_lists_of_uneven_length(noiseless):
+    """With the true relevance the minimiser of loss_exam is the true theta, also when lists are cut
+    short (the softmax of a short list runs over its shown positions only); each MM step lowers the loss."""
+    import torch
+
+    from ltr.clicks.dla import _dla_losses, _full_propensity_update, list_tensors
+
+    x, lists, clicks, theta, u = noiseless
+    xt, c, pos, mask = list_tensors(lists, x, clicks)
+    lengths = np.random.default_rng(1).integers(3, 9, size=len(mask))  # 3..8 shown items per list
+    mask = mask & torch.from_numpy(np.arange(mask.shape[1])[None, :] < lengths[:, None])
+    c = c * mask
+    model = _true_ranker()
+    phi = torch.nn.Parameter(torch.zeros(mask.shape[1]))
+    losses = []
+    for _ in range(5):
+        losses.append(float(_dla_losses(model, phi, xt, c, pos, mask, 1e6)[1].detach()))
+        _full_propensity_update(model, phi, xt, c, mask, 1e6, iterations=1)
+    assert all(b <= a + 1e-7 for a, b in zip(losses, losses[1:])) and losses[-1] < losses[0] - 1e-3
+    _full_propensity_update(model, phi, xt, c, mask, 1e6, iterations=500)
+    np.testing.assert_allclose(torch.exp(phi.detach() - phi.detach()[0]).double().numpy(), theta, rtol=1e-4)
+
+
+def test_full_propensity_update_recovers_the_true_propensities(noiseless):
+    from ltr.train.models import LinearScorer
+
+    x, lists, clicks, theta, u = noiseless
+    res = fit_dla(lists, x, LinearScorer(3), epochs=40, lr=0.05, batch_size=128, max_weight=1e6, clicks=clicks,
+                  propensity_update="full")
+    np.testing.assert_allclose(res.theta, theta, rtol=0.01)
+    np.testing.assert_allclose(res.model.linear.weight.detach().double().numpy().ravel(), [1.0, -0.7, 0.4], rtol=0.05)
+    with pytest.raises(LtrError, match="propensity_update"):
+        fit_dla(lists, x, LinearScorer(3), propensity_update="adam")

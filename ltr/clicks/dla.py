@@ -18,6 +18,24 @@ Under PBM ``E[C[g, i]] = n_g theta_{r_i} a_i``: with the true propensities the r
 proportional to ``a_i`` within each list, and with the true relevance the propensity model's target
 is proportional to ``theta_{r_i}``; each model is the other's inverse-propensity (inverse-relevance)
 weight, and the pair's fixed point is the truth when both are expressive enough.
+
+How the propensity model follows the ranker (``propensity_update``):
+
+* ``"sgd"`` (the default): ``phi`` takes an Adam step on ``loss_exam`` of the same minibatch as the
+  ranker (learning rate ``propensity_lr``);
+* ``"full"``: after every ranker step, ``phi`` is set to the minimiser of ``loss_exam`` over the whole
+  grouped log given the current ranker, found by the MM (minorise-maximise) iteration of a
+  multinomial-logit likelihood, warm-started from the current ``theta``::
+
+      u[g, i] = C[g, i] * min(P_rel(first) / P_rel(i), W)      (constants for the step)
+      S_r = sum_g sum_{i at r} u[g, i],   U_g = sum_i u[g, i],   Z_g = sum_{i in g} theta_{r_i}
+      theta_r <- S_r / sum_{g showing r} U_g / Z_g ;   theta <- theta / theta_1
+
+  each iteration lowers ``loss_exam`` (``FULL_ITERATIONS`` per step). With a deterministic logger
+  the pair's fixed points form a ridge (a ranker that absorbs part of the position effect fits the
+  clicks as well), so where training ends on it depends on how closely ``phi`` tracks the ranker
+  from the first steps: a lagging ``phi`` lets the ranker absorb position bias early. ``"full"``
+  costs one forward pass of the ranker over all G lists per step (G^2 / batch_size rows per epoch).
 """
 
 from __future__ import annotations
@@ -29,7 +47,11 @@ import numpy as np
 from ltr.clicks.logged_lists import ShownLists
 from ltr.errors import LtrError
 
-__all__ = ["DLAResult", "fit_dla", "list_tensors"]
+__all__ = ["DLAResult", "fit_dla", "list_tensors", "PROPENSITY_UPDATES", "FULL_ITERATIONS"]
+
+PROPENSITY_UPDATES = ("sgd", "full")
+#: MM iterations of the ``"full"`` propensity update after each ranker step (warm-started).
+FULL_ITERATIONS = 20
 
 
 @dataclass
@@ -78,6 +100,29 @@ def _dla_losses(model, phi, x, c, pos, mask, max_weight):
     return -(c * w_prop * log_rel).sum() / total, -(c * w_rel * log_exam).sum() / total
 
 
+def _full_propensity_update(model, phi, x, c, mask, max_weight, iterations=FULL_ITERATIONS):
+    """Set ``phi`` to the minimiser of ``loss_exam`` over all lists given the current ranker, by the MM
+    iteration of the module docstring (warm-started from ``phi``; positions without a click, or never
+    shown, keep their value)."""
+    import torch
+
+    was_training = model.training
+    with torch.no_grad():
+        model.eval()
+        log_rel = _masked_log_softmax(model(x, mask), mask)
+        u = (c * mask * torch.clamp(torch.exp(log_rel[:, :1] - log_rel), max=max_weight)).double()
+        m = mask.double()
+        s, total = u.sum(0), u.sum(1)
+        theta = torch.exp(phi.detach() - phi.detach()[0]).double()
+        ok = s > 0
+        for _ in range(iterations):
+            den = (m * (total / (m * theta).sum(1).clamp(min=1e-300))[:, None]).sum(0)
+            theta = torch.where(ok & (den > 0), s / den.clamp(min=1e-300), theta)
+            theta = theta / theta[0]
+        phi.copy_(torch.log(theta.clamp(min=1e-12)).to(phi.dtype))
+    model.train(was_training)
+
+
 def fit_dla(
     lists: ShownLists,
     features: np.ndarray,
@@ -87,6 +132,7 @@ def fit_dla(
     batch_size: int = 256,
     lr: float = 1e-2,
     propensity_lr: float | None = None,
+    propensity_update: str = "sgd",
     max_weight: float = 100.0,
     seed: int = 0,
     clicks: np.ndarray | None = None,
@@ -95,6 +141,8 @@ def fit_dla(
 ) -> DLAResult:
     """Train ``model`` (a scorer of :mod:`ltr.train.models`) and the propensity logits jointly by Adam
     over batches of lists; ``clicks`` [G, K] overrides ``lists.clicks`` (e.g. expected counts).
+    ``propensity_update`` (``"sgd"`` or ``"full"``): how the propensity logits follow the ranker, see
+    the module docstring (``propensity_lr`` is used by ``"sgd"`` only).
 
     ``valid`` (a labelled :class:`ltr.data.RankingDataset`): after each epoch the ranker's NDCG@10 on it
     is measured, and the ranker and propensities of the best epoch are returned (training stops after
@@ -108,6 +156,8 @@ def fit_dla(
 
     if epochs < 1 or batch_size < 1 or max_weight < 1:
         raise LtrError(f"DLA needs epochs >= 1, batch_size >= 1 and max_weight >= 1, got {epochs}, {batch_size}, {max_weight}")
+    if propensity_update not in PROPENSITY_UPDATES:
+        raise LtrError(f"DLA's propensity_update must be one of {', '.join(PROPENSITY_UPDATES)}, got {propensity_update!r}")
     x, c, pos, mask = list_tensors(lists, features, clicks)
     if float(c.sum()) <= 0:
         raise LtrError("DLA needs at least one click in the log")
@@ -126,8 +176,10 @@ def fit_dla(
             b = order[start : start + batch_size]
             loss_rank, loss_exam = _dla_losses(model, phi, x[b], c[b], pos[b], mask[b], max_weight)
             opt.zero_grad()
-            (loss_rank + loss_exam).backward()
+            (loss_rank + loss_exam if propensity_update == "sgd" else loss_rank).backward()
             opt.step()
+            if propensity_update == "full":
+                _full_propensity_update(model, phi, x, c, mask, max_weight)
             total += float(loss_rank.detach()) + float(loss_exam.detach())
         history.append(total)
         if valid is not None:

@@ -93,9 +93,12 @@ def fit_on_clicks(
     em_relevance: str = "logistic",
     max_weight: float = 100.0,
     propensity_lr: float = 0.05,
+    propensity_update: str = "sgd",
 ) -> tuple[Any, dict]:
     """Train on ``log`` (simulated on ``train``) with ``estimator``; ``curve`` (theta by position) replaces
-    the logged propensities of ``ips``. ``make_model(ds)`` builds an untrained scorer for data ``ds``."""
+    the logged propensities of ``ips``. ``make_model(ds)`` builds an untrained scorer for data ``ds``.
+    ``propensity_update`` (dla only): how DLA's propensity model follows the ranker (``"sgd"`` or
+    ``"full"``, :mod:`ltr.clicks.dla`)."""
     import losses as loss_lib
     from ltr.train.trainer import TrainConfig
 
@@ -110,7 +113,8 @@ def fit_on_clicks(
 
         lists = group_sessions(log)
         pairs = pair_counts(log, lists) if estimator == "pairwise-debias" else None
-        return _fit_lists(train, valid, lists, pairs, estimator, make_model, config, clip, max_weight, propensity_lr, info)
+        return _fit_lists(train, valid, lists, pairs, estimator, make_model, config, clip, max_weight, propensity_lr, info,
+                          propensity_update=propensity_update)
     affine = None
     if estimator == "rem":
         curve, curve_source = estimate_rem_curve(train, log, relevance=em_relevance, seed=config.seed), f"regression EM ({em_relevance})"
@@ -125,17 +129,19 @@ def fit_on_clicks(
     return model, info
 
 
-def _fit_lists(train, valid, lists, pairs, estimator, make_model, config, clip, max_weight, propensity_lr, info):
+def _fit_lists(train, valid, lists, pairs, estimator, make_model, config, clip, max_weight, propensity_lr, info,
+               propensity_update="sgd"):
     """DLA or pairwise debiasing on the shown lists (and, for the latter, their pair counts)."""
     model = _seeded_model(make_model, train, config.seed)
     if estimator == "dla":
         from ltr.clicks.dla import fit_dla
 
         res = fit_dla(lists, train.features, model, epochs=config.epochs, batch_size=config.batch_size, lr=config.lr,
-                      propensity_lr=propensity_lr, max_weight=max_weight, seed=config.seed, valid=valid,
-                      patience=config.patience)
+                      propensity_lr=propensity_lr, propensity_update=propensity_update, max_weight=max_weight,
+                      seed=config.seed, valid=valid, patience=config.patience)
         info.update({"propensity": res.theta.tolist(), "propensity_source": "DLA (learned with the ranker)",
-                     "max_weight": max_weight, "clip_rule": f"DLA's inverse weights clipped at {max_weight:g}"})
+                     "max_weight": max_weight, "clip_rule": f"DLA's inverse weights clipped at {max_weight:g}",
+                     "propensity_update": propensity_update})
         return res.model, info
     model, t_plus, t_minus = fit_pairwise_debias(None, lists, train.features, model, epochs=config.epochs,
                                                  batch_size=config.batch_size, lr=config.lr, clip=clip, seed=config.seed,
@@ -146,7 +152,8 @@ def _fit_lists(train, valid, lists, pairs, estimator, make_model, config, clip, 
 
 
 def fit_on_lists(train, valid, lists, estimator: str, make_model: Callable[[Any], Any], *, pairs=None, config=None,
-                 clip: float = DEFAULT_CLIP, max_weight: float = 100.0, propensity_lr: float = 0.05) -> tuple[Any, dict]:
+                 clip: float = DEFAULT_CLIP, max_weight: float = 100.0, propensity_lr: float = 0.05,
+                 propensity_update: str = "sgd") -> tuple[Any, dict]:
     """:func:`fit_on_clicks` for ``dla`` and ``pairwise-debias`` from a log's shown lists (and, for the latter,
     their pair counts ``pairs``), as :func:`ltr.clicks.list_stream.stream_shown_lists` reads them from a
     Parquet log in record batches; the same lists give the same model as :func:`fit_on_clicks` on the log."""
@@ -159,7 +166,8 @@ def fit_on_lists(train, valid, lists, estimator: str, make_model: Callable[[Any]
     config = config or TrainConfig(progress=False)
     info: dict = {"estimator": estimator, "clip": clip, "log_read": "streamed per shown list",
                   "clip_rule": f"propensities floored at {clip}: weights at most {1 / clip:g}"}
-    return _fit_lists(train, valid, lists, pairs, estimator, make_model, config, clip, max_weight, propensity_lr, info)
+    return _fit_lists(train, valid, lists, pairs, estimator, make_model, config, clip, max_weight, propensity_lr, info,
+                      propensity_update=propensity_update)
 
 
 def fit_on_aggregate(train, valid, agg, estimator: str, make_model: Callable[[Any], Any], *, loss=None, config=None,

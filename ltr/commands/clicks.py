@@ -195,6 +195,9 @@ def _register_train(sub, fmt) -> None:
                    help="ips only: the logged (true) propensities, or estimated from the log's intervention traffic")
     t.add_argument("--clip", type=number(above=0, max=1), default=0.01, help="propensities (and trust alpha) floored at this value: weights at most 1/clip")
     t.add_argument("--max-weight", type=number(min=1), default=100.0, help="dla: clip of its inverse-propensity and inverse-relevance weights")
+    t.add_argument("--dla-propensity-update", default="sgd", choices=("sgd", "full"),
+                   help="dla: the propensity model steps with the ranker's minibatches (sgd), or is set to its optimum on "
+                   "the whole log given the ranker after every ranker step (full)")
     t.add_argument("--em-relevance", default="logistic", choices=("logistic", "gbdt"),
                    help="rem: the relevance model of regression EM's M-step (logistic regression, or LightGBM "
                    "cross-entropy, 50 trees per step)")
@@ -742,7 +745,8 @@ def _fit_from_log(args, train, valid, loss, cfg):
         if streamed is not None:
             lists, pairs, meta = streamed
             model, info = fit_on_lists(train, valid, lists, args.estimator, make, pairs=pairs, config=cfg,
-                                       clip=args.clip, max_weight=args.max_weight)
+                                       clip=args.clip, max_weight=args.max_weight,
+                                       propensity_update=args.dla_propensity_update)
             info["click_model"] = meta.get("model")
             return model, info, int(lists.sessions.sum())
     if is_log_table(args.log) and args.estimator in STREAMED:
@@ -764,7 +768,8 @@ def _fit_from_log(args, train, valid, loss, cfg):
         est = _estimate(log, args.propensity, None, 0.95)
         curve, source = est.curve(int(log.position.max())), f"estimated from {args.propensity} traffic"
     model, info = fit_on_clicks(train, valid, log, args.estimator, make, loss=loss, config=cfg, clip=args.clip,
-                                curve=curve, curve_source=source, max_weight=args.max_weight, em_relevance=args.em_relevance)
+                                curve=curve, curve_source=source, max_weight=args.max_weight, em_relevance=args.em_relevance,
+                                propensity_update=args.dla_propensity_update)
     info["click_model"] = log.meta.get("model")
     return model, info, log.n_sessions
 
