@@ -47,7 +47,7 @@ def register(subparsers) -> None:
     p.add_argument("--query-relative", type=number(min=0), default=0.0, metavar="R",
                    help="give the informative score columns a per-query location and scale, so that only their order within "
                         "a query carries the signal: x' = R sd eta_q + exp(R eta_q / 4) x with eta_q ~ N(0, 1) per query "
-                        "(0: off, the files of earlier versions; 2: about 70%% of such a column's variance lies between queries)")
+                        "(0: off, the files of earlier versions; 2: about 80%% of such a column's variance lies between queries)")
     p.add_argument("--users", type=integer(min=1), default=None, metavar="U", help="number of users (default: as many as a Zipf law of queries per user needs)")
     p.add_argument("--valid-share", type=number(min=0, below=1), default=0.1, metavar="X", help="share of queries in valid.txt")
     p.add_argument("--test-share", type=number(min=0, below=1), default=0.1, metavar="X", help="share of queries in test.txt")

@@ -36,9 +36,10 @@ How a data set is made (every draw comes from one ``numpy.random.Generator(seed)
    length or popularity moves all its BM25-like scores; ``nu_qj ~ N(0, 1)`` per column) and ``sd_j``
    the column's standard deviation over all rows before the shift. The map is increasing within a
    query, so each query's order of the column (and its agreement with the grades) is kept, while its
-   absolute level now mostly tells which query a row is from: with ``r = 2`` about 70% of the
-   column's variance lies between queries (about 20% without). The count columns are heavy-tailed
-   already (step 5: ``round(exp(0.9 u + 1))`` is log-normal, its maximum hundreds of times its median).
+   absolute level now mostly tells which query a row is from: with ``r = 2`` 80-85% of the
+   column's variance lies between queries, 10-20% without (tests/test_synthetic_query_relative.py).
+   The count columns are heavy-tailed already (step 5: ``round(exp(0.9 u + 1))`` is log-normal, its
+   maximum hundreds of times its median).
 
 Because the grades come from ``tanh`` units, a product and a square of latent coordinates seen only
 through noisy monotone non-linear feature transforms, a linear scorer cannot rank as well as the
