@@ -8,7 +8,8 @@ candidate named `default`), with several seeds, on every data set that is presen
   and with `--large` 10,000 queries of 40 items on average;
 - `synth1000qr`: the stand-in for issue 20's held-out set with heavy-tailed counts and query-relative
   scores, `ltr synth --queries 1000 --seed S --query-relative 2` for S = 1, 2, 3 (its three "folds":
-  one generated set per seed, so a candidate's mean covers the generator's seeds too);
+  one generated set per seed, so a candidate's mean covers the generator's seeds too); `synth1000qr0`,
+  the same seeds without `--query-relative` (its control), only when --only-datasets names it;
 - MQ2008, five folds (train S_f..S_f+2, valid S_f+3, test S_f+4), when ../shared/data holds it;
 - the MSLR-WEB10K sample, LightGBM's lambdarank example and TREC News 2018 (the last 20 % of the
   training queries become the validation file), when present.
@@ -113,6 +114,8 @@ def prepare(data_dir: Path, large: bool, only: set[str] | None = None) -> dict[s
     sets: dict[str, list[tuple[Path, Path, Path]]] = {}
     synth = [("synth400", ["--queries", "400", "--seed", "3"]), ("synth1000", ["--queries", "1000", "--seed", "1"])]
     synth += [(f"synth1000qr/seed{s}", ["--queries", "1000", "--seed", str(s), "--query-relative", "2"]) for s in (1, 2, 3)]
+    if only is not None and "synth1000qr0" in only:  # the control: the same sets without query-relative scores
+        synth += [(f"synth1000qr0/seed{s}", ["--queries", "1000", "--seed", str(s)]) for s in (1, 2, 3)]
     if large:
         synth.append(("synth10000", ["--queries", "10000", "--seed", "2", "--mean-length", "40", "--valid-share", "0.2",
                                      "--test-share", "0.2"]))
