@@ -46,7 +46,7 @@ def register(subparsers) -> None:
     p.add_argument("--label-noise", type=number(min=0), default=0.6, metavar="SD", help="standard deviation of the noise added to the teacher score before grading (higher: harder to learn)")
     p.add_argument("--query-relative", type=number(min=0), default=0.0, metavar="R",
                    help="give the informative score columns a per-query location and scale, so that only their order within "
-                        "a query carries the signal: x' = R sd eta_q + exp(R eta_q / 4) x with eta_q ~ N(0, 1) per query "
+                        "a query carries the signal: x' = R sd eta + exp(R eta / 4) x, eta ~ N(0, 1) per query and column, mostly shared by a query's columns "
                         "(0: off, the files of earlier versions; 2: about 80%% of such a column's variance lies between queries)")
     p.add_argument("--users", type=integer(min=1), default=None, metavar="U", help="number of users (default: as many as a Zipf law of queries per user needs)")
     p.add_argument("--valid-share", type=number(min=0, below=1), default=0.1, metavar="X", help="share of queries in valid.txt")
