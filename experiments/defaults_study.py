@@ -6,6 +6,10 @@ candidate named `default`), with several seeds, on every data set that is presen
 
 - synthetic: `ltr synth --queries 400 --seed 3` (the data of issue 20's table), `--queries 1000`,
   and with `--large` 10,000 queries of 40 items on average;
+- `synth1000qr`: the stand-in for issue 20's held-out set with heavy-tailed counts and query-relative
+  scores, `ltr synth --queries 1000 --seed S --query-relative 2` for S = 1, 2, 3 (its three "folds":
+  one generated set per seed, so a candidate's mean covers the generator's seeds too); `synth1000qr0`,
+  the same seeds without `--query-relative` (its control), only when --only-datasets names it;
 - MQ2008, five folds (train S_f..S_f+2, valid S_f+3, test S_f+4), when ../shared/data holds it;
 - the MSLR-WEB10K sample, LightGBM's lambdarank example and TREC News 2018 (the last 20 % of the
   training queries become the validation file), when present.
@@ -69,6 +73,10 @@ CANDIDATES: dict[str, tuple[str, list[str]]] = {
     "auto_softmax_noise_qz": ("train", ["--normalize", "auto", "--loss", "softmax", "--input-noise", "0.1", "--query-norm", "zscore"]),
     "auto_softmax_noise_qa": ("train", ["--normalize", "auto", "--loss", "softmax", "--input-noise", "0.1", "--query-norm", "append_zscore"]),
     "auto_softmax_qa": ("train", ["--normalize", "auto", "--loss", "softmax", "--query-norm", "append_zscore"]),
+    "normalize_none": ("train", ["--normalize", "none"]),
+    "query_zscore": ("train", ["--query-norm", "zscore"]),
+    "query_append_zscore": ("train", ["--query-norm", "append_zscore"]),
+    "gbdt_catboost": ("gbdt", ["--engine", "catboost"]),
     "default_b16": ("train", ["--batch-size", "16"]),
     "default_b8": ("train", ["--batch-size", "8"]),
     "default_b16_ens3": ("train", ["--batch-size", "16", "--ensemble", "3"]),
@@ -100,18 +108,24 @@ def split_valid(src: Path, train_out: Path, valid_out: Path, share: float = 0.2,
     save_svmlight(ds.subset(np.arange(cut, ds.n_queries)), valid_out)
 
 
-def prepare(data_dir: Path, large: bool) -> dict[str, list[tuple[Path, Path, Path]]]:
-    """Data set name -> list of (train, valid, test) files (several for folds)."""
+def prepare(data_dir: Path, large: bool, only: set[str] | None = None) -> dict[str, list[tuple[Path, Path, Path]]]:
+    """Data set name -> list of (train, valid, test) files (several for folds); a synthetic set outside
+    ``only`` (when given) is not generated."""
     sets: dict[str, list[tuple[Path, Path, Path]]] = {}
     synth = [("synth400", ["--queries", "400", "--seed", "3"]), ("synth1000", ["--queries", "1000", "--seed", "1"])]
+    synth += [(f"synth1000qr/seed{s}", ["--queries", "1000", "--seed", str(s), "--query-relative", "2"]) for s in (1, 2, 3)]
+    if only is not None and "synth1000qr0" in only:  # the control: the same sets without query-relative scores
+        synth += [(f"synth1000qr0/seed{s}", ["--queries", "1000", "--seed", str(s)]) for s in (1, 2, 3)]
     if large:
         synth.append(("synth10000", ["--queries", "10000", "--seed", "2", "--mean-length", "40", "--valid-share", "0.2",
                                      "--test-share", "0.2"]))
     for name, options in synth:
-        folder = data_dir / name
+        folder, set_name = data_dir / name, name.split("/")[0]
+        if only is not None and set_name not in only:
+            continue
         if not (folder / "test.txt").exists():
             quiet_ltr(["synth", "--out", str(folder), *options, "--quiet"])
-        sets[name] = [(folder / "train.txt", folder / "valid.txt", folder / "test.txt")]
+        sets.setdefault(set_name, []).append((folder / "train.txt", folder / "valid.txt", folder / "test.txt"))
     mq = SHARED / "letor4-mq2008"
     if (mq / "S5.txt").exists():
         folds = []
@@ -212,9 +226,10 @@ def main(argv=None) -> int:
     p.add_argument("--time-budget", type=float, default=3.0)
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    sets = prepare(args.out / "data", args.large)
-    if args.only_datasets:
-        sets = {k: v for k, v in sets.items() if k in args.only_datasets.split(",")}
+    only = set(args.only_datasets.split(",")) if args.only_datasets else None
+    sets = prepare(args.out / "data", args.large, only)
+    if only:
+        sets = {k: v for k, v in sets.items() if k in only}
     if args.folds:
         sets = {k: v[: args.folds] for k, v in sets.items()}
     names = args.only_candidates.split(",") if args.only_candidates else list(CANDIDATES)

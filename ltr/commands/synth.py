@@ -18,7 +18,8 @@ FILES = ("train.txt", "valid.txt", "test.txt")
 # the generator's argument names -> the options that set them, for its error messages
 _OPTIONS = {"n_queries": "--queries", "n_features": "--features", "mean_list_length": "--mean-length",
             "max_list_length": "--max-length", "empty_query_share": "--empty-share", "label_noise": "--label-noise",
-            "n_users": "--users", "valid_share": "--valid-share", "test_share": "--test-share"}
+            "n_users": "--users", "valid_share": "--valid-share", "test_share": "--test-share",
+            "query_relative": "--query-relative"}
 
 
 def register(subparsers) -> None:
@@ -43,6 +44,10 @@ def register(subparsers) -> None:
     p.add_argument("--max-length", type=COUNT, default=1000, metavar="L", help="largest number of documents per query")
     p.add_argument("--empty-share", type=number(min=0, max=1), default=0.05, metavar="X", help="share of queries with no relevant document (0..1)")
     p.add_argument("--label-noise", type=number(min=0), default=0.6, metavar="SD", help="standard deviation of the noise added to the teacher score before grading (higher: harder to learn)")
+    p.add_argument("--query-relative", type=number(min=0), default=0.0, metavar="R",
+                   help="give the informative score columns a per-query location and scale, so that only their order within "
+                        "a query carries the signal: x' = R sd eta + exp(R eta / 4) x, eta ~ N(0, 1) per query and column, mostly shared by a query's columns "
+                        "(0: off, the files of earlier versions; 2: about 80%% of such a column's variance lies between queries)")
     p.add_argument("--users", type=integer(min=1), default=None, metavar="U", help="number of users (default: as many as a Zipf law of queries per user needs)")
     p.add_argument("--valid-share", type=number(min=0, below=1), default=0.1, metavar="X", help="share of queries in valid.txt")
     p.add_argument("--test-share", type=number(min=0, below=1), default=0.1, metavar="X", help="share of queries in test.txt")
@@ -89,6 +94,7 @@ def run(args) -> int:
             empty_query_share=args.empty_share,
             label_noise=args.label_noise,
             n_users=args.users,
+            query_relative=args.query_relative,
             valid_share=args.valid_share,
             test_share=args.test_share,
             by_user=args.by_user,
@@ -109,6 +115,7 @@ def run(args) -> int:
         f"--mean-length {args.mean_length} --max-length {args.max_length} --empty-share {args.empty_share} "
         f"--label-noise {args.label_noise}"
         + (f" --users {args.users}" if args.users is not None else "")
+        + (f" --query-relative {args.query_relative}" if args.query_relative > 0 else "")
         + f" --valid-share {args.valid_share} --test-share {args.test_share}"
         + (" --by-user" if args.by_user else "")
     )
