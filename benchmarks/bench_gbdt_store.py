@@ -15,8 +15,10 @@ from a memory-mapped store in row blocks, against the in-memory runs, with the m
      (``lightgbm_train_set``): the RSS it adds once built is LightGBM's own binned dataset (with
      its C++ copy of the labels), next to the estimate N x sum over features of the bytes of a bin
      index (1 byte up to 256 bins);
-   - with ``--xgboost``: ``xgboost ram`` (DMatrix of the array) and ``xgboost streamed``
-     (QuantileDMatrix from query-aligned blocks).
+   - with ``--xgboost``: ``xgboost ram`` (DMatrix of the array), ``xgboost streamed``
+     (QuantileDMatrix from query-aligned blocks) and ``xgboost extmem`` (ExtMemQuantileDMatrix from
+     the same blocks, its pages in a temporary folder in ``--dir``: ``ltr gbdt --external-memory``;
+     the cache's bytes are printed, and the folder is checked to be empty afterwards).
 
    Every training run: ``--rounds`` rounds, no validation set, one seed; LightGBM's histograms
    column-wise in every case (``force_col_wise=true``, what ``ltr gbdt`` chooses for a store or
@@ -46,7 +48,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_store import N_FEATURES, SyntheticSource, rss_mb  # noqa: E402
 
-CASES = {"lightgbm": ("ram", "mapped", "streamed", "binned"), "xgboost": ("ram", "streamed")}
+CASES = {"lightgbm": ("ram", "mapped", "streamed", "binned"), "xgboost": ("ram", "streamed", "extmem")}
 
 
 def write_store(path: Path, gb: float, seed: int) -> dict:
@@ -71,7 +73,7 @@ def load(path: str, how: str):
     from ltr.data import open_store
     from ltr.data.streamed import open_streamed
 
-    if how == "streamed":
+    if how in ("streamed", "extmem"):
         return open_streamed(path, "train")
     ds = open_store(path)
     return ds.with_features(np.array(ds.features)) if how == "ram" else ds
@@ -116,9 +118,18 @@ def child(engine: str, how: str, store: str, test: str, rounds: int, threads: in
     t0 = time.perf_counter()
     train = load(store, how)
     out["load_s"] = time.perf_counter() - t0
+    cache = Path(store).parent / "xgboost_cache" if how == "extmem" else None  # beside the store, on its disk
+    if cache is not None:
+        cache.mkdir()
     t0, c0 = time.perf_counter(), time.process_time()
-    model, info = train_gbdt(engine, train, None, params, num_boost_round=rounds, early_stopping_rounds=None, seed=0)
+    model, info = train_gbdt(engine, train, None, params, num_boost_round=rounds, early_stopping_rounds=None, seed=0,
+                             **({} if cache is None else {"external_memory": cache}))  # fmt: skip
     out["train_s"], out["train_cpu_s"] = time.perf_counter() - t0, time.process_time() - c0
+    if cache is not None:
+        out["cache_mb"] = info["external_memory"]["cache_bytes"] / 2**20
+        out["cache_files"] = info["external_memory"]["cache_files"]
+        out["cache_left"] = len(list(cache.iterdir()))  # the pages' folder is removed: 0
+        cache.rmdir()
     out["rss_after_training_mb"] = rss_mb()
     test_ds = open_streamed(test, "test")
     scores = predict_in_blocks(lambda x: predict_gbdt(engine, model, x), test_ds)
@@ -154,12 +165,15 @@ def run_children(args, store: Path, test: Path) -> list[dict]:
 def report(results: list[dict], facts: dict) -> None:
     print(f"\ntraining store: {facts['train']['rows']:,} rows x {N_FEATURES} features = {facts['train']['gb']:.2f} GB; "
           f"test store {facts['test']['rows']:,} rows")  # fmt: skip
-    print("| engine | features | train s | peak RSS MiB | test NDCG@10 | model sha256 |")
-    print("|---|---|---:|---:|---:|---|")
+    print("| engine | features | train s | train CPU s | peak RSS MiB | test NDCG@10 | model sha256 |")
+    print("|---|---|---:|---:|---:|---:|---|")
     for r in results:
         if r["case"] == "binned":
             continue
-        print(f"| {r['engine']} | {r['case']} | {r['train_s']:.1f} | {r['peak_rss_mb']:,.0f} | {r['test_ndcg@10']:.6f} | {r['model_sha256']} |")
+        print(f"| {r['engine']} | {r['case']} | {r['train_s']:.1f} | {r['train_cpu_s']:.1f} | {r['peak_rss_mb']:,.0f} | "
+              f"{r['test_ndcg@10']:.6f} | {r['model_sha256']} |")  # fmt: skip
+        if "cache_mb" in r:
+            print(f"  page cache: {r['cache_files']} files, {r['cache_mb']:,.1f} MiB; files left after training: {r['cache_left']}")
     binned = next((r for r in results if r["case"] == "binned"), None)
     if binned is not None:
         print(f"LightGBM binned dataset: {binned['binned_added_mb']:,.0f} MiB added once built (estimate "

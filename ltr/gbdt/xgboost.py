@@ -23,8 +23,8 @@ External memory (``external_memory=FOLDER``, ``ltr gbdt --external-memory``): a 
 set becomes an ``ExtMemQuantileDMatrix`` whose quantised pages are files in a temporary folder made
 in FOLDER (:func:`page_cache`), removed when training returns or fails; a streamed validation set
 too (cuts from the training matrix, ``ref=``), one in memory a ``QuantileDMatrix`` with those cuts.
-RAM then holds one page at a time instead of the whole histogram index (about N x F bytes); each
-boosting round reads the pages from the cache (or the page cache of the kernel).
+RAM then holds the pages being read instead of the whole quantised matrix (N x F bytes of histogram
+index and more); each boosting round reads the pages from the cache (or the kernel's page cache).
 """
 
 from __future__ import annotations
@@ -123,7 +123,8 @@ def _matrices(train_ds, valid_ds, gain, merged: dict[str, Any], cache: Path | No
 
 def _cache_facts(cache: Path | None) -> dict[str, Any] | None:
     """What ``info["external_memory"]`` records: how many files the page cache holds once the matrices are
-    built, and their bytes (the quantised pages, about one byte a value)."""
+    built, and their bytes (the quantised pages: the histogram index, one byte a value up to 256 bins,
+    with XGBoost's other per-page structures)."""
     if cache is None:
         return None
     sizes = {p.name: p.stat().st_size for p in cache.iterdir() if p.is_file()}
