@@ -69,6 +69,34 @@ def current_rss_mb() -> float:
         return next(int(line.split()[1]) / 1024.0 for line in fh if line.startswith("VmRSS:"))
 
 
+class RssSampler:
+    """The largest anonymous and file-backed resident sets (RssAnon, RssFile of /proc/self/status)
+    seen by a thread that reads them every ``every`` seconds: which kind of memory the peak is
+    (file-backed pages, e.g. a memory-mapped store or cache, can be dropped by the kernel under
+    pressure; anonymous ones cannot). Sampled, so a spike shorter than ``every`` can be missed."""
+
+    def __init__(self, every: float = 0.05):
+        import threading
+
+        self.every, self.peak = every, {"RssAnon": 0.0, "RssFile": 0.0}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop.wait(self.every):
+            with open("/proc/self/status") as fh:
+                for line in fh:
+                    key = line.split(":")[0]
+                    if key in self.peak:
+                        self.peak[key] = max(self.peak[key], int(line.split()[1]) / 1024.0)
+
+    def close(self) -> dict:
+        self.stop.set()
+        self.thread.join()
+        return {"sampled_peak_anon_mb": self.peak["RssAnon"], "sampled_peak_file_mb": self.peak["RssFile"]}
+
+
 def load(path: str, how: str):
     from ltr.data import open_store
     from ltr.data.streamed import open_streamed
@@ -115,6 +143,7 @@ def child(engine: str, how: str, store: str, test: str, rounds: int, threads: in
         out.update(binned_child(store, params), peak_rss_mb=rss_mb())
         print(json.dumps(out))
         return
+    sampler = RssSampler()
     t0 = time.perf_counter()
     train = load(store, how)
     out["load_s"] = time.perf_counter() - t0
@@ -137,6 +166,7 @@ def child(engine: str, how: str, store: str, test: str, rounds: int, threads: in
     text = model.model_to_string() if engine == "lightgbm" else bytes(model.save_raw(raw_format="json")).decode()
     out["model_sha256"] = hashlib.sha256(text.encode()).hexdigest()[:16]
     out["peak_rss_mb"] = rss_mb()
+    out.update(sampler.close())
     print(json.dumps(out))
 
 
@@ -172,6 +202,7 @@ def report(results: list[dict], facts: dict) -> None:
             continue
         print(f"| {r['engine']} | {r['case']} | {r['train_s']:.1f} | {r['train_cpu_s']:.1f} | {r['peak_rss_mb']:,.0f} | "
               f"{r['test_ndcg@10']:.6f} | {r['model_sha256']} |")  # fmt: skip
+        print(f"  sampled peaks: anonymous {r['sampled_peak_anon_mb']:,.0f} MiB, file-backed {r['sampled_peak_file_mb']:,.0f} MiB")
         if "cache_mb" in r:
             print(f"  page cache: {r['cache_files']} files, {r['cache_mb']:,.1f} MiB; files left after training: {r['cache_left']}")
     binned = next((r for r in results if r["case"] == "binned"), None)
