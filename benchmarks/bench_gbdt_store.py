@@ -28,7 +28,8 @@ from a memory-mapped store in row blocks, against the in-memory runs, with the m
 3. Deletes the stores (unless ``--keep``).
 
 Run: ``nice -n 5 python benchmarks/bench_gbdt_store.py --gb 1 [--test-gb 0.1] [--rounds 50]
-[--threads 2] [--xgboost] [--dir /tmp] [--cases lightgbm:streamed,lightgbm:binned] [--row-wise]``.
+[--threads 2] [--xgboost] [--dir /tmp] [--cases lightgbm:streamed,lightgbm:binned] [--row-wise]
+[--block-mb 16]``.
 """
 
 from __future__ import annotations
@@ -97,6 +98,27 @@ class RssSampler:
         return {"sampled_peak_anon_mb": self.peak["RssAnon"], "sampled_peak_file_mb": self.peak["RssFile"]}
 
 
+def status_mb() -> dict:
+    """VmHWM (the peak so far), VmRSS, RssAnon and RssFile of this process, MiB."""
+    keys = ("VmHWM", "VmRSS", "RssAnon", "RssFile")
+    with open("/proc/self/status") as fh:
+        return {k: int(line.split()[1]) / 1024.0 for line in fh for k in [line.split(":")[0]] if k in keys}
+
+
+def watch_xgboost_train(out: dict) -> None:
+    """Record ``status_mb()`` when ``xgboost.train`` starts, i.e. once the matrix is built: what
+    construction peaked at (VmHWM) and what the built matrix keeps resident for training."""
+    import xgboost as xgb
+
+    real = xgb.train
+
+    def train(*args, **kwargs):
+        out["at_train_start"] = status_mb()
+        return real(*args, **kwargs)
+
+    xgb.train = train
+
+
 def load(path: str, how: str):
     from ltr.data import open_store
     from ltr.data.streamed import open_streamed
@@ -126,9 +148,17 @@ def binned_child(store: str, params: dict) -> dict:
             "bins_per_feature_max": max(bins)}  # fmt: skip
 
 
-def child(engine: str, how: str, store: str, test: str, rounds: int, threads: int, row_wise: bool = False) -> None:
-    """One case (see the module docstring); prints a JSON line."""
+def child(engine: str, how: str, store: str, test: str, rounds: int, threads: int, row_wise: bool = False,
+          block_mb: float | None = None) -> None:  # fmt: skip
+    """One case (see the module docstring); prints a JSON line. ``block_mb``: the engines' blocks of
+    that many MB of float32 features instead of ``ltr.data.streamed.BLOCK_BYTES`` (64 MB)."""
     import importlib
+
+    if block_mb is not None:
+        import ltr.gbdt.streaming
+        from ltr.data.streamed import block_rows
+
+        ltr.gbdt.streaming.block_rows = lambda n_features: block_rows(n_features, int(block_mb * 2**20))
 
     import metrics
     from ltr.data.streamed import open_streamed, predict_in_blocks
@@ -138,12 +168,14 @@ def child(engine: str, how: str, store: str, test: str, rounds: int, threads: in
     params = {"num_threads": threads} if engine == "lightgbm" else {"nthread": threads}
     if engine == "lightgbm":  # every case the same histograms: the streamed default (column-wise) or --row-wise
         params.update(force_row_wise=row_wise, force_col_wise=not row_wise)
-    out: dict = {"engine": engine, "case": how, "rss_after_imports_mb": rss_mb()}
+    out: dict = {"engine": engine, "case": how, "rss_after_imports_mb": rss_mb(), "block_mb": block_mb or 64}
     if how == "binned":
         out.update(binned_child(store, params), peak_rss_mb=rss_mb())
         print(json.dumps(out))
         return
     sampler = RssSampler()
+    if engine == "xgboost":
+        watch_xgboost_train(out)
     t0 = time.perf_counter()
     train = load(store, how)
     out["load_s"] = time.perf_counter() - t0
@@ -180,6 +212,7 @@ def run_children(args, store: Path, test: Path) -> list[dict]:
                 continue
             cmd = [sys.executable, __file__, "--child", engine, how, str(store), str(test), "--rounds", str(args.rounds),
                    "--threads", str(args.threads)] + (["--row-wise"] if args.row_wise else [])  # fmt: skip
+            cmd += [] if args.block_mb is None else ["--block-mb", str(args.block_mb)]
             t0 = time.perf_counter()
             done = subprocess.run(cmd, capture_output=True, text=True)
             if done.returncode != 0:
@@ -200,9 +233,14 @@ def report(results: list[dict], facts: dict) -> None:
     for r in results:
         if r["case"] == "binned":
             continue
-        print(f"| {r['engine']} | {r['case']} | {r['train_s']:.1f} | {r['train_cpu_s']:.1f} | {r['peak_rss_mb']:,.0f} | "
+        blocks = "" if r["block_mb"] == 64 else f" ({r['block_mb']:g} MB blocks)"
+        print(f"| {r['engine']} | {r['case']}{blocks} | {r['train_s']:.1f} | {r['train_cpu_s']:.1f} | {r['peak_rss_mb']:,.0f} | "
               f"{r['test_ndcg@10']:.6f} | {r['model_sha256']} |")  # fmt: skip
         print(f"  sampled peaks: anonymous {r['sampled_peak_anon_mb']:,.0f} MiB, file-backed {r['sampled_peak_file_mb']:,.0f} MiB")
+        if "at_train_start" in r:
+            a = r["at_train_start"]
+            print(f"  matrix built: peak so far {a['VmHWM']:,.0f} MiB; resident {a['VmRSS']:,.0f} MiB (anonymous "
+                  f"{a['RssAnon']:,.0f}, file-backed {a['RssFile']:,.0f})")  # fmt: skip
         if "cache_mb" in r:
             print(f"  page cache: {r['cache_files']} files, {r['cache_mb']:,.1f} MiB; files left after training: {r['cache_left']}")
     binned = next((r for r in results if r["case"] == "binned"), None)
@@ -235,11 +273,13 @@ def main() -> None:
     p.add_argument("--row-wise", action="store_true", help="LightGBM force_row_wise=true (default: force_col_wise=true, "
                    "what ltr gbdt chooses for a store or Parquet data)")
     p.add_argument("--cases", default=None, metavar="ENGINE:CASE,...", help="only these cases (e.g. lightgbm:streamed,lightgbm:binned)")
+    p.add_argument("--block-mb", type=float, default=None, help="the engines' row blocks (XGBoost's batches and pages) "
+                   "of this many MB of float32 features (default: ltr's 64 MB)")
     p.add_argument("--child", nargs=4, default=None, metavar=("ENGINE", "CASE", "STORE", "TEST"))
     args = p.parse_args()
     if args.child:
         engine, how, store, test = args.child
-        child(engine, how, store, test, args.rounds, args.threads, args.row_wise)
+        child(engine, how, store, test, args.rounds, args.threads, args.row_wise, args.block_mb)
         return
     folder = Path(args.dir) / f"bench_gbdt_store_{os.getpid()}"
     need = (args.gb + args.test_gb) * 1.05e9
