@@ -15,8 +15,10 @@ from a memory-mapped store in row blocks, against the in-memory runs, with the m
      (``lightgbm_train_set``): the RSS it adds once built is LightGBM's own binned dataset (with
      its C++ copy of the labels), next to the estimate N x sum over features of the bytes of a bin
      index (1 byte up to 256 bins);
-   - with ``--xgboost``: ``xgboost ram`` (DMatrix of the array) and ``xgboost streamed``
-     (QuantileDMatrix from query-aligned blocks).
+   - with ``--xgboost``: ``xgboost ram`` (DMatrix of the array), ``xgboost streamed``
+     (QuantileDMatrix from query-aligned blocks) and ``xgboost extmem`` (ExtMemQuantileDMatrix from
+     the same blocks, its pages in a temporary folder in ``--dir``: ``ltr gbdt --external-memory``;
+     the cache's bytes are printed, and the folder is checked to be empty afterwards).
 
    Every training run: ``--rounds`` rounds, no validation set, one seed; LightGBM's histograms
    column-wise in every case (``force_col_wise=true``, what ``ltr gbdt`` chooses for a store or
@@ -26,7 +28,8 @@ from a memory-mapped store in row blocks, against the in-memory runs, with the m
 3. Deletes the stores (unless ``--keep``).
 
 Run: ``nice -n 5 python benchmarks/bench_gbdt_store.py --gb 1 [--test-gb 0.1] [--rounds 50]
-[--threads 2] [--xgboost] [--dir /tmp] [--cases lightgbm:streamed,lightgbm:binned] [--row-wise]``.
+[--threads 2] [--xgboost] [--dir /tmp] [--cases lightgbm:streamed,lightgbm:binned] [--row-wise]
+[--block-mb 16]``.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_store import N_FEATURES, SyntheticSource, rss_mb  # noqa: E402
 
-CASES = {"lightgbm": ("ram", "mapped", "streamed", "binned"), "xgboost": ("ram", "streamed")}
+CASES = {"lightgbm": ("ram", "mapped", "streamed", "binned"), "xgboost": ("ram", "streamed", "extmem")}
 
 
 def write_store(path: Path, gb: float, seed: int) -> dict:
@@ -67,11 +70,60 @@ def current_rss_mb() -> float:
         return next(int(line.split()[1]) / 1024.0 for line in fh if line.startswith("VmRSS:"))
 
 
+class RssSampler:
+    """The largest anonymous and file-backed resident sets (RssAnon, RssFile of /proc/self/status)
+    seen by a thread that reads them every ``every`` seconds: which kind of memory the peak is
+    (file-backed pages, e.g. a memory-mapped store or cache, can be dropped by the kernel under
+    pressure; anonymous ones cannot). Sampled, so a spike shorter than ``every`` can be missed."""
+
+    def __init__(self, every: float = 0.05):
+        import threading
+
+        self.every, self.peak = every, {"RssAnon": 0.0, "RssFile": 0.0}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop.wait(self.every):
+            with open("/proc/self/status") as fh:
+                for line in fh:
+                    key = line.split(":")[0]
+                    if key in self.peak:
+                        self.peak[key] = max(self.peak[key], int(line.split()[1]) / 1024.0)
+
+    def close(self) -> dict:
+        self.stop.set()
+        self.thread.join()
+        return {"sampled_peak_anon_mb": self.peak["RssAnon"], "sampled_peak_file_mb": self.peak["RssFile"]}
+
+
+def status_mb() -> dict:
+    """VmHWM (the peak so far), VmRSS, RssAnon and RssFile of this process, MiB."""
+    keys = ("VmHWM", "VmRSS", "RssAnon", "RssFile")
+    with open("/proc/self/status") as fh:
+        return {k: int(line.split()[1]) / 1024.0 for line in fh for k in [line.split(":")[0]] if k in keys}
+
+
+def watch_xgboost_train(out: dict) -> None:
+    """Record ``status_mb()`` when ``xgboost.train`` starts, i.e. once the matrix is built: what
+    construction peaked at (VmHWM) and what the built matrix keeps resident for training."""
+    import xgboost as xgb
+
+    real = xgb.train
+
+    def train(*args, **kwargs):
+        out["at_train_start"] = status_mb()
+        return real(*args, **kwargs)
+
+    xgb.train = train
+
+
 def load(path: str, how: str):
     from ltr.data import open_store
     from ltr.data.streamed import open_streamed
 
-    if how == "streamed":
+    if how in ("streamed", "extmem"):
         return open_streamed(path, "train")
     ds = open_store(path)
     return ds.with_features(np.array(ds.features)) if how == "ram" else ds
@@ -96,9 +148,17 @@ def binned_child(store: str, params: dict) -> dict:
             "bins_per_feature_max": max(bins)}  # fmt: skip
 
 
-def child(engine: str, how: str, store: str, test: str, rounds: int, threads: int, row_wise: bool = False) -> None:
-    """One case (see the module docstring); prints a JSON line."""
+def child(engine: str, how: str, store: str, test: str, rounds: int, threads: int, row_wise: bool = False,
+          block_mb: float | None = None) -> None:  # fmt: skip
+    """One case (see the module docstring); prints a JSON line. ``block_mb``: the engines' blocks of
+    that many MB of float32 features instead of ``ltr.data.streamed.BLOCK_BYTES`` (64 MB)."""
     import importlib
+
+    if block_mb is not None:
+        import ltr.gbdt.streaming
+        from ltr.data.streamed import block_rows
+
+        ltr.gbdt.streaming.block_rows = lambda n_features: block_rows(n_features, int(block_mb * 2**20))
 
     import metrics
     from ltr.data.streamed import open_streamed, predict_in_blocks
@@ -108,17 +168,29 @@ def child(engine: str, how: str, store: str, test: str, rounds: int, threads: in
     params = {"num_threads": threads} if engine == "lightgbm" else {"nthread": threads}
     if engine == "lightgbm":  # every case the same histograms: the streamed default (column-wise) or --row-wise
         params.update(force_row_wise=row_wise, force_col_wise=not row_wise)
-    out: dict = {"engine": engine, "case": how, "rss_after_imports_mb": rss_mb()}
+    out: dict = {"engine": engine, "case": how, "rss_after_imports_mb": rss_mb(), "block_mb": block_mb or 64}
     if how == "binned":
         out.update(binned_child(store, params), peak_rss_mb=rss_mb())
         print(json.dumps(out))
         return
+    sampler = RssSampler()
+    if engine == "xgboost":
+        watch_xgboost_train(out)
     t0 = time.perf_counter()
     train = load(store, how)
     out["load_s"] = time.perf_counter() - t0
+    cache = Path(store).parent / "xgboost_cache" if how == "extmem" else None  # beside the store, on its disk
+    if cache is not None:
+        cache.mkdir()
     t0, c0 = time.perf_counter(), time.process_time()
-    model, info = train_gbdt(engine, train, None, params, num_boost_round=rounds, early_stopping_rounds=None, seed=0)
+    model, info = train_gbdt(engine, train, None, params, num_boost_round=rounds, early_stopping_rounds=None, seed=0,
+                             **({} if cache is None else {"external_memory": cache}))  # fmt: skip
     out["train_s"], out["train_cpu_s"] = time.perf_counter() - t0, time.process_time() - c0
+    if cache is not None:
+        out["cache_mb"] = info["external_memory"]["cache_bytes"] / 2**20
+        out["cache_files"] = info["external_memory"]["cache_files"]
+        out["cache_left"] = len(list(cache.iterdir()))  # the pages' folder is removed: 0
+        cache.rmdir()
     out["rss_after_training_mb"] = rss_mb()
     test_ds = open_streamed(test, "test")
     scores = predict_in_blocks(lambda x: predict_gbdt(engine, model, x), test_ds)
@@ -126,6 +198,7 @@ def child(engine: str, how: str, store: str, test: str, rounds: int, threads: in
     text = model.model_to_string() if engine == "lightgbm" else bytes(model.save_raw(raw_format="json")).decode()
     out["model_sha256"] = hashlib.sha256(text.encode()).hexdigest()[:16]
     out["peak_rss_mb"] = rss_mb()
+    out.update(sampler.close())
     print(json.dumps(out))
 
 
@@ -139,6 +212,7 @@ def run_children(args, store: Path, test: Path) -> list[dict]:
                 continue
             cmd = [sys.executable, __file__, "--child", engine, how, str(store), str(test), "--rounds", str(args.rounds),
                    "--threads", str(args.threads)] + (["--row-wise"] if args.row_wise else [])  # fmt: skip
+            cmd += [] if args.block_mb is None else ["--block-mb", str(args.block_mb)]
             t0 = time.perf_counter()
             done = subprocess.run(cmd, capture_output=True, text=True)
             if done.returncode != 0:
@@ -154,12 +228,21 @@ def run_children(args, store: Path, test: Path) -> list[dict]:
 def report(results: list[dict], facts: dict) -> None:
     print(f"\ntraining store: {facts['train']['rows']:,} rows x {N_FEATURES} features = {facts['train']['gb']:.2f} GB; "
           f"test store {facts['test']['rows']:,} rows")  # fmt: skip
-    print("| engine | features | train s | peak RSS MiB | test NDCG@10 | model sha256 |")
-    print("|---|---|---:|---:|---:|---|")
+    print("| engine | features | train s | train CPU s | peak RSS MiB | test NDCG@10 | model sha256 |")
+    print("|---|---|---:|---:|---:|---:|---|")
     for r in results:
         if r["case"] == "binned":
             continue
-        print(f"| {r['engine']} | {r['case']} | {r['train_s']:.1f} | {r['peak_rss_mb']:,.0f} | {r['test_ndcg@10']:.6f} | {r['model_sha256']} |")
+        blocks = "" if r["block_mb"] == 64 else f" ({r['block_mb']:g} MB blocks)"
+        print(f"| {r['engine']} | {r['case']}{blocks} | {r['train_s']:.1f} | {r['train_cpu_s']:.1f} | {r['peak_rss_mb']:,.0f} | "
+              f"{r['test_ndcg@10']:.6f} | {r['model_sha256']} |")  # fmt: skip
+        print(f"  sampled peaks: anonymous {r['sampled_peak_anon_mb']:,.0f} MiB, file-backed {r['sampled_peak_file_mb']:,.0f} MiB")
+        if "at_train_start" in r:
+            a = r["at_train_start"]
+            print(f"  matrix built: peak so far {a['VmHWM']:,.0f} MiB; resident {a['VmRSS']:,.0f} MiB (anonymous "
+                  f"{a['RssAnon']:,.0f}, file-backed {a['RssFile']:,.0f})")  # fmt: skip
+        if "cache_mb" in r:
+            print(f"  page cache: {r['cache_files']} files, {r['cache_mb']:,.1f} MiB; files left after training: {r['cache_left']}")
     binned = next((r for r in results if r["case"] == "binned"), None)
     if binned is not None:
         print(f"LightGBM binned dataset: {binned['binned_added_mb']:,.0f} MiB added once built (estimate "
@@ -190,11 +273,13 @@ def main() -> None:
     p.add_argument("--row-wise", action="store_true", help="LightGBM force_row_wise=true (default: force_col_wise=true, "
                    "what ltr gbdt chooses for a store or Parquet data)")
     p.add_argument("--cases", default=None, metavar="ENGINE:CASE,...", help="only these cases (e.g. lightgbm:streamed,lightgbm:binned)")
+    p.add_argument("--block-mb", type=float, default=None, help="the engines' row blocks (XGBoost's batches and pages) "
+                   "of this many MB of float32 features (default: ltr's 64 MB)")
     p.add_argument("--child", nargs=4, default=None, metavar=("ENGINE", "CASE", "STORE", "TEST"))
     args = p.parse_args()
     if args.child:
         engine, how, store, test = args.child
-        child(engine, how, store, test, args.rounds, args.threads, args.row_wise)
+        child(engine, how, store, test, args.rounds, args.threads, args.row_wise, args.block_mb)
         return
     folder = Path(args.dir) / f"bench_gbdt_store_{os.getpid()}"
     need = (args.gb + args.test_gb) * 1.05e9

@@ -60,6 +60,7 @@ def register(subparsers) -> None:
     p.add_argument("--metrics", default=None, metavar="M1,M2,...", help="project metrics for valid/test (default ndcg@1,ndcg@3,ndcg@5,ndcg@10,map,mrr)")
     p.add_argument("--preset", default=None, help="metric conventions preset for the reported metrics (default: the toolkit's own)")
     p.add_argument("--seed", type=R["seed"], default=None, help="the engine's seed (default 0)")
+    p.add_argument("--external-memory", action="store_true", help="xgboost with a store or Parquet --train: keep XGBoost's quantised training pages in a cache on disk (ExtMemQuantileDMatrix; a temporary folder in the run folder, removed at the end) instead of RAM")
     g = p.add_argument_group("LightGBM on a Dask cluster (pip install 'ltr[dask]')")
     g.add_argument("--dask-workers", type=integer(min=1), default=None, metavar="N", help="train lightgbm.DaskLGBMRanker on a local Dask cluster of N worker processes")
     g.add_argument("--dask-scheduler", default=None, metavar="ADDRESS", help="train on an existing Dask cluster (e.g. tcp://host:8786); a Parquet --train folder is read by its workers")
@@ -188,6 +189,7 @@ def run(args) -> int:
         from ltr.gbdt.dask_run import run_on_dask
 
         return run_on_dask(args, params, opts, out, inputs)
+    _check_external_memory(args, opts["engine"])
     if opts["engine"] != "lightgbm":
         from ltr.gbdt.engines import import_engine
 
@@ -199,6 +201,22 @@ def run(args) -> int:
         metrics_out = fit(tmp, args, params, opts, metric_kw, (train_ds, valid_ds, test_ds), t0)
     print_run_metrics(out, metrics_out, None)
     return 0
+
+
+def _check_external_memory(args, engine: str) -> None:
+    """--external-memory: XGBoost only, on a training set read in row blocks (refused before any data are read)."""
+    from ltr.data.files import data_format, data_options
+
+    if not getattr(args, "external_memory", False):
+        return
+    if engine != "xgboost":
+        raise LtrError(f"--external-memory is an option of --engine xgboost (XGBoost's page cache on disk), not of {engine}")
+    if not Path(args.train).expanduser().exists():
+        return  # the reader says what is missing
+    if data_format(args.train) not in ("store", "parquet") or data_options(args).sort_by_query:
+        raise LtrError(f"--external-memory: --train {args.train} would be read into memory (only a store or Parquet "
+                       "data without --sort-by-query is read in row blocks); convert it first "
+                       f"(`ltr convert {args.train} --out TRAIN.store`), or leave --external-memory out")  # fmt: skip
 
 
 def _run_lightgbm(tmp: Path, args, params, opts, metric_kw, datasets, t0: float) -> dict[str, dict[str, float]]:
@@ -234,7 +252,8 @@ def _run_engine(tmp: Path, args, params, opts, metric_kw, datasets, t0: float) -
     engine = opts["engine"]
     model, info = train_gbdt(engine, train_ds, valid_ds, params, objective=opts["objective"], gain=opts["gain"],
                              num_boost_round=opts["num_boost_round"], early_stopping_rounds=opts["early_stopping_rounds"],
-                             eval_at=opts["eval_at"], monitor_k=opts["monitor_k"], seed=opts["seed"], progress=not args.quiet)
+                             eval_at=opts["eval_at"], monitor_k=opts["monitor_k"], seed=opts["seed"], progress=not args.quiet,
+                             external_memory=tmp if getattr(args, "external_memory", False) else None)  # fmt: skip
     metrics_out = {}
     for split, ds in (("valid", valid_ds), ("test", test_ds)):
         if ds is not None:
@@ -343,7 +362,7 @@ def _write_summary(tmp: Path, args, opts, info, own, metrics_out, tags, datasets
     if engine == "lightgbm":
         summary.update(label_gain=info["label_gain"], label_values=info["label_values"])
     else:
-        summary.update(rounds_run=info["rounds_run"], early_stopping={
+        summary.update(rounds_run=info["rounds_run"], external_memory=info.get("external_memory"), early_stopping={
             "monitor": info["monitor"], "best_value": info["best_score"], "curve": info["curve"],
             "rule": "the toolkit's validation metric after every round; stop after early_stopping_rounds "
                     "rounds without improvement; the model keeps the first best round"})

@@ -120,9 +120,14 @@ def take_objective(engine: str, params: dict[str, Any], objective: str | None = 
 def train_gbdt(engine: str, train_ds, valid_ds=None, params: dict[str, Any] | None = None, *, objective: str | None = None,
                gain: Any = "exp2", num_boost_round: int = 1000, early_stopping_rounds: int | None = 50,
                eval_at: Sequence[int] = (1, 3, 5, 10), monitor_k: int = 10, seed: int = 0,
-               threads: int | None = None, progress: bool = False, record_train: bool = False):  # fmt: skip
+               threads: int | None = None, progress: bool = False, record_train: bool = False,
+               external_memory: str | os.PathLike | None = None):  # fmt: skip
     """Train ``engine`` with ``objective``; ``(model, info)`` with ``info["best_iteration"]`` (rounds
-    kept) and ``info["params"]`` (what the library was given). See each engine's ``train_*``."""
+    kept) and ``info["params"]`` (what the library was given). See each engine's ``train_*``;
+    ``external_memory`` (a folder for XGBoost's page cache) is XGBoost's only."""
+    if external_memory is not None and engine != "xgboost":
+        raise LtrError(f"external memory (a page cache on disk) is an option of the xgboost engine, not of {engine}: "
+                       "train with --engine xgboost, or leave --external-memory out")  # fmt: skip
     objective, params = take_objective(engine, dict(params or {}), objective)
     common = dict(gain=gain, num_boost_round=num_boost_round, early_stopping_rounds=early_stopping_rounds,
                   eval_at=eval_at, monitor_k=monitor_k, seed=seed, progress=progress)
@@ -136,10 +141,13 @@ def train_gbdt(engine: str, train_ds, valid_ds=None, params: dict[str, Any] | No
         return train_lightgbm(train_ds, valid_ds, params, record_train=record_train, **common)
     import_engine(engine)
     if engine == "xgboost":
-        from ltr.gbdt.xgboost import train_xgboost as fit
-    else:
-        from ltr.gbdt.catboost import train_catboost as fit
-    return fit(train_ds, valid_ds, params, objective=objective, threads=threads, **common)
+        from ltr.gbdt.xgboost import train_xgboost
+
+        return train_xgboost(train_ds, valid_ds, params, objective=objective, threads=threads,
+                             external_memory=external_memory, **common)  # fmt: skip
+    from ltr.gbdt.catboost import train_catboost
+
+    return train_catboost(train_ds, valid_ds, params, objective=objective, threads=threads, **common)
 
 
 def predict_gbdt(engine: str, model, features: np.ndarray) -> np.ndarray:

@@ -22,6 +22,17 @@ sketches the quantiles over the blocks, then quantises each block into its histo
 byte per value for ``max_bin`` <= 256); the float matrix is never built. Blocks end at query
 boundaries (:func:`ltr.data.streamed.query_blocks`), so a query is never split between two of
 XGBoost's batches. A validation matrix takes the training matrix's cuts (``ref=``).
+
+XGBoost, external memory (``cache_prefix``). The same iterator builds an ``ExtMemQuantileDMatrix``:
+the same sketch and cuts, but each batch's histogram index becomes a page written to a cache file
+(``cache_prefix`` + XGBoost's suffix; read back through ``mmap`` on the CPU) instead of one matrix
+in RAM, and training reads the pages in turn for every histogram. Only the features are paged:
+labels and ``qid`` are concatenated in memory over the batches (XGBoost's ``MetaInfo``), so ranking
+sees whole queries whatever the pages; ``qid`` (the query's position) is non-decreasing over the
+batches, as XGBoost requires, and the query-aligned blocks never split a query between pages
+anyway. XGBoost's other external-memory knobs (``on_host``, ``min_cache_page_bytes``,
+``max_quantile_batches``, ``extmem_single_page``) are for GPU training and are left at their
+defaults; the page size is the block size (``rows``).
 """
 
 from __future__ import annotations
@@ -215,21 +226,30 @@ def _column_sample(seq, indices: np.ndarray) -> tuple[list[np.ndarray], list[np.
 
 
 def xgboost_matrix(ds, labels: np.ndarray, *, quantile: bool, ref=None, max_bin: int | None = None,
-                   nthread: int | None = None, rows: int | None = None):  # fmt: skip
+                   nthread: int | None = None, rows: int | None = None, cache_prefix: str | None = None):  # fmt: skip
     """XGBoost's matrix of ``ds`` with ``labels`` (the gains) and ``qid`` (the query's position):
     ``xgb.DMatrix`` of the array in memory; with ``quantile``, a ``QuantileDMatrix`` (cuts from
-    ``ref`` when given), built from an iterator of query-aligned blocks when ``ds`` is streamed."""
+    ``ref`` when given), built from an iterator of query-aligned blocks when ``ds`` is streamed;
+    with ``cache_prefix`` (a streamed ``ds`` only), an ``ExtMemQuantileDMatrix`` whose pages are
+    written to files whose names start with ``cache_prefix``."""
     import xgboost as xgb
 
+    from ltr.errors import LtrError
     from ltr.gbdt.common import query_ids
 
+    if cache_prefix is not None and not is_streamed(ds):
+        raise LtrError("XGBoost's external memory reads a data set in row blocks (a store or Parquet data); "
+                       "this one is in memory")  # fmt: skip
     if not is_streamed(ds):
         x, qid = np.asarray(ds.features), query_ids(ds)
         if not quantile:
             return xgb.DMatrix(x, label=labels, qid=qid, nthread=nthread)
         return xgb.QuantileDMatrix(x, label=labels, qid=qid, ref=ref, max_bin=max_bin, nthread=nthread)
     rows = block_rows(ds.n_features) if rows is None else int(rows)
-    return xgb.QuantileDMatrix(_iterator_class()(ds, labels, rows), ref=ref, max_bin=max_bin, nthread=nthread)
+    blocks = _iterator_class()(ds, labels, rows, cache_prefix)
+    if cache_prefix is not None:
+        return xgb.ExtMemQuantileDMatrix(blocks, ref=ref, max_bin=max_bin, nthread=nthread)
+    return xgb.QuantileDMatrix(blocks, ref=ref, max_bin=max_bin, nthread=nthread)
 
 
 @functools.cache
@@ -240,13 +260,14 @@ def _iterator_class():
 
     class BlockIterator(xgb.DataIter):
         """Query-aligned blocks of a StreamedData, with their labels and qid (XGBoost calls ``next``
-        until it returns False, then ``reset``; it passes over the data twice)."""
+        until it returns False, then ``reset``; it passes over the data twice). ``cache_prefix``:
+        where an external-memory matrix writes its pages (None for one in RAM)."""
 
-        def __init__(self, data, labels: np.ndarray, rows: int):
+        def __init__(self, data, labels: np.ndarray, rows: int, cache_prefix: str | None = None):
             self.data, self.labels, self.rows = data, np.asarray(labels, dtype=np.float32), int(rows)
             self.qid = query_ids(data)
             self.blocks: Any = None
-            super().__init__(release_data=True)
+            super().__init__(cache_prefix=cache_prefix, release_data=True)
 
         def next(self, input_data) -> bool:
             if self.blocks is None:
