@@ -27,6 +27,21 @@ def shared_data():
     return shared_path
 
 
+@pytest.fixture(scope="session")
+def gbdt_data_files(tmp_path_factory):
+    """train / valid / test as SVMlight, store and Parquet (row groups of 300 rows); 4,405 training rows,
+    20 features: the data of the streamed GBDT tests (LightGBM's Sequence, XGBoost's iterators)."""
+    from ltr.data import convert_to_store, save_svmlight, to_parquet
+    from ltr.data.synthetic import make_synthetic_splits
+
+    d = tmp_path_factory.mktemp("gbdt_files")
+    for name, ds in zip(("train", "valid", "test"), make_synthetic_splits(300, 20, mean_list_length=20, seed=5)):
+        save_svmlight(ds, d / f"{name}.txt")
+        convert_to_store(d / f"{name}.txt", d / f"{name}.store")
+        to_parquet(ds, d / f"{name}.parquet", row_group_rows=300)
+    return d
+
+
 def pytest_collection_modifyitems(config, items):
     # Tests marked slow run first: under pytest-xdist each worker starts on one while the others fill
     # the gaps, so no long test starts last and holds up the end of `make test`. The sort is stable.

@@ -15,23 +15,17 @@ pytest.importorskip("pyarrow")
 pytest.importorskip("lightgbm")
 
 import ltr.gbdt.streaming as streaming  # noqa: E402
-from ltr.data import convert_to_store, open_store, save_svmlight, to_parquet  # noqa: E402
+from ltr.data import open_store  # noqa: E402
 from ltr.data.streamed import RowReader, StreamedData, open_streamed, predict_in_blocks, query_blocks  # noqa: E402
-from ltr.data.synthetic import make_synthetic_splits  # noqa: E402
 from ltr.errors import LtrError  # noqa: E402
 from ltr.gbdt.engines import predict_gbdt, train_gbdt  # noqa: E402
 from ltr.gbdt.lightgbm import predict_booster, train_lightgbm  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def files(tmp_path_factory):
-    """train / valid / test as SVMlight, store and Parquet (row groups of 300 rows); 4,405 training rows."""
-    d = tmp_path_factory.mktemp("gbdt_stream")
-    for name, ds in zip(("train", "valid", "test"), make_synthetic_splits(300, 20, mean_list_length=20, seed=5)):
-        save_svmlight(ds, d / f"{name}.txt")
-        convert_to_store(d / f"{name}.txt", d / f"{name}.store")
-        to_parquet(ds, d / f"{name}.parquet", row_group_rows=300)
-    return d
+def files(gbdt_data_files):
+    """train / valid / test as SVMlight, store and Parquet (tests/conftest.py)."""
+    return gbdt_data_files
 
 
 def in_ram(path):
