@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from click_log_files import write_backwards_log, write_data_and_scores
 
 from ltr.clicks.click_models import simulate_click_chunks
 from ltr.clicks.list_stream import stream_shown_lists
@@ -72,17 +73,8 @@ def test_training_on_the_streamed_lists_equals_training_on_the_log(logged, estim
 
 
 def test_a_log_whose_sessions_go_back_is_refused(logged, tmp_path):
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from ltr.clicks.log_table import log_to_table
-
     ds, _, log = logged
-    table = log_to_table(log)
-    session = table.column("session").to_numpy()
-    order = np.argsort(-session, kind="stable")  # the last session's rows first
-    path = tmp_path / "backwards.parquet"
-    pq.write_table(table.take(pa.array(order)), path)
+    path = write_backwards_log(log, tmp_path / "backwards.parquet")  # the last session's rows first
     with pytest.raises(LtrError, match=r"backwards.parquet: row \d+: session .* non-decreasing order"):
         stream_shown_lists(path, ds, batch_size=100)
 
@@ -124,21 +116,11 @@ def test_click_dcg_from_streamed_cells_equals_the_whole_log(logged, batch_size, 
 def test_clicks_evaluate_streams_the_parquet_log_and_reads_an_unsorted_one_whole(logged, tmp_path, capsys):
     import json
 
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     from ltr.cli import main
-    from ltr.clicks.log_table import log_to_table
-    from ltr.data import save_svmlight
 
     ds, path, log = logged
-    data = tmp_path / "data.txt"
-    save_svmlight(ds, data)
-    scores = tmp_path / "scores.txt"
-    scores.write_text("\n".join(str(v) for v in ds.labels) + "\n")
-    table = log_to_table(log)
-    backwards = tmp_path / "backwards.parquet"
-    pq.write_table(table.take(pa.array(np.argsort(-table.column("session").to_numpy(), kind="stable"))), backwards)
+    data, scores = write_data_and_scores(ds, tmp_path)
+    backwards = write_backwards_log(log, tmp_path / "backwards.parquet")
     results = []
     for log_path, rows in ((path, "11"), (backwards, "11"), (path, "1000000")):
         out = tmp_path / f"ev{len(results)}.json"
@@ -157,21 +139,14 @@ def test_clicks_train_dla_streams_a_sorted_log_and_reads_an_unsorted_one_whole(l
     """The same seed on the same sessions: the streamed and the whole read train the same DLA model."""
     import json
 
-    import pyarrow as pa
-    import pyarrow.parquet as pq
     import torch
 
     from ltr.cli import main
-    from ltr.clicks.log_table import log_to_table
-    from ltr.data import save_svmlight
     from ltr.train.models import load_model
 
     ds, path, log = logged
-    data = tmp_path / "data.txt"
-    save_svmlight(ds, data)
-    table = log_to_table(log)
-    backwards = tmp_path / "backwards.parquet"
-    pq.write_table(table.take(pa.array(np.argsort(-table.column("session").to_numpy(), kind="stable"))), backwards)
+    data, _ = write_data_and_scores(ds, tmp_path)
+    backwards = write_backwards_log(log, tmp_path / "backwards.parquet")
     models = []
     for i, log_path in enumerate((path, backwards)):
         out = tmp_path / f"m{i}"

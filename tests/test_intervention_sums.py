@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from click_log_files import write_backwards_log, write_data_and_scores
 
 from ltr.clicks.click_models import simulate_click_chunks
 from ltr.clicks.intervention_sums import stream_intervention_sums, sums_from_rows, sums_of_log
@@ -83,7 +83,7 @@ def test_sums_by_hand_on_three_sessions():
 
 def test_sessions_that_go_back_and_logs_without_interventions(logged, tmp_path):
     _, _, log = logged
-    backwards = _backwards(log, tmp_path)
+    backwards = write_backwards_log(log, tmp_path / "backwards.parquet")
     with pytest.raises(UnsortedSessionsError, match="session"):
         stream_intervention_sums(backwards, batch_size=50)
     production = tmp_path / "production.parquet"
@@ -97,7 +97,7 @@ def test_cli_estimates_stream_and_fall_back_for_an_unsorted_log(logged, tmp_path
     from ltr.clicks import log_table
 
     _, path, log = logged
-    backwards = _backwards(log, tmp_path)
+    backwards = write_backwards_log(log, tmp_path / "backwards.parquet")
     got = {}
     for name, log_path in (("sorted", path), ("backwards", backwards)):
         with monkeypatch.context() as patch:
@@ -117,14 +117,6 @@ def test_cli_estimates_stream_and_fall_back_for_an_unsorted_log(logged, tmp_path
             assert [r["truth"] for r in rows][:2] == [1.0, 0.5]  # PBM, eta = 1: theta_2 / theta_1 = 1/2
 
 
-def _backwards(log, tmp_path):
-    """The log's rows with session ids going back (largest first): streaming refuses it."""
-    table = log_to_table(log)
-    path = tmp_path / "backwards.parquet"
-    pq.write_table(table.take(pa.array(np.argsort(-table.column("session").to_numpy(), kind="stable"))), path)
-    return path
-
-
 def _refuse(*args, **kwargs):
     raise AssertionError("the intervention sessions were read whole")
 
@@ -132,14 +124,10 @@ def _refuse(*args, **kwargs):
 def test_clicks_evaluate_with_estimated_propensities_streams_them(logged, tmp_path, monkeypatch):
     from ltr.cli import main
     from ltr.clicks import log_table
-    from ltr.data import save_svmlight
 
     ds, path, log = logged
-    data = tmp_path / "data.txt"
-    save_svmlight(ds, data)
-    scores = tmp_path / "scores.txt"
-    scores.write_text("\n".join(str(v) for v in ds.labels) + "\n")
-    backwards = _backwards(log, tmp_path)
+    data, scores = write_data_and_scores(ds, tmp_path)
+    backwards = write_backwards_log(log, tmp_path / "backwards.parquet")
     got = []
     for log_path in (path, backwards):  # streamed, then read whole (session ids go back)
         with monkeypatch.context() as patch:
