@@ -1050,6 +1050,14 @@ NEW_CASES: list[Case] = [
     Case("new-predict-qrels-is-data", P + ["--qrels", "{test}"], ("--qrels",)),
     Case("predict-qrels-equals-out", P + ["--qrels", "{tmp}/out.run"], ("--qrels",)),
     Case("predict-tag-with-space", P + ["--tag", "a b"], ("--tag",)),
+    # ------------------------------------------------------------------ options of issue 20, 22 and 24's fourth round
+    Case("gbdt-external-memory-svmlight", G + ["--engine", "xgboost", "--external-memory"], ("--external-memory", "ltr convert")),
+    Case("gbdt-external-memory-lightgbm", G + ["--external-memory"], ("--external-memory", "lightgbm")),
+    Case("synth-query-relative-negative", SY + ["--query-relative", "-1"], ("--query-relative",)),
+    Case("synth-query-relative-nan", SY + ["--query-relative", "nan"], ("--query-relative",)),
+    Case("clicks-train-dla-update-bogus", ["clicks", "train", "--data", "{train}", "--log", "{log}", "--out", "{tmp}/ct",
+                                           "--estimator", "dla", "--dla-propensity-update", "bogus"],
+         ("--dla-propensity-update",)),
 ]
 CASES += NEW_CASES
 
