@@ -119,11 +119,13 @@ def _sums_and_positions(source, n_positions: int | None):
     """``(sums, n_positions)`` of a :class:`ClickLog` or of the sums already taken (a streamed log)."""
     from ltr.clicks.intervention_sums import InterventionSums, sums_of_log
 
-    if isinstance(source, InterventionSums):
-        if n_positions is None and source.max_position == 0:
-            raise LtrError("the click log has no randomized or swap sessions")
-        return source, _default_positions(None, n_positions) if n_positions is not None else source.max_position
-    return sums_of_log(source), _default_positions(source, n_positions)
+    if not isinstance(source, InterventionSums):
+        return sums_of_log(source), _default_positions(source, n_positions)
+    if n_positions is not None:
+        return source, _default_positions(None, n_positions)  # checks n_positions >= 1 only
+    if source.max_position == 0:
+        raise LtrError("the click log has no randomized or swap sessions")
+    return source, source.max_position
 
 
 def estimate_from_randomized(log, n_positions: int | None = None, *, confidence: float = 0.95) -> PropensityEstimate:
