@@ -187,8 +187,7 @@ def _per_segment(values: np.ndarray, lens: np.ndarray, ramp: bool = False) -> np
     first = (np.cumsum(lens) - lens)[nonempty]
     out[first[1:]] = np.diff(value) + int(ramp)
     out[0] = value[0]
-    np.cumsum(out, out=out)
-    return out
+    return np.cumsum(out)  # into a new array: numpy's in-place cumsum holds the GIL for its whole pass
 
 
 def _segment_blocks(seg_offsets: np.ndarray, n: int, whole: bool = False):
