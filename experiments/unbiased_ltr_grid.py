@@ -20,6 +20,7 @@ attraction a(rel) = eps + (1 - eps)(2^rel - 1)/(2^max - 1)), run over
       dr-true: the same with the simulator's propensities (the logged ones) instead of EM's
       dr-mlp:  IPS labels (logged propensities) on shown items; on the others the prediction of the same
                MLP fitted by squared error to those IPS labels (a direct model as flexible as the ranker)
+      dr-zero: IPS labels (logged propensities) on shown items, 0 on the others (the unshown taken as non-relevant)
       shown-oracle: not an estimator, a ceiling: the true attraction a(rel) as the label of the shown lists
                (what a perfect de-biasing of the clicks would give, without the items never shown)
 
@@ -103,8 +104,9 @@ def fit_full(train, valid, make, cfg, eps, max_label, labels=None):
 
 def direct_labels(train, log, em, propensity=None, clip: float = 0.01) -> np.ndarray:
     """Per training row: the mean of c / max(p, clip) over its logged entries if it was shown (p = EM's
-    theta_r, or the logged ``propensity``), else EM's relevance gamma(x); ``em=None``: dm (gamma only)."""
-    gamma = em.predict(train.features)
+    theta_r, or the logged ``propensity``), else EM's relevance gamma(x) (0 when ``em`` is None: dr-zero);
+    ``propensity="dm"``: gamma for every row."""
+    gamma = np.zeros(train.n_items) if em is None else em.predict(train.features)
     if propensity == "dm":
         return gamma
     p = log.propensity if propensity == "logged" else em.theta[log.position - 1]
@@ -146,6 +148,8 @@ def click_estimators(train, valid, log, est, make, cfg, em, args):
         return _trainer_fit(lists_dataset(train, log, a[log.doc]), valid, make, losses.get_loss("softmax"), cfg)[0], None
     if est == "dr-mlp":
         return fit_full(train, valid, make, cfg, args.eps, None, mlp_direct_labels(train, valid, log, make, cfg)), None
+    if est == "dr-zero":  # IPS labels (logged propensities) on shown items, 0 on the items never shown
+        return fit_full(train, valid, make, cfg, args.eps, None, direct_labels(train, log, None, "logged")), None
     if est in ("dm", "dr", "dr-true"):
         kind = {"dm": "dm", "dr": "em", "dr-true": "logged"}[est]
         return fit_full(train, valid, make, cfg, args.eps, None, direct_labels(train, log, em, kind)), None
