@@ -22,7 +22,11 @@ knobs added; with none set it reproduces the study's DLA numbers digit for digit
 * ``pall`` = 1: the propensity step's loss is over all lists instead of the minibatch;
 * ``update=full``: after every ranker step the logits are set to the full-log optimum (20 MM steps);
   ``ema``: then only moved that fraction of the way there;
-* ``wd``: decoupled weight decay of the ranker (AdamW).
+* ``wd``: decoupled weight decay of the ranker (AdamW);
+* ``crossfit`` = 1: two rankers, each trained on half of the lists (even / odd list index), and the
+  propensity loss of a list weighted by the relevance of the ranker that did *not* train on it (so
+  the weights cannot come from a ranker that memorised that list's clicks); the ranker is the mean
+  of the two scores. Only the ``plr`` knob applies with it.
 
     python experiments/dla_variants_study.py --out runs/dla_variants --seeds 10 \
         --variant sgd --variant full:update=full --variant plr0.1:plr=0.1
@@ -51,7 +55,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "experiments"))
 
 KNOBS = {"init": str, "plr": float, "warm": int, "freeze": int, "psteps": int, "ploss": str, "pall": int,
-         "update": str, "ema": float, "wd": float}
+         "update": str, "ema": float, "wd": float, "crossfit": int}
 CHOICES = {"init": ("flat", "rem", "true"), "ploss": ("ratio", "likelihood"), "update": ("sgd", "full")}
 
 
@@ -146,7 +150,8 @@ def _step(k, step, model, phi, opt_r, opt_p, batch, everything, lr, max_weight):
 def fit_variant(lists, features, model, valid, seed, k, init_theta=None, *, epochs=40, batch_size=64, lr=3e-3,
                 max_weight=100.0, patience=5, clicks=None):
     """``fit_dla``'s loop (Adam, batches of lists, best validation epoch kept) with the knobs ``k``;
-    ``clicks`` [G, K] overrides ``lists.clicks``; without ``valid`` the last epoch is kept; returns ``(model, theta, best_epoch)``."""
+    ``clicks`` [G, K] overrides ``lists.clicks``; without ``valid`` the last epoch is kept. Returns
+    ``(model, theta, best_epoch)``."""
     import torch
 
     from ltr.clicks.dla import _valid_ndcg, list_tensors
@@ -180,6 +185,81 @@ def fit_variant(lists, features, model, valid, seed, k, init_theta=None, *, epoc
     return model, torch.exp(best[2] - best[2][0]).double().numpy(), best[3]
 
 
+class _Mean:
+    """The mean of two scorers' scores (a torch module built on first use)."""
+
+    def __new__(cls, a, b):
+        import torch
+
+        class Mean(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a, self.b = a, b
+
+            def forward(self, x, mask=None):
+                return 0.5 * (self.a(x) + self.b(x)) if mask is None else 0.5 * (self.a(x, mask) + self.b(x, mask))
+
+        return Mean()
+
+
+def _crossfit_losses(models, phi, batch, fold, max_weight):
+    """DLA's two losses with two rankers: list g's ranker loss on ranker fold[g], its propensity weights
+    from ranker 1 - fold[g]."""
+    import torch
+
+    from ltr.clicks.dla import _masked_log_softmax
+
+    x, c, pos, mask = batch
+    logs = [_masked_log_softmax(m(x, mask), mask) for m in models]
+    own = torch.where(fold[:, None] == 0, logs[0], logs[1])
+    other = torch.where(fold[:, None] == 0, logs[1], logs[0]).detach()
+    logit = torch.where(mask, phi[(pos - 1).clamp(min=0)], torch.zeros_like(own))
+    log_exam = _masked_log_softmax(logit, mask)
+    with torch.no_grad():
+        w_prop = torch.clamp(1.0 / torch.exp(phi - phi[0])[(pos - 1).clamp(min=0)], max=max_weight)
+        w_rel = torch.clamp(torch.exp(other[:, :1] - other), max=max_weight)
+    c = c * mask
+    total = c.sum().clamp(min=1.0)
+    return -(c * w_prop * own).sum() / total, -(c * w_rel * log_exam).sum() / total
+
+
+def fit_crossfit(lists, features, model, valid, seed, k, *, epochs=40, batch_size=64, lr=3e-3, max_weight=100.0,
+                 patience=5, clicks=None):
+    """The ``crossfit`` variant: as :func:`fit_variant` (sgd update), two rankers (the second a copy of
+    ``model``'s initial weights); returns ``(mean of the two rankers, theta, best_epoch)``."""
+    import torch
+
+    from ltr.clicks.dla import _valid_ndcg, list_tensors
+
+    everything = list_tensors(lists, features, clicks)
+    fold = torch.arange(len(everything[0])) % 2
+    models = [model, copy.deepcopy(model)]
+    both = _Mean(*models)
+    torch.manual_seed(seed)
+    phi = torch.nn.Parameter(torch.zeros(lists.docs.shape[1]))
+    opt = torch.optim.Adam([{"params": both.parameters(), "lr": lr}, {"params": [phi], "lr": k.get("plr", 0.05)}])
+    gen = torch.Generator().manual_seed(seed)
+    best = (-np.inf, None, None, 0)
+    both.train()
+    for epoch in range(epochs):
+        order = torch.randperm(len(fold), generator=gen)
+        for start in range(0, len(order), batch_size):
+            b = order[start : start + batch_size]
+            loss_rank, loss_exam = _crossfit_losses(models, phi, tuple(t[b] for t in everything), fold[b], max_weight)
+            opt.zero_grad()
+            (loss_rank + loss_exam).backward()
+            opt.step()
+        value = _valid_ndcg(both, valid) if valid is not None else float(epoch)  # no valid: the last epoch
+        both.train()
+        if value > best[0]:
+            best = (value, copy.deepcopy(both.state_dict()), phi.detach().clone(), epoch)
+        elif epoch - best[3] >= patience:
+            break
+    both.load_state_dict(best[1])
+    both.eval()
+    return both, torch.exp(best[2] - best[2][0]).double().numpy(), best[3]
+
+
 def seed_log(seed: int, need_rem: bool):
     """The study's PBM cell at 10^6 sessions for ``seed``: (train, valid, test, shown lists, EM curve or None)."""
     from ltr.clicks.click_models import simulate_clicks
@@ -210,7 +290,8 @@ def run_seed(seed: int, variants) -> list[dict]:
         seed_everything(seed)
         model = make_factory(train, (64, 32))(train)
         init = {"rem": rem, "true": theta}.get(k.get("init", "flat"))
-        model, est, best_epoch = fit_variant(lists, train.features, model, valid, seed, k, init)
+        fit = fit_crossfit if k.get("crossfit") else fit_variant
+        model, est, best_epoch = fit(lists, train.features, model, valid, seed, k, *([] if k.get("crossfit") else [init]))
         err = np.abs(est[:10] / theta - 1)
         rows.append({"variant": name, "seed": seed, "max_err": float(err.max()), "worst_position": int(err.argmax()) + 1,
                      "ndcg10": ndcg10(model, test), "best_epoch": best_epoch, "theta": est[:10].tolist(),

@@ -108,6 +108,26 @@ def test_likelihood_variant_recovers_theta_on_noiseless_clicks(study, noiseless)
         assert epoch == 59
 
 
+def test_crossfit_recovers_theta_on_noiseless_clicks(study, noiseless):
+    """Two linear rankers on the even and odd lists each reach the true direction, and the propensities
+    weighted by the other one's relevance reach the true theta; the returned ranker is their mean."""
+    import torch
+
+    from ltr.train.models import LinearScorer
+    from ltr.train.trainer import seed_everything
+
+    x, lists, clicks, theta, valid = noiseless
+    seed_everything(0)
+    both, est, epoch = study.fit_crossfit(lists, x, LinearScorer(3), None, 0, {"plr": 0.05}, epochs=150, lr=0.05, max_weight=1e6,
+                                          batch_size=128, clicks=clicks)
+    np.testing.assert_allclose(est, theta, rtol=0.01)
+    for m in (both.a, both.b):
+        np.testing.assert_allclose(m.linear.weight.detach().double().numpy().ravel(), [1.0, -0.7, 0.4], rtol=0.05)
+    xt = torch.from_numpy(x[:5].astype(np.float32))
+    np.testing.assert_allclose(both(xt).detach().numpy(), (0.5 * (both.a(xt) + both.b(xt))).detach().numpy())
+    assert epoch == 149
+
+
 @pytest.mark.parametrize("spec, words", [
     ("x:bogus=1", ("bogus",)), ("x:init=warm", ("init", "flat")), ("x:plr=-0.1", ("plr", ">= 0")),
     ("x:ema=nan", ("ema",)), ("x:warm", ("warm", "key=value")), (":plr=0.1", ("no name",)),
