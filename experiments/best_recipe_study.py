@@ -11,7 +11,9 @@ copied), per seed and fold, as a user runs them (``ltr.cli.main`` in this proces
 - the blends (:data:`BLENDS`): ``blend``, ``ltr blend`` of the cell's best engine and best neural run,
   each picked by validation NDCG@10, its weights searched on the validation file; ``blend_all``, every
   engine and the best neural run, weights searched; ``blend_all_equal``, the same members with
-  ``--weights equal`` (1/5 each, nothing fitted).
+  ``--weights equal`` (1/5 each, nothing fitted); ``blend_cv`` and ``blend_all_cv``, the members of
+  ``blend`` and ``blend_all`` with ``--weights cv`` (the searched weights shrunk toward equal ones by
+  an amount chosen by 5-fold cross-validation over the validation queries).
 
 Every run's model folder is scored on the test file (``ltr.models.load_scorer``) and NDCG@10 is taken
 per query with the toolkit's conventions (``ltr.runs.evaluate_scores``); the mean is checked against
@@ -65,7 +67,8 @@ ENGINES: dict[str, list[str]] = {
 NEURAL = ("neural", "neural_ens3")
 #: blend candidates: name -> (members: "pair" = the cell's best engine and best neural run by validation,
 #: "all" = every engine of the cell and its best neural run; `ltr blend --weights` rule)
-BLENDS = {"blend": ("pair", "search"), "blend_all": ("all", "search"), "blend_all_equal": ("all", "equal")}
+BLENDS = {"blend": ("pair", "search"), "blend_all": ("all", "search"), "blend_all_equal": ("all", "equal"),
+          "blend_cv": ("pair", "cv"), "blend_all_cv": ("all", "cv")}
 RECIPES = ("neural", "neural_ens3", *BLENDS)
 
 
@@ -295,7 +298,7 @@ def summarise(records: list[dict], dataset: str, folds: int) -> dict:
     best_recipe = max(recipes, key=lambda n: rows[n]["mean"])
     by_valid = max(recipes, key=lambda n: rows[n]["valid"])
     pairs = [(r, best_engine) for r in recipes]
-    pairs += [("blend", m) for m in ("gbdt_member", "neural_member") if "blend" in rows and m in rows]
+    pairs += [(b, m) for b in ("blend", "blend_cv") for m in ("gbdt_member", "neural_member") if b in rows and m in rows]
     comparisons = [{"a": a, "b": b, **paired_tests(averaged[a], averaged[b])} for a, b in pairs]
     for key in ("t_p", "rand_p"):
         for c, adj in zip(comparisons, holm([c[key] for c in comparisons])):
@@ -336,11 +339,12 @@ def report(records: list[dict], sets: dict, neural_options: list[str], skip=()) 
             verdicts.append(f"- {dataset}: best recipe {s['best_recipe']} − best engine {s['best_engine']} = {rec['diff']:+.4f} "
                             f"(Holm t p {rec['holm_t_p']:.2g}): target 1 {'met' if rec['diff'] >= 0 else 'NOT met'}; "
                             f"the recipe validation picks, {s['recipe_by_valid']}: {val['diff']:+.4f}")
-            both = [c for c in s["comparisons"] if c["a"] == "blend" and c["b"].endswith("_member")]
-            if len(both) == 2:
-                ok = all(c["diff"] >= 0 for c in both)
-                verdicts.append(f"- {dataset}: blend − its GBDT member {both[0]['diff']:+.4f}, − its neural member "
-                                f"{both[1]['diff']:+.4f}: blend ≥ each {'met' if ok else 'NOT met'}")
+            for b in ("blend", "blend_cv"):  # blend_cv has blend's members
+                both = [c for c in s["comparisons"] if c["a"] == b and c["b"].endswith("_member")]
+                if len(both) == 2:
+                    ok = all(c["diff"] >= 0 for c in both)
+                    verdicts.append(f"- {dataset}: {b} − its GBDT member {both[0]['diff']:+.4f}, − its neural member "
+                                    f"{both[1]['diff']:+.4f}: {b} ≥ each {'met' if ok else 'NOT met'}")
         lines.append("")
         summary.append(_summary_row(dataset, s))
     head = ["### Summary", "", "| data set | queries | seeds | best engine | best recipe | recipe − engine [95% over queries] | Holm t p "
