@@ -166,3 +166,24 @@ def test_ablation_blend_variant_takes_the_cv_rule():
 
     cfg = _study(variants={"bl": {"blend": ["lightgbm", "ranknet"], "weights": "cv"}})
     assert resolve_method("bl", cfg).blend_weights == "cv"
+
+
+@pytest.mark.slow
+def test_ablation_blend_cell_with_the_cv_rule_records_lambda():
+    from test_blend import _study
+
+    from ltr.study import ablation
+    from ltr.study.cell_training import train_method
+    from ltr.study.methods import resolve_method
+
+    cfg = _study(variants={"bl": {"blend": ["lightgbm", "ranknet"], "weights": "cv"}})
+    train, valid, test = ablation.load_splits(cfg.datasets[0], None)
+    kw = dict(seed=0, metrics=cfg.metrics, monitor="ndcg@10", budget=1, threads=1)
+    scores, info = train_method(resolve_method("bl", cfg), train, valid, test, **kw)
+    cv = info["cv"]
+    assert cv["lambda"] in CV_LAMBDAS and cv["values"][CV_LAMBDAS.index(cv["lambda"])] == max(cv["values"])
+    expected = shrink_units(cv["searched_units"], cv["lambda"])
+    assert [info["weights"][m] for m in ("lightgbm", "ranknet")] == [u / 500 for u in expected]
+    members = [train_method(resolve_method(m, cfg), train, valid, test, **kw)[0] for m in ("lightgbm", "ranknet")]
+    assert np.array_equal(scores, combine([standardise(m, test.query_offsets) for m in members],
+                                          [u / 500 for u in expected]))
