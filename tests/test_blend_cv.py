@@ -187,3 +187,24 @@ def test_ablation_blend_cell_with_the_cv_rule_records_lambda():
     members = [train_method(resolve_method(m, cfg), train, valid, test, **kw)[0] for m in ("lightgbm", "ranknet")]
     assert np.array_equal(scores, combine([standardise(m, test.query_offsets) for m in members],
                                           [u / 500 for u in expected]))
+
+
+def test_lambda_tally_of_a_study_folder(tmp_path, capsys):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "experiments" / "blend_cv_lambdas.py"
+    spec = importlib.util.spec_from_file_location("blend_cv_lambdas", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    cells = {"mq/fold0/blend_cv-seed0": (0.0, [0.7, 0.6, 0.6, 0.6, 0.5]),
+             "mq/fold1/blend_cv-seed0": (1.0, [0.5, 0.6, 0.6, 0.6, 0.9]),
+             "mq/fold0/blend_cv-seed1": (0.0, [0.9, 0.6, 0.6, 0.6, 0.7])}
+    for cell, (lam, values) in cells.items():
+        (tmp_path / "runs" / cell).mkdir(parents=True)
+        (tmp_path / "runs" / cell / "blend.json").write_text(json.dumps({"search": {"cv": {"lambda": lam, "values": values}}}))
+    (tmp_path / "runs" / "mq/fold0/blend-seed0").mkdir(parents=True)  # a searched blend: no cv, not counted
+    (tmp_path / "runs" / "mq/fold0/blend-seed0/blend.json").write_text(json.dumps({"search": {"rule": "search"}}))
+    assert module.main([str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2:] == ["| mq | blend_cv | 3 | 2 / 0 / 0 / 0 / 1 | 0.7000 / 0.6000 / 0.6000 / 0.6000 / 0.7000 |"]
