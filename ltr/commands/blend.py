@@ -153,7 +153,7 @@ def _print_report(out, members, fit, report) -> None:
         cv = fit.search["cv"]
         print(f"metric: {fit.metric} (searched weights shrunk toward equal by lambda {fit.shrinkage:g}, chosen by "
               f"{cv['folds']}-fold cross-validation over the validation queries)")
-        print("cross-validated	" + "  ".join(f"lambda {lam:g}: {v:.6f}" for lam, v in zip(cv["lambdas"], cv["values"])))
+        print("cross-validated\t" + "  ".join(f"lambda {lam:g}: {v:.6f}" for lam, v in zip(cv["lambdas"], cv["values"])))
     else:
         print(f"metric: {fit.metric} ({fit.evaluations} weight vectors evaluated on the validation set)")
     for m, w in zip(members, fit.weights):
