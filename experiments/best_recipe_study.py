@@ -70,6 +70,8 @@ NEURAL = ("neural", "neural_ens3")
 BLENDS = {"blend": ("pair", "search"), "blend_all": ("all", "search"), "blend_all_equal": ("all", "equal"),
           "blend_cv": ("pair", "cv"), "blend_all_cv": ("all", "cv")}
 RECIPES = ("neural", "neural_ens3", *BLENDS)
+#: the weight rules against each other (same members, same cells): a family of its own for Holm
+RULE_PAIRS = (("blend_cv", "blend"), ("blend_all_cv", "blend_all"), ("blend_all_cv", "blend_all_equal"))
 
 
 # ---------------------------------------------------------------- statistics (tested, no training)
@@ -300,11 +302,13 @@ def summarise(records: list[dict], dataset: str, folds: int) -> dict:
     pairs = [(r, best_engine) for r in recipes]
     pairs += [(b, m) for b in ("blend", "blend_cv") for m in ("gbdt_member", "neural_member") if b in rows and m in rows]
     comparisons = [{"a": a, "b": b, **paired_tests(averaged[a], averaged[b])} for a, b in pairs]
-    for key in ("t_p", "rand_p"):
-        for c, adj in zip(comparisons, holm([c[key] for c in comparisons])):
-            c[f"holm_{key}"] = float(adj)
-    return {"rows": rows, "comparisons": comparisons, "best_engine": best_engine, "best_recipe": best_recipe,
-            "recipe_by_valid": by_valid}
+    rules = [{"a": a, "b": b, **paired_tests(averaged[a], averaged[b])} for a, b in RULE_PAIRS if a in rows and b in rows]
+    for family in (comparisons, rules):
+        for key in ("t_p", "rand_p"):
+            for c, adj in zip(family, holm([c[key] for c in family])):
+                c[f"holm_{key}"] = float(adj)
+    return {"rows": rows, "comparisons": comparisons, "rule_comparisons": rules, "best_engine": best_engine,
+            "best_recipe": best_recipe, "recipe_by_valid": by_valid}
 
 
 def _ci(pair) -> str:
@@ -331,7 +335,10 @@ def report(records: list[dict], sets: dict, neural_options: list[str], skip=()) 
         if s["comparisons"]:
             lines += ["", "| comparison | mean diff | 95% over queries | paired t p | Holm | randomization p | Holm |",
                       "|---|---|---|---|---|---|---|"]
-            for c in s["comparisons"]:
+            for c in s["comparisons"] + s["rule_comparisons"]:
+                if c is (s["rule_comparisons"] or [None])[0]:  # the weight rules: Holm within these alone
+                    lines += ["", "| weight rules (Holm over these) | mean diff | 95% over queries | paired t p | Holm "
+                              "| randomization p | Holm |", "|---|---|---|---|---|---|---|"]
                 lines.append(f"| {c['a']} − {c['b']} | {c['diff']:+.4f} | {_ci(c['ci'])} | {c['t_p']:.2g} | {c['holm_t_p']:.2g} "
                              f"| {c['rand_p']:.2g} | {c['holm_rand_p']:.2g} |")
             rec = next(c for c in s["comparisons"] if c["a"] == s["best_recipe"])
