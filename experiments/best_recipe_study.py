@@ -31,7 +31,9 @@ Statistics (per data set, :func:`summarise`):
   (the pick a user could make; the blend's validation value is in-sample, so it is usually the blend);
 - paired comparisons on the seed-averaged per-query values ``d_q = a_q - b_q``: mean difference, its
   bootstrap interval over queries, a paired t-test and a sign-flip randomization test
-  (:func:`paired_tests`), Holm-corrected within the data set's family of comparisons (:func:`holm`).
+  (:func:`paired_tests`), Holm-corrected within the data set's family of comparisons (:func:`holm`);
+  the weight rules against each other (:data:`RULE_PAIRS`: ``blend_cv`` − ``blend``, ``blend_all_cv``
+  − ``blend_all``, ``blend_all_cv`` − ``blend_all_equal``) form a second family with its own Holm.
 
 Resumable: OUT/results.json holds every run (with its per-query values); OUT/results.md the tables.
 A run is reused when its options are the same, so after a change of ``ltr train``'s (or ``ltr gbdt``'s)
