@@ -324,8 +324,8 @@ def fit_cv(zs, ds, metric, preset, stamped, value_of, k: int = CV_FOLDS) -> tupl
     """Rule ``cv`` (module docstring): the lambda in :data:`CV_LAMBDAS` with the best held-out mean
     ``CV(lambda)`` (ties: the smaller lambda), and the whole set's searched weights shrunk by it.
 
-    ``CV(lambda)`` is the metric's mean over every validation query, each query scored with the
-    weights ``shrink_units(w^(-k), lambda)`` searched without its fold ``k``.
+    ``CV(lambda)`` is the metric's mean over every validation query, each query of fold ``f`` scored
+    with ``shrink_units(w^(-f), lambda)``, ``w^(-f)`` the weights searched on the other folds' queries.
     """
     from types import SimpleNamespace
 
