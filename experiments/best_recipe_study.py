@@ -11,7 +11,9 @@ copied), per seed and fold, as a user runs them (``ltr.cli.main`` in this proces
 - the blends (:data:`BLENDS`): ``blend``, ``ltr blend`` of the cell's best engine and best neural run,
   each picked by validation NDCG@10, its weights searched on the validation file; ``blend_all``, every
   engine and the best neural run, weights searched; ``blend_all_equal``, the same members with
-  ``--weights equal`` (1/5 each, nothing fitted).
+  ``--weights equal`` (1/5 each, nothing fitted); ``blend_cv`` and ``blend_all_cv``, the members of
+  ``blend`` and ``blend_all`` with ``--weights cv`` (the searched weights shrunk toward equal ones by
+  an amount chosen by 5-fold cross-validation over the validation queries).
 
 Every run's model folder is scored on the test file (``ltr.models.load_scorer``) and NDCG@10 is taken
 per query with the toolkit's conventions (``ltr.runs.evaluate_scores``); the mean is checked against
@@ -29,7 +31,9 @@ Statistics (per data set, :func:`summarise`):
   (the pick a user could make; the blend's validation value is in-sample, so it is usually the blend);
 - paired comparisons on the seed-averaged per-query values ``d_q = a_q - b_q``: mean difference, its
   bootstrap interval over queries, a paired t-test and a sign-flip randomization test
-  (:func:`paired_tests`), Holm-corrected within the data set's family of comparisons (:func:`holm`).
+  (:func:`paired_tests`), Holm-corrected within the data set's family of comparisons (:func:`holm`);
+  the weight rules against each other (:data:`RULE_PAIRS`: ``blend_cv`` − ``blend``, ``blend_all_cv``
+  − ``blend_all``, ``blend_all_cv`` − ``blend_all_equal``) form a second family with its own Holm.
 
 Resumable: OUT/results.json holds every run (with its per-query values); OUT/results.md the tables.
 A run is reused when its options are the same, so after a change of ``ltr train``'s (or ``ltr gbdt``'s)
@@ -65,8 +69,11 @@ ENGINES: dict[str, list[str]] = {
 NEURAL = ("neural", "neural_ens3")
 #: blend candidates: name -> (members: "pair" = the cell's best engine and best neural run by validation,
 #: "all" = every engine of the cell and its best neural run; `ltr blend --weights` rule)
-BLENDS = {"blend": ("pair", "search"), "blend_all": ("all", "search"), "blend_all_equal": ("all", "equal")}
+BLENDS = {"blend": ("pair", "search"), "blend_all": ("all", "search"), "blend_all_equal": ("all", "equal"),
+          "blend_cv": ("pair", "cv"), "blend_all_cv": ("all", "cv")}
 RECIPES = ("neural", "neural_ens3", *BLENDS)
+#: the weight rules against each other (same members, same cells): a family of its own for Holm
+RULE_PAIRS = (("blend_cv", "blend"), ("blend_all_cv", "blend_all"), ("blend_all_cv", "blend_all_equal"))
 
 
 # ---------------------------------------------------------------- statistics (tested, no training)
@@ -295,13 +302,15 @@ def summarise(records: list[dict], dataset: str, folds: int) -> dict:
     best_recipe = max(recipes, key=lambda n: rows[n]["mean"])
     by_valid = max(recipes, key=lambda n: rows[n]["valid"])
     pairs = [(r, best_engine) for r in recipes]
-    pairs += [("blend", m) for m in ("gbdt_member", "neural_member") if "blend" in rows and m in rows]
+    pairs += [(b, m) for b in ("blend", "blend_cv") for m in ("gbdt_member", "neural_member") if b in rows and m in rows]
     comparisons = [{"a": a, "b": b, **paired_tests(averaged[a], averaged[b])} for a, b in pairs]
-    for key in ("t_p", "rand_p"):
-        for c, adj in zip(comparisons, holm([c[key] for c in comparisons])):
-            c[f"holm_{key}"] = float(adj)
-    return {"rows": rows, "comparisons": comparisons, "best_engine": best_engine, "best_recipe": best_recipe,
-            "recipe_by_valid": by_valid}
+    rules = [{"a": a, "b": b, **paired_tests(averaged[a], averaged[b])} for a, b in RULE_PAIRS if a in rows and b in rows]
+    for family in (comparisons, rules):
+        for key in ("t_p", "rand_p"):
+            for c, adj in zip(family, holm([c[key] for c in family])):
+                c[f"holm_{key}"] = float(adj)
+    return {"rows": rows, "comparisons": comparisons, "rule_comparisons": rules, "best_engine": best_engine,
+            "best_recipe": best_recipe, "recipe_by_valid": by_valid}
 
 
 def _ci(pair) -> str:
@@ -328,7 +337,10 @@ def report(records: list[dict], sets: dict, neural_options: list[str], skip=()) 
         if s["comparisons"]:
             lines += ["", "| comparison | mean diff | 95% over queries | paired t p | Holm | randomization p | Holm |",
                       "|---|---|---|---|---|---|---|"]
-            for c in s["comparisons"]:
+            for c in s["comparisons"] + s["rule_comparisons"]:
+                if c is (s["rule_comparisons"] or [None])[0]:  # the weight rules: Holm within these alone
+                    lines += ["", "| weight rules (Holm over these) | mean diff | 95% over queries | paired t p | Holm "
+                              "| randomization p | Holm |", "|---|---|---|---|---|---|---|"]
                 lines.append(f"| {c['a']} − {c['b']} | {c['diff']:+.4f} | {_ci(c['ci'])} | {c['t_p']:.2g} | {c['holm_t_p']:.2g} "
                              f"| {c['rand_p']:.2g} | {c['holm_rand_p']:.2g} |")
             rec = next(c for c in s["comparisons"] if c["a"] == s["best_recipe"])
@@ -336,11 +348,12 @@ def report(records: list[dict], sets: dict, neural_options: list[str], skip=()) 
             verdicts.append(f"- {dataset}: best recipe {s['best_recipe']} − best engine {s['best_engine']} = {rec['diff']:+.4f} "
                             f"(Holm t p {rec['holm_t_p']:.2g}): target 1 {'met' if rec['diff'] >= 0 else 'NOT met'}; "
                             f"the recipe validation picks, {s['recipe_by_valid']}: {val['diff']:+.4f}")
-            both = [c for c in s["comparisons"] if c["a"] == "blend" and c["b"].endswith("_member")]
-            if len(both) == 2:
-                ok = all(c["diff"] >= 0 for c in both)
-                verdicts.append(f"- {dataset}: blend − its GBDT member {both[0]['diff']:+.4f}, − its neural member "
-                                f"{both[1]['diff']:+.4f}: blend ≥ each {'met' if ok else 'NOT met'}")
+            for b in ("blend", "blend_cv"):  # blend_cv has blend's members
+                both = [c for c in s["comparisons"] if c["a"] == b and c["b"].endswith("_member")]
+                if len(both) == 2:
+                    ok = all(c["diff"] >= 0 for c in both)
+                    verdicts.append(f"- {dataset}: {b} − its GBDT member {both[0]['diff']:+.4f}, − its neural member "
+                                    f"{both[1]['diff']:+.4f}: {b} ≥ each {'met' if ok else 'NOT met'}")
         lines.append("")
         summary.append(_summary_row(dataset, s))
     head = ["### Summary", "", "| data set | queries | seeds | best engine | best recipe | recipe − engine [95% over queries] | Holm t p "

@@ -1058,6 +1058,8 @@ NEW_CASES: list[Case] = [
     Case("clicks-train-dla-update-bogus", ["clicks", "train", "--data", "{train}", "--log", "{log}", "--out", "{tmp}/ct",
                                            "--estimator", "dla", "--dla-propensity-update", "bogus"],
          ("--dla-propensity-update",)),
+    Case("blend-cv-one-query-valid", ["blend", "--models", "{lin}", "{gb}", "--valid", "{bad}", "--weights", "cv",
+                                      "--out", "{tmp}/b"], ("rule cv", "1 query"), put("one.txt", SVM_GOOD)),
 ]
 CASES += NEW_CASES
 

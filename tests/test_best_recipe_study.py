@@ -94,3 +94,33 @@ def test_summarise_picks_and_pairs_the_blend_with_its_members(study):
     assert diffs[("blend", "neural_member")] == pytest.approx(0.01, abs=1e-12)
     holm_t = study.holm([c["t_p"] for c in s["comparisons"]])
     assert [c["holm_t_p"] for c in s["comparisons"]] == list(holm_t)
+
+
+def test_weight_rules_are_compared_in_a_family_of_their_own(study):
+    rng = np.random.default_rng(1)
+    base = rng.uniform(0.3, 0.8, size=40)
+    shift = {"lightgbm": 0.0, "neural": 0.01, "blend": 0.02, "blend_all": 0.0, "blend_all_equal": 0.02,
+             "blend_cv": 0.03, "blend_all_cv": 0.01}
+    records = []
+    for seed in range(2):
+        for name, s in shift.items():
+            if name == "lightgbm" and seed:
+                continue
+            noise = rng.normal(0, 0.01, size=40)  # per query: the paired tests see a spread
+            extra = {"members": ["lightgbm", "neural"], "member_seeds": [0, seed]} if name.startswith("blend") else {}
+            records.append(_record(name, 0, 0 if name == "lightgbm" else seed, list(base + s + noise), valid=0.5, **extra))
+    s = study.summarise(records, "d", folds=1)
+    rules = {(c["a"], c["b"]): c for c in s["rule_comparisons"]}
+    assert list(rules) == list(study.RULE_PAIRS)
+    rows = s["rows"]
+    for (a, b), c in rules.items():
+        assert c["diff"] == pytest.approx(rows[a]["mean"] - rows[b]["mean"], abs=1e-12)
+    assert rules[("blend_cv", "blend")]["diff"] == pytest.approx(0.01, abs=0.006)
+    assert rules[("blend_all_cv", "blend_all_equal")]["diff"] == pytest.approx(-0.01, abs=0.006)
+    # Holm within the three rule comparisons only; the main family is unchanged by them
+    assert [c["holm_t_p"] for c in s["rule_comparisons"]] == list(study.holm([c["t_p"] for c in s["rule_comparisons"]]))
+    assert {(c["a"], c["b"]) for c in s["comparisons"]}.isdisjoint(rules)
+    assert [c["holm_t_p"] for c in s["comparisons"]] == list(study.holm([c["t_p"] for c in s["comparisons"]]))
+    md = study.report(records, {"d": [None]}, [])
+    table = md.split("| weight rules (Holm over these) |")[1]
+    assert f"| blend_cv − blend | {rules[('blend_cv', 'blend')]['diff']:+.4f} |" in table

@@ -107,7 +107,7 @@ def test_equal_rule_weighs_every_member_alike_and_only_measures():
     assert equal.value == equal.equal_value == pytest.approx(ndcg10(combine(zs, [0.5, 0.5]), ds), abs=1e-12)
     assert equal.value < searched.value == 1.0 and equal.member_values == searched.member_values
     assert fit_weights([noise, noise, perfect], ds, rule="equal").units == (167, 167, 166)
-    with pytest.raises(LtrError, match="rule 'best': expected one of search, equal"):
+    with pytest.raises(LtrError, match="rule 'best': expected one of search, equal, cv$"):
         fit_weights([noise], ds, rule="best")
 
 
@@ -292,7 +292,7 @@ def _study(**kw):
     ({"blend": ["lightgbm", "rank_net"]}, "unknown method 'rank_net'"),
     ({"blend": ["lightgbm", "ranknet"], "ensemble": 2}, "takes only blend"),
     ({"blend": ["lightgbm", "inner"]}, "itself a blend"),
-    ({"blend": ["lightgbm", "ranknet"], "weights": "best"}, "weights must be one of 'search', 'equal', got 'best'"),
+    ({"blend": ["lightgbm", "ranknet"], "weights": "best"}, "weights must be one of 'search', 'equal', 'cv', got 'best'"),
 ])
 def test_bad_blend_variants_are_refused(variant, message):
     with pytest.raises(LtrError, match=message):

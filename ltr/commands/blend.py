@@ -2,7 +2,9 @@
 
 Each member's scores of ``--valid`` are standardised within each query (z-score; a query whose
 scores are all equal gets zeros) and the non-negative weights summing to 1 that maximise
-``--metric`` on ``--valid`` are found by a deterministic search (:mod:`ltr.models.blend`). The
+``--metric`` on ``--valid`` are found by a deterministic search (:mod:`ltr.models.blend`; ``--weights
+equal`` takes 1/M each, ``--weights cv`` shrinks the searched weights toward equal weights by an
+amount chosen by cross-validation over the validation queries). The
 output is a model folder holding ``blend.json`` (members, weights, standardisation, metric and its
 validation value, the validation data's fingerprint) and ``summary.json``; ``ltr predict``,
 ``ltr importance`` and ``ltr clicks`` take it as ``--model`` like any run folder, and ``ltr eval``
@@ -35,9 +37,11 @@ def register(subparsers) -> None:
     p.add_argument("--valid", required=True, metavar="FILE", help="validation data the weights are fitted on (SVMlight, Parquet or a store)")
     p.add_argument("--test", default=None, metavar="FILE", help="also report the blend's and each member's metrics on this data")
     p.add_argument("--out", required=True, metavar="DIR", help="blend folder to write")
-    p.add_argument("--weights", default="search", choices=("search", "equal"),
+    p.add_argument("--weights", default="search", choices=("search", "equal", "cv"),
                    help="search: the weights that maximise --metric on --valid; equal: 1/M each (nothing fitted, "
-                   "--valid only measured; steadier when the validation set is small)")
+                   "--valid only measured; steadier when the validation set is small); cv: the searched weights "
+                   "shrunk toward equal weights by lambda in {0, .25, .5, .75, 1}, chosen by 5-fold cross-validation "
+                   "over the --valid queries")
     p.add_argument("--metric", default="ndcg@10", help="ranking metric the weights maximise, with the toolkit's conventions unless --preset")
     p.add_argument("--preset", default=None, help="metric conventions preset: trec_eval, sklearn, lightgbm, ranx (default: the toolkit's own)")
     p.add_argument("--copy-members", action="store_true",
@@ -145,6 +149,11 @@ def _print_report(out, members, fit, report) -> None:
     print(f"blend folder: {out}")
     if fit.search.get("rule") == "equal":
         print(f"metric: {fit.metric} (equal weights, measured on the validation set)")
+    elif fit.search.get("rule") == "cv":
+        cv = fit.search["cv"]
+        print(f"metric: {fit.metric} (searched weights shrunk toward equal by lambda {fit.shrinkage:g}, chosen by "
+              f"{cv['folds']}-fold cross-validation over the validation queries)")
+        print("cross-validated\t" + "  ".join(f"lambda {lam:g}: {v:.6f}" for lam, v in zip(cv["lambdas"], cv["values"])))
     else:
         print(f"metric: {fit.metric} ({fit.evaluations} weight vectors evaluated on the validation set)")
     for m, w in zip(members, fit.weights):

@@ -29,6 +29,24 @@ gradient helps; the search is deterministic and evaluates whole weight vectors:
 With the rule ``equal`` (``ltr blend --weights equal``) nothing is searched: every member weighs
 ``1/M`` (to the nearest 1/500) and the validation set only measures the blend.
 
+With the rule ``cv`` (``ltr blend --weights cv``) the searched weights are shrunk toward equal
+weights by an amount chosen by K-fold cross-validation over the validation *queries*
+(:func:`fit_cv`): the queries are split into ``K`` folds (:func:`cv_folds`: a permutation of the
+query positions by ``numpy.random.default_rng(CV_SEED)``, cut into ``K`` nearly equal parts; ``K =
+min(CV_FOLDS, number of queries)``); for each fold ``k`` the search above runs on the other folds'
+queries, giving ``w^(-k)``, and for each ``lambda`` of :data:`CV_LAMBDAS` (0, 1/4, 1/2, 3/4, 1)
+fold ``k``'s queries are scored with
+
+    w_k(lambda) = round(lambda * w^(-k) + (1 - lambda) * w_equal)        (:func:`shrink_units`),
+
+rounded to the 1/500 grid by largest remainders (non-negative, summing to 1). Each query is scored
+once, by the fold that holds it out; ``CV(lambda)`` is the metric's mean over those per-query values
+(all folds together). The chosen ``lambda*`` is the one with the largest ``CV(lambda)`` (ties: the
+smaller ``lambda``, nearer equal weights); the search is then run on the whole validation set and
+the blend's weights are ``w(lambda*) = round(lambda* * w_search + (1 - lambda*) * w_equal)``.
+``lambda* = 1`` is the plain search, ``lambda* = 0`` equal weights: the data choose between them by
+how well searched weights carried over to queries they were not searched on.
+
 "Best" compares the metric first, then prefers the point nearer to equal weights (smaller
 ``sum_m (M u_m - D)^2`` in units ``u``), then the earlier point in the order above: among weights
 that rank the validation queries equally well, the search keeps the most even blend. Since the
@@ -55,8 +73,8 @@ import numpy as np
 
 from ltr.errors import LtrError
 
-__all__ = ["BLEND_FILE", "BLEND_FORMAT", "DENOMINATOR", "STANDARDISATION", "WEIGHT_RULES", "BlendFit", "standardise", "combine",
-           "fit_weights", "equal_weights", "blend_scorer", "member_digest", "write_blend", "read_blend", "is_blend"]
+__all__ = ["BLEND_FILE", "BLEND_FORMAT", "DENOMINATOR", "STANDARDISATION", "WEIGHT_RULES", "CV_FOLDS", "CV_LAMBDAS",
+           "CV_SEED", "BlendFit", "standardise", "combine", "fit_weights", "equal_weights", "cv_folds", "shrink_units", "blend_scorer", "member_digest", "write_blend", "read_blend", "is_blend"]
 
 BLEND_FILE = "blend.json"
 BLEND_FORMAT = "ltr-blend-1"
@@ -64,6 +82,9 @@ DENOMINATOR = 500  # weights are multiples of 1/500
 STEPS = (25, 5, 1)  # units of the three stages: 1/20, 1/100, 1/500
 WINDOW = 5  # moves of k = 1..WINDOW steps at the finer stages
 MAX_MOVES = 50  # per stage
+CV_FOLDS = 5  # rule cv: folds of the validation queries
+CV_SEED = 0  # rule cv: the seed of the permutation that deals the queries into folds
+CV_LAMBDAS = (0.0, 0.25, 0.5, 0.75, 1.0)  # rule cv: the shrinkage grid (1 = searched, 0 = equal weights)
 STANDARDISATION = ("per-query z-score: (s - mean_q) / std_q with the population std (ddof 0); "
                    "a query whose scores are all equal -> 0")
 
@@ -117,6 +138,11 @@ class BlendFit:
     @property
     def weights(self) -> list[float]:
         return [u / DENOMINATOR for u in self.units]
+
+    @property
+    def shrinkage(self) -> float | None:
+        """Rule ``cv``: the chosen lambda (1 = the searched weights, 0 = equal weights); else None."""
+        return self.search.get("cv", {}).get("lambda")
 
 
 def _spread(units: tuple[int, ...]) -> int:
@@ -192,20 +218,22 @@ def _search(value_of: Callable[[tuple[int, ...]], float], m: int) -> tuple[tuple
                      "window": WINDOW, "moves": moves_taken}
 
 
-WEIGHT_RULES = ("search", "equal")
+WEIGHT_RULES = ("search", "equal", "cv")
 
 
 def fit_weights(member_scores: Sequence[np.ndarray], ds, metric: str = "ndcg@10", preset: str | None = None,
-                rule: str = "search") -> BlendFit:
+                rule: str = "search", *, cv_folds: int = CV_FOLDS) -> BlendFit:
     """Fit the blend weights of members whose scores on ``ds`` (the validation set) are given.
 
     ``member_scores[m]``: member m's raw [N] scores of ``ds``'s rows. The metric must be a ranking
     metric of :func:`ltr.runs.scoring.evaluate_scores` (larger is better). ``rule="search"``: the
     weights that maximise the metric (module docstring); ``rule="equal"``: ``w_m = 1/M`` (in units of
-    1/500, :func:`equal_weights`), nothing fitted, the validation set only measured. The search's
-    weights can follow the noise of a small validation set (a few hundred queries); equal weights of
-    standardised scores cannot, and in the best-recipe study (docs/experiments.md) they generalised
-    better on the real sets.
+    1/500, :func:`equal_weights`), nothing fitted, the validation set only measured; ``rule="cv"``:
+    the searched weights shrunk toward equal weights, ``w = lambda * w_search + (1 - lambda) * w_equal``
+    with ``lambda`` chosen by ``cv_folds``-fold cross-validation over the validation queries
+    (:func:`fit_cv`). The search's weights can follow the noise of a small validation set (a few
+    hundred queries); equal weights of standardised scores cannot, and in the best-recipe study
+    (docs/experiments.md) they generalised better on the real sets.
     """
     if rule not in WEIGHT_RULES:
         raise LtrError(f"blend weights rule {rule!r}: expected one of {', '.join(WEIGHT_RULES)}")
@@ -217,6 +245,30 @@ def fit_weights(member_scores: Sequence[np.ndarray], ds, metric: str = "ndcg@10"
         raise LtrError(f"metric {metric!r}: a blend is fitted on a ranking metric (e.g. ndcg@10, map, mrr@10)")
     zs = [standardise(s, ds.query_offsets, what=f"member {k}'s scores") for k, s in enumerate(member_scores)]
     stamped = evaluate_scores(np.zeros(2), _probe(), [metric], preset).names[metric]
+    value_of, cache = _value_function(zs, ds, metric, preset, stamped, "the validation set")
+    m = len(zs)
+    corners = [tuple(DENOMINATOR if j == k else 0 for j in range(m)) for k in range(m)]
+    member_values = [value_of(c) for c in corners]
+    if rule == "equal":
+        units, search = _equal_units(m), {}
+    elif rule == "cv":
+        units, search = fit_cv(zs, ds, metric, preset, stamped, value_of, cv_folds)
+    else:
+        units, search = _search_or_single(value_of, m)
+    search = {"rule": rule, **search}
+    return BlendFit(units=tuple(units), value=value_of(units), metric=stamped, member_values=member_values,
+                    equal_value=value_of(_equal_units(m)), evaluations=len(cache), search=search)
+
+
+def _search_or_single(value_of, m: int) -> tuple[tuple[int, ...], dict]:
+    """The search (module docstring) for two or more members; one member weighs 1."""
+    return _search(value_of, m) if m > 1 else ((DENOMINATOR,), {"start_points": 1})
+
+
+def _value_function(zs, ds, metric, preset, stamped, where: str):
+    """``value_of(units)``: the metric's mean on ``ds`` of the blend with those weights (cached), and the cache."""
+    from ltr.runs.scoring import evaluate_scores
+
     cache: dict[tuple[int, ...], float] = {}
 
     def value_of(units: tuple[int, ...]) -> float:
@@ -224,21 +276,87 @@ def fit_weights(member_scores: Sequence[np.ndarray], ds, metric: str = "ndcg@10"
             ev = evaluate_scores(combine(zs, [u / DENOMINATOR for u in units]), ds, [metric], preset)
             v = float(ev.mean[stamped])
             if not np.isfinite(v):
-                raise LtrError(f"{stamped} is undefined on the validation set (no query it can score): "
+                raise LtrError(f"{stamped} is undefined on {where} (no query it can score): "
                                "the blend weights cannot be fitted on it")
             cache[units] = v
         return cache[units]
 
-    m = len(zs)
-    corners = [tuple(DENOMINATOR if j == k else 0 for j in range(m)) for k in range(m)]
-    member_values = [value_of(c) for c in corners]
-    if rule == "equal":
-        units, search = _equal_units(m), {}
-    else:
-        units, search = _search(value_of, m) if m > 1 else (corners[0], {"start_points": 1})
-    search = {"rule": rule, **search}
-    return BlendFit(units=tuple(units), value=value_of(units), metric=stamped, member_values=member_values,
-                    equal_value=value_of(_equal_units(m)), evaluations=len(cache), search=search)
+    return value_of, cache
+
+
+def cv_folds(n_queries: int, k: int = CV_FOLDS) -> list[np.ndarray]:
+    """The query positions of each cross-validation fold (rule ``cv``): a permutation of
+    ``0..n_queries-1`` by ``numpy.random.default_rng(CV_SEED)``, cut by ``numpy.array_split`` into
+    ``min(k, n_queries)`` parts, each sorted. Fewer than 2 queries cannot be cross-validated."""
+    if n_queries < 2:
+        raise LtrError(f"blend weights rule cv: the validation set has {n_queries} "
+                       f"quer{'y' if n_queries == 1 else 'ies'}; cross-validating the weights needs at least 2")
+    if k < 2:
+        raise LtrError(f"blend weights rule cv: {k} folds; cross-validation needs at least 2")
+    order = np.random.default_rng(CV_SEED).permutation(n_queries)
+    return [np.sort(part) for part in np.array_split(order, min(k, n_queries))]
+
+
+def shrink_units(units: Sequence[int], lam: float) -> tuple[int, ...]:
+    """``lam * units + (1 - lam) * equal units`` on the 1/500 grid: each member gets the floor of its
+    exact share, and the units left over go one each to the largest remainders (ties: the earlier
+    member); so the result is non-negative, sums to ``DENOMINATOR``, and is ``units`` at ``lam = 1``
+    and the equal units at ``lam = 0``."""
+    from fractions import Fraction
+
+    lam = Fraction(lam)
+    exact = [lam * u + (1 - lam) * e for u, e in zip(units, _equal_units(len(units)))]
+    floors = [int(x) for x in exact]  # x >= 0: int() is the floor
+    left = DENOMINATOR - sum(floors)
+    for j in sorted(range(len(exact)), key=lambda j: (-(exact[j] - floors[j]), j))[:left]:
+        floors[j] += 1
+    return tuple(floors)
+
+
+def _rows_of(query_offsets: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """The row positions of ``queries`` (sorted query positions), in order."""
+    starts, ends = query_offsets[queries], query_offsets[queries + 1]
+    lengths = ends - starts
+    return np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
+
+
+def fit_cv(zs, ds, metric, preset, stamped, value_of, k: int = CV_FOLDS) -> tuple[tuple[int, ...], dict]:
+    """Rule ``cv`` (module docstring): the lambda in :data:`CV_LAMBDAS` with the best held-out mean
+    ``CV(lambda)`` (ties: the smaller lambda), and the whole set's searched weights shrunk by it.
+
+    ``CV(lambda)`` is the metric's mean over every validation query, each query of fold ``f`` scored
+    with ``shrink_units(w^(-f), lambda)``, ``w^(-f)`` the weights searched on the other folds' queries.
+    """
+    from types import SimpleNamespace
+
+    from ltr.runs.scoring import evaluate_scores
+
+    m, off = len(zs), np.asarray(ds.query_offsets, dtype=np.int64)
+    folds = cv_folds(len(off) - 1, k)
+    labels = np.asarray(ds.labels)
+    fold_units, fold_rows, evaluations = [], [], 0
+    for f, held_out in enumerate(folds):
+        rest = np.sort(np.concatenate([q for g, q in enumerate(folds) if g != f]))
+        rows = _rows_of(off, rest)
+        lengths = off[rest + 1] - off[rest]
+        sub = SimpleNamespace(labels=labels[rows], query_offsets=np.concatenate([[0], np.cumsum(lengths)]))
+        sub_value, cache = _value_function([z[rows] for z in zs], sub, metric, preset, stamped,
+                                           f"the validation queries outside cross-validation fold {f + 1} of {len(folds)}")
+        fold_units.append(_search_or_single(sub_value, m)[0])
+        fold_rows.append(_rows_of(off, held_out))
+        evaluations += len(cache)
+    values = []
+    for lam in CV_LAMBDAS:
+        held = np.zeros(len(labels), dtype=np.float64)
+        for units, rows in zip(fold_units, fold_rows):
+            held[rows] = combine([z[rows] for z in zs], [u / DENOMINATOR for u in shrink_units(units, lam)])
+        values.append(float(evaluate_scores(held, ds, [metric], preset).mean[stamped]))
+    best = max(range(len(CV_LAMBDAS)), key=lambda i: (values[i], -i))  # ties: the smaller lambda
+    searched, search = _search_or_single(value_of, m)
+    cv = {"folds": len(folds), "seed": CV_SEED, "lambdas": list(CV_LAMBDAS), "values": values,
+          "lambda": CV_LAMBDAS[best], "searched_units": list(searched), "fold_units": [list(u) for u in fold_units],
+          "fold_evaluations": evaluations}
+    return shrink_units(searched, CV_LAMBDAS[best]), {**search, "cv": cv}
 
 
 def _probe():

@@ -101,6 +101,8 @@ def _train_blend(spec: MethodSpec, train, valid, test, **kw) -> tuple[np.ndarray
             "curve": [fit.value], "hit_cap": any(i["hit_cap"] for i in infos.values()), "members": infos,
             "timing": {"train_seconds": seconds, "curve_seconds": [round(seconds, 4)], "tuning_seconds": [],
                        "ensemble_seconds": []}}
+    if "cv" in fit.search:  # rule cv: lambda and the cross-validated values, as blend.json has them
+        info["cv"] = fit.search["cv"]
     return scores, info
 
 

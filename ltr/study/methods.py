@@ -19,7 +19,9 @@ Names (``[ablation] methods``):
   method (its own tuning and ensemble, the same seed, so the same model as its own cell), and the
   members' scores are combined with the weights that maximise the monitored metric on the cell's
   validation split (:func:`ltr.models.blend.fit_weights`: per-query z-scores, non-negative weights
-  summing to 1), or with ``weights = "equal"`` 1/M each; the test split is scored with those weights.
+  summing to 1), or with ``weights = "equal"`` 1/M each, or ``weights = "cv"`` (the searched weights
+  shrunk toward equal ones by cross-validation over the validation queries); the test split is
+  scored with those weights.
 
 Tuning (``[ablation] tuning_budget = N``): a method's candidates are the combinations of its
 ``tune`` lists, shuffled with a fixed seed (0, the same for every cell) and cut to the first N; each
@@ -149,14 +151,14 @@ def check_variant(name: str, variant: Any, *, where: str, variants: dict | None 
 
 def _check_blend(name: str, variant: dict, *, where: str, variants: dict) -> None:
     """A blend variant: ``blend = [two or more distinct method or variant names]``, optionally
-    ``weights = "search"`` (the default) or ``"equal"``, and nothing else."""
+    ``weights = "search"`` (the default), ``"equal"`` or ``"cv"``, and nothing else."""
     from ltr.models.blend import WEIGHT_RULES
 
     where = f"{where} [variants.{name}]"
     extra = sorted(set(variant) - {"blend", "weights"})
     if extra:
-        raise LtrError(f"{where}: a blend variant takes only blend = [METHOD, ...] and weights = \"search\" or "
-                       f"\"equal\" (its members carry the settings), not {extra[0]!r}")
+        raise LtrError(f"{where}: a blend variant takes only blend = [METHOD, ...] and weights = \"search\", "
+                       f"\"equal\" or \"cv\" (its members carry the settings), not {extra[0]!r}")
     if variant.get("weights", "search") not in WEIGHT_RULES:
         raise LtrError(f"{where}: weights must be one of {', '.join(map(repr, WEIGHT_RULES))}, got {variant['weights']!r}")
     members = variant["blend"]
