@@ -16,7 +16,7 @@ import metrics
 from ltr.cli import main
 from ltr.data import RankingDataset, load_svmlight, save_svmlight
 from ltr.errors import LtrError
-from ltr.models.blend import DENOMINATOR, combine, fit_weights, read_blend, standardise
+from ltr.models.blend import DENOMINATOR, combine, fit_weights, read_blend, shrink_units, standardise
 from ltr.models.folder import load_scorer
 
 
@@ -63,7 +63,7 @@ def test_perfect_member_beats_noise():
     rng = np.random.default_rng(5)
     perfect = ds.labels + 0.01 * rng.random(ds.n_items)  # every higher grade first: NDCG 1 on every query
     noise = rng.normal(size=ds.n_items)
-    fit = fit_weights([noise, perfect], ds)
+    fit = fit_weights([noise, perfect], ds, rule="search")
     assert ndcg10(perfect, ds) == 1.0 and fit.member_values[1] == 1.0 and fit.member_values[0] < 0.8
     assert fit.value == 1.0 and fit.weights[1] > fit.weights[0]
     # the noise keeps only a weight that changes no ranking across grades
@@ -75,8 +75,8 @@ def test_identical_members_share_the_weight_equally():
     ds = make_ds(seed=2)
     s = ds.features[:, 0].astype(np.float64)
     # every weight vector ranks alike: the tie goes to equal weights (250 + 250, 167 + 167 + 166)
-    assert fit_weights([s, 2 * s + 1], ds).units == (250, 250)
-    assert fit_weights([s, s, s], ds).units == (167, 167, 166)
+    assert fit_weights([s, 2 * s + 1], ds, rule="search").units == (250, 250)
+    assert fit_weights([s, s, s], ds, rule="search").units == (167, 167, 166)
 
 
 @pytest.mark.parametrize("n_members", [2, 3, 4])
@@ -84,7 +84,7 @@ def test_blend_is_at_least_every_member_and_the_coarse_grid(n_members):
     ds = make_ds(seed=3)
     rng = np.random.default_rng(n_members)
     members = [ds.features[:, 0] + rng.normal(0, 1.5, ds.n_items) * (k + 1) for k in range(n_members)]
-    fit = fit_weights(members, ds)
+    fit = fit_weights(members, ds, rule="search")
     zs = [standardise(m, ds.query_offsets) for m in members]
     assert fit.member_values == pytest.approx([ndcg10(m, ds) for m in members], abs=1e-12)  # each alone
     assert fit.value == pytest.approx(ndcg10(combine(zs, fit.weights), ds), abs=1e-12)  # what the weights give
@@ -100,7 +100,7 @@ def test_equal_rule_weighs_every_member_alike_and_only_measures():
     rng = np.random.default_rng(9)
     perfect = ds.labels + 0.01 * rng.random(ds.n_items)
     noise = rng.normal(size=ds.n_items)
-    searched, equal = fit_weights([noise, perfect], ds), fit_weights([noise, perfect], ds, rule="equal")
+    searched, equal = fit_weights([noise, perfect], ds, rule="search"), fit_weights([noise, perfect], ds, rule="equal")
     assert searched.weights[1] > 0.5 and equal.units == (250, 250) and equal.search == {"rule": "equal"}
     zs = [standardise(noise, ds.query_offsets), standardise(perfect, ds.query_offsets)]
     # the value is what 1/2 + 1/2 gives, below the search's (the noise drags the ranking) and below the perfect member
@@ -160,7 +160,12 @@ def test_weights_and_scores_reproduce_from_the_saved_folder(members, tmp_path, c
     zs = [standardise(s, valid.query_offsets) for s in member_scores]
     assert n_features == 4 and np.array_equal(blended, combine(zs, doc["weights"]))
     assert ndcg10(blended, valid) == pytest.approx(doc["valid_value"], abs=1e-12)
-    assert doc["valid_value"] >= max(m["valid_value"] for m in doc["members"])
+    # the default rule is cv: the whole set's searched weights shrunk by the lambda it chose; the search
+    # itself never ends below its best corner (each member alone is a start point)
+    searched = fit_weights(member_scores, valid, doc["metric"]["name"], rule="search")
+    assert doc["search"]["rule"] == "cv" and doc["search"]["cv"]["searched_units"] == list(searched.units)
+    assert tuple(doc["weight_units"]) == shrink_units(searched.units, doc["search"]["cv"]["lambda"])
+    assert searched.value >= max(m["valid_value"] for m in doc["members"])
     summary = json.loads((out / "summary.json").read_text())
     test = load_svmlight(root / "test.txt")
     assert summary["metrics"]["test"]["blend"] == pytest.approx(ndcg10(score(test.features, test.query_offsets), test), abs=1e-12)
@@ -311,12 +316,15 @@ def test_blend_variant_resolves_to_its_members():
     # the cell's fingerprint follows its members' settings
     other = _study(variants={"bl": {"blend": ["lightgbm", "soft"]}, "soft": {"method": "softmax", "ensemble": 3}})
     assert ablation.cell_fingerprint(Cell("tiny", "bl", 0), cfg) != ablation.cell_fingerprint(Cell("tiny", "bl", 0), other)
-    # so does its weights rule; "search" written out is the default, the same cell
+    # so does its weights rule; "cv" written out is the default, the same cell; "search" (the default
+    # before cv) is another cell
     rules = {r: _study(variants={"bl": {"blend": ["lightgbm", "soft"], **w}, "soft": {"method": "softmax", "ensemble": 2}})
-             for r, w in (("default", {}), ("search", {"weights": "search"}), ("equal", {"weights": "equal"}))}
-    assert resolve_method("bl", rules["equal"]).blend_weights == "equal" and spec.blend_weights is None
+             for r, w in (("default", {}), ("cv", {"weights": "cv"}), ("search", {"weights": "search"}),
+                          ("equal", {"weights": "equal"}))}
+    assert resolve_method("bl", rules["equal"]).blend_weights == "equal" and spec.blend_weights == "cv"
     prints = {r: ablation.cell_fingerprint(Cell("tiny", "bl", 0), c) for r, c in rules.items()}
-    assert prints["default"] == ablation.cell_fingerprint(Cell("tiny", "bl", 0), cfg) != prints["equal"]
+    assert prints["default"] == prints["cv"] == ablation.cell_fingerprint(Cell("tiny", "bl", 0), cfg)
+    assert len({prints["cv"], prints["search"], prints["equal"]}) == 3
 
 
 @pytest.mark.slow
@@ -331,7 +339,9 @@ def test_blend_cell_trains_its_members_as_their_own_cells():
     assert info["members"]["ranknet"]["curve"] == net["train_info"]["curve"]
     assert info["members"]["lightgbm"]["valid_best"] == lgb["train_info"]["valid_best"]
     assert info["member_valid"]["lightgbm"] == pytest.approx(lgb["train_info"]["valid_best"], abs=1e-12)
-    assert info["valid_best"] >= max(info["member_valid"].values())
+    # the default rule, cv: the lambda with the best cross-validated value (ties: the smaller one)
+    cv = info["cv"]
+    assert cv["lambda"] == cv["lambdas"][cv["values"].index(max(cv["values"]))]
     assert sum(info["weights"].values()) == pytest.approx(1.0, abs=1e-12) and min(info["weights"].values()) >= 0
     assert set(bl["per_query"]) == set(lgb["per_query"]) and bl["query_ids"] == lgb["query_ids"]
     # the test scores are the members' test scores, standardised and weighted as the validation chose

@@ -100,7 +100,7 @@ def test_a_search_that_overfits_is_shrunk_to_equal_weights():
     zb = [standardise(m[rows], both.query_offsets) for m in members]
     assert [ndcg10(combine(zb, [w, 1 - w]), both) for w in (0.448, 0.452, 0.5, 0.548, 0.552, 0.584)] == \
         pytest.approx([G, 1, 1, 1, G, G], abs=1e-12)
-    searched = fit_weights(members, ds)
+    searched = fit_weights(members, ds, rule="search")
     assert searched.units == (416, 84) and searched.value == pytest.approx((20 + 8 + 7 * G) / 35, abs=1e-12)
     fit = fit_weights(members, ds, rule="cv")
     cv = fit.search["cv"]

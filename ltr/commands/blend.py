@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ltr.data.files import add_data_options, add_format_options
 from ltr.errors import LtrError
+from ltr.models.blend import DEFAULT_WEIGHT_RULE, WEIGHT_RULES  # numpy only: the parser stays light
 
 SPLITS = ("valid", "test")
 
@@ -37,7 +38,7 @@ def register(subparsers) -> None:
     p.add_argument("--valid", required=True, metavar="FILE", help="validation data the weights are fitted on (SVMlight, Parquet or a store)")
     p.add_argument("--test", default=None, metavar="FILE", help="also report the blend's and each member's metrics on this data")
     p.add_argument("--out", required=True, metavar="DIR", help="blend folder to write")
-    p.add_argument("--weights", default="search", choices=("search", "equal", "cv"),
+    p.add_argument("--weights", default=DEFAULT_WEIGHT_RULE, choices=WEIGHT_RULES,
                    help="search: the weights that maximise --metric on --valid; equal: 1/M each (nothing fitted, "
                    "--valid only measured; steadier when the validation set is small); cv: the searched weights "
                    "shrunk toward equal weights by lambda in {0, .25, .5, .75, 1}, chosen by 5-fold cross-validation "

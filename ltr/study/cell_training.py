@@ -83,7 +83,7 @@ def _train_chosen(spec: MethodSpec, train, valid, *, seed: int, metrics, monitor
 def _train_blend(spec: MethodSpec, train, valid, test, **kw) -> tuple[np.ndarray, dict[str, Any]]:
     """Each member trained as its own cell would be, then weighted on the validation split
     (:func:`ltr.models.blend.fit_weights` on the monitored metric); the test split's blended scores."""
-    from ltr.models.blend import combine, fit_weights, standardise
+    from ltr.models.blend import DEFAULT_WEIGHT_RULE, combine, fit_weights, standardise
 
     valid_scores, test_scores, infos = [], [], {}
     for member in spec.members:
@@ -91,7 +91,7 @@ def _train_blend(spec: MethodSpec, train, valid, test, **kw) -> tuple[np.ndarray
         valid_scores.append(np.mean([p(valid) for p in predictors], axis=0))
         test_scores.append(np.mean([p(test) for p in predictors], axis=0))
     try:
-        fit = fit_weights(valid_scores, valid, kw["monitor"], rule=spec.blend_weights or "search")
+        fit = fit_weights(valid_scores, valid, kw["monitor"], rule=spec.blend_weights or DEFAULT_WEIGHT_RULE)
     except LtrError as exc:
         raise LtrError(f"method {spec.name}: {exc}") from None
     scores = combine([standardise(s, test.query_offsets) for s in test_scores], fit.weights)

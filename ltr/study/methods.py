@@ -115,7 +115,7 @@ class MethodSpec:
     xgboost: dict = field(default_factory=dict)
     catboost: dict = field(default_factory=dict)
     members: tuple = ()  # a blend's member MethodSpecs
-    blend_weights: str | None = None  # a blend's weights rule (ltr.models.blend.WEIGHT_RULES; None: "search")
+    blend_weights: str | None = None  # a blend's weights rule (ltr.models.blend.WEIGHT_RULES), set by resolve_method
 
     def as_dict(self) -> dict:
         """The fields; the engine and blend fields only when set (a fingerprint of an older spec is unchanged)."""
@@ -151,15 +151,16 @@ def check_variant(name: str, variant: Any, *, where: str, variants: dict | None 
 
 def _check_blend(name: str, variant: dict, *, where: str, variants: dict) -> None:
     """A blend variant: ``blend = [two or more distinct method or variant names]``, optionally
-    ``weights = "search"`` (the default), ``"equal"`` or ``"cv"``, and nothing else."""
-    from ltr.models.blend import WEIGHT_RULES
+    ``weights = "cv"`` (the default, :data:`ltr.models.blend.DEFAULT_WEIGHT_RULE`), ``"search"`` or
+    ``"equal"``, and nothing else."""
+    from ltr.models.blend import DEFAULT_WEIGHT_RULE, WEIGHT_RULES
 
     where = f"{where} [variants.{name}]"
     extra = sorted(set(variant) - {"blend", "weights"})
     if extra:
         raise LtrError(f"{where}: a blend variant takes only blend = [METHOD, ...] and weights = \"search\", "
                        f"\"equal\" or \"cv\" (its members carry the settings), not {extra[0]!r}")
-    if variant.get("weights", "search") not in WEIGHT_RULES:
+    if variant.get("weights", DEFAULT_WEIGHT_RULE) not in WEIGHT_RULES:
         raise LtrError(f"{where}: weights must be one of {', '.join(map(repr, WEIGHT_RULES))}, got {variant['weights']!r}")
     members = variant["blend"]
     if not isinstance(members, list) or len(members) < 2 or not all(isinstance(m, str) for m in members):
@@ -174,12 +175,20 @@ def _check_blend(name: str, variant: dict, *, where: str, variants: dict) -> Non
             split_method(m, where=f"{where} blend member")
 
 
+def _default_weight_rule() -> str:
+    """The blend weights rule when a variant names none; written into the spec, so a cell fitted with an
+    earlier default (None in its fingerprint) is not taken for one fitted with this one."""
+    from ltr.models.blend import DEFAULT_WEIGHT_RULE
+
+    return DEFAULT_WEIGHT_RULE
+
+
 def resolve_method(name: str, config) -> MethodSpec:
     """The :class:`MethodSpec` of method ``name`` under an :class:`~ltr.study.ablation.AblationConfig`."""
     variant = dict(config.variants.get(name, {}))
     if "blend" in variant:
         return MethodSpec(name, "blend", members=tuple(resolve_method(m, config) for m in variant["blend"]),
-                          blend_weights=variant.get("weights"))
+                          blend_weights=variant.get("weights", _default_weight_rule()))
     model_name, base, k = split_method(variant.get("method", name), where=config.source)
     common = {"ensemble": int(variant.get("ensemble", 1)), "tune": dict(variant.get("tune", {}))}
     if base in ENGINE_NAMES:
