@@ -1,24 +1,15 @@
 """The statistics of experiments/best_recipe_study.py (no training: hand-made per-query values)."""
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
-
-
-_PATH = Path(__file__).resolve().parents[1] / "experiments" / "best_recipe_study.py"
+from experiment_scripts import load_experiment
 
 
 @pytest.fixture(scope="module")
 def study():
-    spec = importlib.util.spec_from_file_location("best_recipe_study", _PATH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["best_recipe_study"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_experiment("best_recipe_study")
 
 
 def test_holm_against_a_hand_computation(study):

@@ -190,13 +190,9 @@ def test_ablation_blend_cell_with_the_cv_rule_records_lambda():
 
 
 def test_lambda_tally_of_a_study_folder(tmp_path, capsys):
-    import importlib.util
-    from pathlib import Path
+    from experiment_scripts import load_experiment
 
-    path = Path(__file__).resolve().parents[1] / "experiments" / "blend_cv_lambdas.py"
-    spec = importlib.util.spec_from_file_location("blend_cv_lambdas", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_experiment("blend_cv_lambdas")
     cells = {"mq/fold0/blend_cv-seed0": (0.0, [0.7, 0.6, 0.6, 0.6, 0.5]),
              "mq/fold1/blend_cv-seed0": (1.0, [0.5, 0.6, 0.6, 0.6, 0.9]),
              "mq/fold0/blend_cv-seed1": (0.0, [0.9, 0.6, 0.6, 0.6, 0.7])}

@@ -1,26 +1,18 @@
 """experiments/dla_variants_study.py: its loop is fit_dla's when no knob is set, its likelihood update has
 the known answer on noiseless PBM clicks, runs repeat under a seed, and --variant refuses bad specs."""
 
-import importlib.util
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from experiment_scripts import load_experiment
 
 from ltr.clicks.click_models import pbm_examination, simulate_clicks
 from ltr.clicks.logged_lists import group_sessions
 
-_PATH = Path(__file__).resolve().parents[1] / "experiments" / "dla_variants_study.py"
-
 
 @pytest.fixture(scope="module")
 def study():
-    spec = importlib.util.spec_from_file_location("dla_variants_study", _PATH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["dla_variants_study"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_experiment("dla_variants_study")
 
 
 @pytest.fixture(scope="module")
