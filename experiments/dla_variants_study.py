@@ -154,7 +154,7 @@ def fit_variant(lists, features, model, valid, seed, k, init_theta=None, *, epoc
     ``(model, theta, best_epoch)``."""
     import torch
 
-    from ltr.clicks.dla import _valid_ndcg, list_tensors
+    from ltr.clicks.dla import list_tensors
 
     everything = list_tensors(lists, features, clicks)
     torch.manual_seed(seed)
@@ -165,16 +165,33 @@ def fit_variant(lists, features, model, valid, seed, k, init_theta=None, *, epoc
     opt_r = (torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=k["wd"]) if k.get("wd")
              else torch.optim.Adam(model.parameters(), lr=lr))
     opt_p = torch.optim.Adam([phi], lr=k.get("plr", 0.05))
+    steps = [0]
+
+    def one_step(b):
+        _step(k, steps[0], model, phi, opt_r, opt_p, tuple(t[b] for t in everything), everything, lr, max_weight)
+        steps[0] += 1
+
+    return _epochs(model, phi, len(everything[0]), one_step, valid, seed, epochs=epochs, batch_size=batch_size,
+                   patience=patience)
+
+
+def _epochs(model, phi, n_lists, step, valid, seed, *, epochs, batch_size, patience):
+    """The epochs of ``fit_dla``'s loop: batches of list indices in an order drawn under ``seed``, ``step(b)``
+    on each; after each epoch the validation NDCG@10 (without ``valid``: the epoch number, so the last epoch
+    wins), the best epoch's weights and position logits kept, a stop after ``patience`` epochs without a
+    better one. Returns ``(model with the kept weights, theta = exp(phi - phi_1), kept epoch)``."""
+    import torch
+
+    from ltr.clicks.dla import _valid_ndcg
+
     gen = torch.Generator().manual_seed(seed)
-    best, step = (-np.inf, None, None, 0), 0
+    best = (-np.inf, None, None, 0)
     model.train()
     for epoch in range(epochs):
-        order = torch.randperm(len(everything[0]), generator=gen)
+        order = torch.randperm(n_lists, generator=gen)
         for start in range(0, len(order), batch_size):
-            b = order[start : start + batch_size]
-            _step(k, step, model, phi, opt_r, opt_p, tuple(t[b] for t in everything), everything, lr, max_weight)
-            step += 1
-        value = _valid_ndcg(model, valid) if valid is not None else float(epoch)  # no valid: the last epoch
+            step(order[start : start + batch_size])
+        value = _valid_ndcg(model, valid) if valid is not None else float(epoch)
         model.train()
         if value > best[0]:
             best = (value, copy.deepcopy(model.state_dict()), phi.detach().clone(), epoch)
@@ -229,7 +246,7 @@ def fit_crossfit(lists, features, model, valid, seed, k, *, epochs=40, batch_siz
     ``model``'s initial weights); returns ``(mean of the two rankers, theta, best_epoch)``."""
     import torch
 
-    from ltr.clicks.dla import _valid_ndcg, list_tensors
+    from ltr.clicks.dla import list_tensors
 
     everything = list_tensors(lists, features, clicks)
     fold = torch.arange(len(everything[0])) % 2
@@ -238,26 +255,15 @@ def fit_crossfit(lists, features, model, valid, seed, k, *, epochs=40, batch_siz
     torch.manual_seed(seed)
     phi = torch.nn.Parameter(torch.zeros(lists.docs.shape[1]))
     opt = torch.optim.Adam([{"params": both.parameters(), "lr": lr}, {"params": [phi], "lr": k.get("plr", 0.05)}])
-    gen = torch.Generator().manual_seed(seed)
-    best = (-np.inf, None, None, 0)
-    both.train()
-    for epoch in range(epochs):
-        order = torch.randperm(len(fold), generator=gen)
-        for start in range(0, len(order), batch_size):
-            b = order[start : start + batch_size]
-            loss_rank, loss_exam = _crossfit_losses(models, phi, tuple(t[b] for t in everything), fold[b], max_weight)
-            opt.zero_grad()
-            (loss_rank + loss_exam).backward()
-            opt.step()
-        value = _valid_ndcg(both, valid) if valid is not None else float(epoch)  # no valid: the last epoch
-        both.train()
-        if value > best[0]:
-            best = (value, copy.deepcopy(both.state_dict()), phi.detach().clone(), epoch)
-        elif epoch - best[3] >= patience:
-            break
-    both.load_state_dict(best[1])
-    both.eval()
-    return both, torch.exp(best[2] - best[2][0]).double().numpy(), best[3]
+
+    def one_step(b):
+        loss_rank, loss_exam = _crossfit_losses(models, phi, tuple(t[b] for t in everything), fold[b], max_weight)
+        opt.zero_grad()
+        (loss_rank + loss_exam).backward()
+        opt.step()
+
+    return _epochs(both, phi, len(fold), one_step, valid, seed, epochs=epochs, batch_size=batch_size,
+                   patience=patience)
 
 
 def seed_log(seed: int, need_rem: bool):

@@ -1,7 +1,6 @@
 """experiments/dla_variants_study.py: its loop is fit_dla's when no knob is set, its likelihood update has
 the known answer on noiseless PBM clicks, runs repeat under a seed, and --variant refuses bad specs."""
 
-
 import numpy as np
 import pytest
 from experiment_scripts import load_experiment
