@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["RankingDataset", "concat_datasets", "split_by_query", "feature_names_of"]
+__all__ = ["RankingDataset", "concat_datasets", "split_by_query", "feature_names_of", "query_rows"]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -155,13 +155,7 @@ class RankingDataset:
     # ---- derived data sets ----------------------------------------------------------------------
     def row_indices(self, query_indices) -> np.ndarray:
         """[M] rows owned by ``query_indices``, in the order given (rows keep their order inside a query)."""
-        qi = _as_index_array(query_indices, self.n_queries)
-        starts = self.query_offsets[qi]
-        lengths = self.query_offsets[qi + 1] - starts
-        total = int(lengths.sum())
-        new_starts = np.cumsum(lengths) - lengths
-        # row r of the output = starts[q] + (r - new_starts[q]) for its query q: one repeat, one add.
-        return np.repeat(starts - new_starts, lengths) + np.arange(total, dtype=np.int64)
+        return query_rows(self.query_offsets, _as_index_array(query_indices, self.n_queries))
 
     def subset(self, query_indices) -> "RankingDataset":
         """The queries ``query_indices`` (positions 0..Q-1, or a boolean mask), in the order given."""
@@ -251,6 +245,16 @@ def _check_feature_names(names, width: int) -> tuple[str, ...]:
         dup = next(n for n in names if n in seen or seen.add(n))
         raise ValueError(f"feature_names must be distinct; {dup!r} appears twice")
     return names
+
+
+def query_rows(query_offsets: np.ndarray, query_indices: np.ndarray) -> np.ndarray:
+    """[M] int64 rows of the flat layout owned by the queries ``query_indices`` (int64 positions), in the
+    order given; rows keep their order inside a query."""
+    starts = query_offsets[query_indices]
+    lengths = query_offsets[query_indices + 1] - starts
+    new_starts = np.cumsum(lengths) - lengths
+    # row r of the output = starts[q] + (r - new_starts[q]) for its query q: one repeat, one add.
+    return np.repeat(starts - new_starts, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
 
 
 def _as_index_array(indices, size: int) -> np.ndarray:

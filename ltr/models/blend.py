@@ -318,13 +318,6 @@ def shrink_units(units: Sequence[int], lam: float) -> tuple[int, ...]:
     return tuple(floors)
 
 
-def _rows_of(query_offsets: np.ndarray, queries: np.ndarray) -> np.ndarray:
-    """The row positions of ``queries`` (sorted query positions), in order."""
-    starts, ends = query_offsets[queries], query_offsets[queries + 1]
-    lengths = ends - starts
-    return np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
-
-
 def fit_cv(zs, ds, metric, preset, stamped, value_of, k: int = CV_FOLDS) -> tuple[tuple[int, ...], dict]:
     """Rule ``cv`` (module docstring): the lambda in :data:`CV_LAMBDAS` with the best held-out mean
     ``CV(lambda)`` (ties: the smaller lambda), and the whole set's searched weights shrunk by it.
@@ -334,6 +327,7 @@ def fit_cv(zs, ds, metric, preset, stamped, value_of, k: int = CV_FOLDS) -> tupl
     """
     from types import SimpleNamespace
 
+    from ltr.data.dataset import query_rows
     from ltr.runs.scoring import evaluate_scores
 
     m, off = len(zs), np.asarray(ds.query_offsets, dtype=np.int64)
@@ -342,19 +336,20 @@ def fit_cv(zs, ds, metric, preset, stamped, value_of, k: int = CV_FOLDS) -> tupl
     fold_units, fold_rows, evaluations = [], [], 0
     for f, held_out in enumerate(folds):
         rest = np.sort(np.concatenate([q for g, q in enumerate(folds) if g != f]))
-        rows = _rows_of(off, rest)
+        rows = query_rows(off, rest)
         lengths = off[rest + 1] - off[rest]
         sub = SimpleNamespace(labels=labels[rows], query_offsets=np.concatenate([[0], np.cumsum(lengths)]))
         sub_value, cache = _value_function([z[rows] for z in zs], sub, metric, preset, stamped,
                                            f"the validation queries outside cross-validation fold {f + 1} of {len(folds)}")
         fold_units.append(_search_or_single(sub_value, m)[0])
-        fold_rows.append(_rows_of(off, held_out))
+        fold_rows.append(query_rows(off, held_out))
         evaluations += len(cache)
+    fold_zs = [[z[rows] for z in zs] for rows in fold_rows]  # each held-out fold's scores, gathered once
     values = []
     for lam in CV_LAMBDAS:
         held = np.zeros(len(labels), dtype=np.float64)
-        for units, rows in zip(fold_units, fold_rows):
-            held[rows] = combine([z[rows] for z in zs], [u / DENOMINATOR for u in shrink_units(units, lam)])
+        for units, rows, held_zs in zip(fold_units, fold_rows, fold_zs):
+            held[rows] = combine(held_zs, [u / DENOMINATOR for u in shrink_units(units, lam)])
         values.append(float(evaluate_scores(held, ds, [metric], preset).mean[stamped]))
     best = max(range(len(CV_LAMBDAS)), key=lambda i: (values[i], -i))  # ties: the smaller lambda
     searched, search = _search_or_single(value_of, m)

@@ -175,20 +175,16 @@ def _check_blend(name: str, variant: dict, *, where: str, variants: dict) -> Non
             split_method(m, where=f"{where} blend member")
 
 
-def _default_weight_rule() -> str:
-    """The blend weights rule when a variant names none; written into the spec, so a cell fitted with an
-    earlier default (None in its fingerprint) is not taken for one fitted with this one."""
-    from ltr.models.blend import DEFAULT_WEIGHT_RULE
-
-    return DEFAULT_WEIGHT_RULE
-
-
 def resolve_method(name: str, config) -> MethodSpec:
     """The :class:`MethodSpec` of method ``name`` under an :class:`~ltr.study.ablation.AblationConfig`."""
     variant = dict(config.variants.get(name, {}))
     if "blend" in variant:
+        from ltr.models.blend import DEFAULT_WEIGHT_RULE
+
+        # the rule is written into the spec, so a cell fitted under an earlier default (None in its
+        # fingerprint) is not taken for one fitted under this one
         return MethodSpec(name, "blend", members=tuple(resolve_method(m, config) for m in variant["blend"]),
-                          blend_weights=variant.get("weights", _default_weight_rule()))
+                          blend_weights=variant.get("weights", DEFAULT_WEIGHT_RULE))
     model_name, base, k = split_method(variant.get("method", name), where=config.source)
     common = {"ensemble": int(variant.get("ensemble", 1)), "tune": dict(variant.get("tune", {}))}
     if base in ENGINE_NAMES:
