@@ -21,6 +21,9 @@ on every data set. Results: OUT/results.json (every run) and OUT/results.md (the
 
     python experiments/defaults_study.py --out runs/defaults-study --seeds 3
     python experiments/defaults_study.py --out runs/defaults-study --only-candidates default,auto_softmax
+
+Results are kept per (candidate, data set, fold, seed) and a rerun with the same --out resumes; give a new
+--out when --train-options changes.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import contextlib
 import io
 import json
 import os
+import shlex
 import shutil
 import sys
 import time
@@ -76,6 +80,9 @@ CANDIDATES: dict[str, tuple[str, list[str]]] = {
     "normalize_none": ("train", ["--normalize", "none"]),
     "query_zscore": ("train", ["--query-norm", "zscore"]),
     "query_append_zscore": ("train", ["--query-norm", "append_zscore"]),
+    "query_minmax": ("train", ["--query-norm", "minmax"]),
+    "none_query_zscore": ("train", ["--normalize", "none", "--query-norm", "zscore"]),
+    "normalize_none_query_none": ("train", ["--normalize", "none", "--query-norm", "none"]),
     "gbdt_catboost": ("gbdt", ["--engine", "catboost"]),
     "default_b16": ("train", ["--batch-size", "16"]),
     "default_b8": ("train", ["--batch-size", "8"]),
@@ -112,6 +119,7 @@ def prepare(data_dir: Path, large: bool, only: set[str] | None = None) -> dict[s
     """Data set name -> list of (train, valid, test) files (several for folds); a synthetic set outside
     ``only`` (when given) is not generated."""
     sets: dict[str, list[tuple[Path, Path, Path]]] = {}
+    data_dir.mkdir(parents=True, exist_ok=True)
     synth = [("synth400", ["--queries", "400", "--seed", "3"]), ("synth1000", ["--queries", "1000", "--seed", "1"])]
     synth += [(f"synth1000qr/seed{s}", ["--queries", "1000", "--seed", str(s), "--query-relative", "2"]) for s in (1, 2, 3)]
     if only is not None and "synth1000qr0" in only:  # the control: the same sets without query-relative scores
@@ -133,7 +141,9 @@ def prepare(data_dir: Path, large: bool, only: set[str] | None = None) -> dict[s
             parts = [mq / f"S{(f + k) % 5 + 1}.txt" for k in range(5)]
             train = data_dir / f"mq2008-fold{f + 1}-train.txt"
             if not train.exists():
-                train.write_bytes(b"".join(p.read_bytes() for p in parts[:3]))
+                from ltr.io_utils import atomic_write_bytes
+
+                atomic_write_bytes(train, b"".join(p.read_bytes() for p in parts[:3]))
             folds.append((train, parts[3], parts[4]))
         sets["mq2008"] = folds
     others = [
@@ -224,6 +234,9 @@ def main(argv=None) -> int:
     p.add_argument("--only-datasets", default=None, help="comma-separated data set names")
     p.add_argument("--folds", type=int, default=None, help="only the first N folds of a data set that has several")
     p.add_argument("--time-budget", type=float, default=3.0)
+    p.add_argument("--train-options", default="",
+                   help='options put before every `ltr train` candidate\'s own (which win over them), one string: '
+                        'e.g. "--query-norm none" reproduces the tables run before query_norm "auto" became the default')
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     only = set(args.only_datasets.split(",")) if args.only_datasets else None
@@ -239,6 +252,8 @@ def main(argv=None) -> int:
     for dataset, folds in sets.items():
         for name in names:
             command, options = CANDIDATES[name]
+            if command == "train":
+                options = [*shlex.split(args.train_options), *options]
             for fold, files in enumerate(folds):
                 for seed in range(args.seeds):
                     if (name, dataset, fold, seed) in done:

@@ -20,7 +20,7 @@ from typing import Any
 from ltr.checks import integer
 from ltr.data.files import add_data_options, add_format_options
 from ltr.errors import LtrError
-from ltr.train.config import LOSS_RULES, MODEL_RULES, MODEL_TYPE_NAMES, NORMALIZE_CHOICES
+from ltr.train.config import LOSS_RULES, MODEL_RULES, MODEL_TYPE_NAMES, NORMALIZE_CHOICES, QUERY_NORM_CHOICES
 from ltr.train.config import TRAIN_RULES as R
 
 MODEL_KEYS = tuple(MODEL_RULES)
@@ -49,8 +49,11 @@ def register(subparsers) -> None:
     p.add_argument("--width", type=MODEL_RULES["width"], default=None, help="attention: embedding width, a multiple of --heads (default 64)")
     p.add_argument("--heads", type=MODEL_RULES["heads"], default=None, help="attention: heads per layer (default 2)")
     p.add_argument("--layers", type=MODEL_RULES["layers"], default=None, help="attention: encoder blocks (default 2)")
-    p.add_argument("--query-norm", default=None, choices=("none", "zscore", "minmax", "append_zscore", "append_minmax"),
-                   help="normalise each feature within its query after the input transform (LETOR's QueryLevelNorm): zscore / minmax replace the features, append_zscore / append_minmax add the normalised copies beside them; the model then scores whole queries (default none)")
+    p.add_argument("--query-norm", default=None, choices=QUERY_NORM_CHOICES,
+                   help="normalise each feature within its query after the input transform (LETOR's QueryLevelNorm): zscore / minmax replace the features, "
+                        "append_zscore / append_minmax add the normalised copies beside them; the model then scores whole queries. auto (the default for mlp): "
+                        "zscore when the training features are already min-max normalised within each query (as LETOR 4.0's MQ2008), else none; "
+                        "chosen by the defaults study of docs/experiments.md (default none for the other types)")
     p.add_argument("--input-noise", type=MODEL_RULES["input_noise"], default=None, metavar="STD",
                    help="Gaussian noise of this standard deviation on the (normalised) inputs while training (default 0.1 for mlp, 0 for the others)")
     p.add_argument("--ensemble", type=MODEL_RULES["ensemble"], default=None, metavar="N",
@@ -174,7 +177,7 @@ def _run(args) -> int:
     from ltr.train.models import save_model
     from ltr.checks import output_folder
     from ltr.runs.folder import check_destination, print_run_metrics, run_folder
-    from ltr.train.settings import build_loss, build_scorer
+    from ltr.train.settings import build_loss, build_scorer, resolve_query_norm
     from ltr.runs.scoring import check_metric_names
     from ltr.train.trainer import Trainer, resolve_device, seed_everything
 
@@ -192,6 +195,7 @@ def _run(args) -> int:
     check_metric_names(settings.metrics, settings.preset, settings.conventions)  # a typo fails before any work
     resolve_device(settings.device)
     train_ds, valid_ds, test_ds = _load_splits(args)
+    model_cfg, query_norm_facts = resolve_query_norm(model_cfg, train_ds)  # once, before any member is built
     if not ctx.is_main:  # the other ranks of a distributed job train; rank 0 alone writes the run folder
         if model_cfg["ensemble"] > 1:
             _fit_ensemble(settings, model_cfg, loss, train_ds, valid_ds, test_ds)
@@ -214,7 +218,8 @@ def _run(args) -> int:
         metrics_out = {"valid": result.valid_metrics}
         if result.test_metrics is not None:
             metrics_out["test"] = result.test_metrics
-        _write_summary(tmp, args, cfg, model_cfg, loss_cfg, result, members, metrics_out, (train_ds, valid_ds, test_ds), ctx, t0)
+        recorded_model = {**model_cfg, **({"query_norm_rule": query_norm_facts} if query_norm_facts else {})}
+        _write_summary(tmp, args, cfg, recorded_model, loss_cfg, result, members, metrics_out, (train_ds, valid_ds, test_ds), ctx, t0)
     print_run_metrics(out, metrics_out, result.best_epoch)
     return 0
 

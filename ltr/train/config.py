@@ -39,7 +39,7 @@ from ltr import checks
 from ltr.checks import COUNT, SEED, boolean, integer, list_of, number, table, text
 from ltr.errors import LtrError
 
-__all__ = ["DEFAULT_METRICS", "TrainConfig", "auto_batch_size", "AUTO_BATCH", "load_toml", "check_keys", "read_toml",
+__all__ = ["DEFAULT_METRICS", "QUERY_NORM_CHOICES", "TrainConfig", "auto_batch_size", "AUTO_BATCH", "load_toml", "check_keys", "read_toml",
            "TRAIN_RULES", "MODEL_RULES", "LOSS_RULES", "GBDT_RULES", "LIGHTGBM_RULES", "check_lightgbm_params"]
 
 DEFAULT_METRICS = ("ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "map", "mrr")
@@ -57,12 +57,14 @@ TRAIN_RULES: dict[str, checks.Rule] = {
 }
 ACTIVATION_NAMES = ("relu", "leaky_relu", "gelu", "elu", "silu", "tanh", "sigmoid")  # = ltr.train.models.ACTIVATIONS
 NORMALIZE_CHOICES = ("auto", "none", "standard", "log1p", "log1p_standard")
+#: the scorer's per-query normalisation (ltr.train.scorers.QUERY_NORMS), or "auto": chosen from the training data
+QUERY_NORM_CHOICES = ("auto", "none", "zscore", "minmax", "append_zscore", "append_minmax")
 MAX_WIDTH = 1 << 16  # a hidden layer wider than this is a typo, and would take gigabytes
 MODEL_TYPE_NAMES = ("mlp", "linear", "attention")
 MODEL_RULES: dict[str, checks.Rule] = {
     "type": text(choices=MODEL_TYPE_NAMES), "hidden": list_of(integer(min=1, max=MAX_WIDTH), min_len=1),
     "activation": text(choices=ACTIVATION_NAMES), "dropout": number(min=0, below=1), "batch_norm": boolean(),
-    "normalize": text(choices=NORMALIZE_CHOICES), "query_norm": text(choices=("none", "zscore", "minmax", "append_zscore", "append_minmax")),
+    "normalize": text(choices=NORMALIZE_CHOICES), "query_norm": text(choices=QUERY_NORM_CHOICES),
     # the context-aware scorer, input noise (every scorer) and seed ensembles
     "width": integer(min=1, max=MAX_WIDTH), "heads": integer(min=1, max=1024), "layers": integer(min=1, max=256),
     "input_noise": number(min=0), "ensemble": integer(min=1, max=1000),

@@ -5,7 +5,7 @@ configuration that ``ltr tune`` writes is the one ``ltr train --config`` runs.
 
 ``[model]``: ``type`` (mlp, linear, attention), the MLP's ``hidden``, ``activation``, ``dropout``,
 ``batch_norm``, the context-aware scorer's ``width``, ``heads``, ``layers``, ``dropout``, every
-scorer's ``input_noise``, ``normalize`` (auto (the default), none, standard, log1p, log1p_standard: fitted
+scorer's ``input_noise`` and ``query_norm`` (auto, the MLP's default: :func:`resolve_query_norm`), ``normalize`` (auto (the default), none, standard, log1p, log1p_standard: fitted
 on the training split, stored in the model) and ``ensemble`` (seeds averaged; read by ``ltr train``).
 A scorer takes the keys of its own type (:data:`ARCH_KEYS`); the others are ignored for it, so one
 table can hold the options of several types. ``[loss]``: ``name`` plus the loss's keyword arguments
@@ -20,13 +20,14 @@ from ltr.errors import LtrError
 from ltr.train.config import MODEL_RULES, NORMALIZE_CHOICES
 
 __all__ = ["MODEL_KEYS", "NORMALIZE_CHOICES", "MODEL_DEFAULTS", "DEFAULT_LOSS", "DEFAULT_ENSEMBLE", "ARCH_KEYS", "model_defaults", "build_loss",
-           "build_scorer"]
+           "build_scorer", "resolve_query_norm"]
 
 MODEL_KEYS = tuple(MODEL_RULES)
 #: normalize "auto" and input_noise 0.1 (with the softmax loss of ltr train): chosen by issue 20's defaults
 #: study, experiments/defaults_study.py (docs/experiments.md, "Defaults of ltr train and ltr gbdt")
+#: query_norm "auto": see :func:`resolve_query_norm` (same study, its 0.4 part)
 MODEL_DEFAULTS = {"type": "mlp", "hidden": [128, 64], "activation": "relu", "dropout": 0.0, "batch_norm": False, "normalize": "auto",
-                  "input_noise": 0.1}
+                  "input_noise": 0.1, "query_norm": "auto"}
 #: ltr train's default loss (same study)
 DEFAULT_LOSS = "softmax"
 #: seeds averaged by ltr train and NeuralRanker for an MLP (same study: three seeds beat one on 5 of 6 data
@@ -42,6 +43,26 @@ ARCH_KEYS = {
 def model_defaults(kind: str) -> dict[str, Any]:
     """The defaults of a ``[model]`` table of ``type = kind`` (the other types take their class defaults)."""
     return dict(MODEL_DEFAULTS) if kind == "mlp" else {"type": kind, "normalize": MODEL_DEFAULTS["normalize"]}
+
+
+def resolve_query_norm(model_cfg: dict[str, Any], train_ds) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """``model_cfg`` with ``query_norm = "auto"`` replaced by its choice for ``train_ds``, and the facts behind
+    the choice (None when ``query_norm`` was not "auto").
+
+    "auto" is "zscore" (each feature z-scored within its query, after the input transform) when the
+    training features are already min-max normalised within each query
+    (:func:`ltr.data.query_level.check_query_minmax`: LETOR 4.0's QueryLevelNorm files), else "none".
+    Chosen by issue 20's defaults study (docs/experiments.md, "Per-query z-scores on data normalised per
+    query"): on MQ2008 the z-score gains over the input transform alone, on the other data sets at hand
+    (raw features) per-query normalisation loses.
+    """
+    if model_cfg.get("query_norm") != "auto":
+        return model_cfg, None
+    from ltr.data.query_level import check_query_minmax
+
+    check = check_query_minmax(train_ds.features, train_ds.query_offsets)
+    chosen = "zscore" if check.normalised else "none"
+    return {**model_cfg, "query_norm": chosen}, {"rule": "auto", "chosen": chosen, **check.as_dict()}
 
 
 def build_loss(loss_cfg: dict[str, Any]):
@@ -62,6 +83,7 @@ def build_scorer(model_cfg: dict[str, Any], train_ds):
 
     if model_cfg.get("normalize", "none") not in NORMALIZE_CHOICES:
         raise LtrError(f"normalize must be one of {', '.join(NORMALIZE_CHOICES)}, got {model_cfg['normalize']!r}")
+    model_cfg, _ = resolve_query_norm(model_cfg, train_ds)
     kind = model_cfg.get("type", "mlp")
     if kind not in ARCH_KEYS:
         raise LtrError(f"model type must be one of {', '.join(ARCH_KEYS)}, got {kind!r}")

@@ -125,6 +125,9 @@ class NeuralRanker(BaseEstimator):
         inside the model.
     input_noise : standard deviation of Gaussian noise on the normalised inputs while training (default 0.1;
         with loss "softmax" and normalize "auto", the defaults study of docs/experiments.md chose it).
+    query_norm : "auto" (default), "none", "zscore", "minmax", "append_zscore" or "append_minmax": each feature
+        normalised within its query inside the scorer; "auto" is "zscore" when the training features are already
+        min-max normalised per query (LETOR 4.0's QueryLevelNorm), else "none" (``ltr.train.settings.resolve_query_norm``).
     loss_params : keyword arguments of the loss (e.g. ``{"k": 10}`` for LambdaRank@10).
     ensemble : number of models trained with seeds seed, seed+1, ... whose scores are averaged (default 3, as
         ``ltr train``; 1 trains one model in a third of the time).
@@ -133,7 +136,8 @@ class NeuralRanker(BaseEstimator):
         training queries // 30, between 4 and 64).
     verbose : progress bars while training.
 
-    Attributes (after ``fit``): ``model_`` (the torch scorer, best epoch's weights), ``n_features_in_``,
+    Attributes (after ``fit``): ``model_`` (the torch scorer, best epoch's weights), ``query_norm_`` (the per-query
+    normalisation used, "auto" resolved), ``n_features_in_``,
     ``feature_names_in_`` (data frames only), ``best_epoch_``, ``best_score_`` (the monitored validation
     value; of the averaged model for an ensemble, whose ``best_epoch_`` and ``history_`` are its first member's), ``history_`` (per-epoch records), ``evals_result_`` (``{"valid": {stamped metric: [per epoch]}}``).
     """
@@ -149,6 +153,7 @@ class NeuralRanker(BaseEstimator):
         batch_norm: bool = False,
         normalize: str = MODEL_DEFAULTS["normalize"],
         input_noise: float = MODEL_DEFAULTS["input_noise"],
+        query_norm: str = MODEL_DEFAULTS["query_norm"],
         loss_params: dict[str, Any] | None = None,
         ensemble: int = DEFAULT_ENSEMBLE,
         epochs: int = 30,
@@ -169,6 +174,7 @@ class NeuralRanker(BaseEstimator):
         self.batch_norm = batch_norm
         self.normalize = normalize
         self.input_noise = input_noise
+        self.query_norm = query_norm
         self.loss_params = loss_params
         self.ensemble = ensemble
         self.epochs = epochs
@@ -208,6 +214,7 @@ class NeuralRanker(BaseEstimator):
         except (LtrError, KeyError, TypeError) as exc:
             raise ValueError(f"NeuralRanker: {exc}") from None
         self.model_ = result.model.cpu().eval()
+        self.query_norm_ = getattr(getattr(result.model, "members", [result.model])[0], "query_norm", "none")  # as chosen
         self.best_epoch_ = result.best_epoch
         self.best_score_ = result.best_value
         self.history_ = result.history
@@ -241,6 +248,7 @@ class NeuralRanker(BaseEstimator):
 
     def _build_model(self, train):
         from ltr.train.models import FeatureTransform, build_model
+        from ltr.train.settings import resolve_query_norm
 
         if self.model == "linear":
             arch = {"type": "linear", "input_noise": self.input_noise}
@@ -249,6 +257,7 @@ class NeuralRanker(BaseEstimator):
                     "batch_norm": self.batch_norm, "input_noise": self.input_noise}
         else:
             raise ValueError(f"model must be 'mlp' or 'linear', got {self.model!r}")
+        arch, _ = resolve_query_norm({**arch, "query_norm": self.query_norm}, train)
         net = build_model({**arch, "n_features": train.n_features})
         if self.normalize != "none":
             net.set_normalizer(FeatureTransform.fit(train.features, self.normalize))
@@ -267,17 +276,41 @@ class NeuralRanker(BaseEstimator):
             raise ValueError(f"X has {features.shape[1]} features, the ranker was fitted on {self.n_features_in_}")
         return features
 
-    def predict(self, X) -> np.ndarray:
-        """One score per row of ``X`` (a ``qid`` column of a data frame is ignored): higher ranks first."""
+    def predict(self, X, qid=None) -> np.ndarray:
+        """One score per row of ``X``: higher ranks first.
+
+        A scorer that normalises each feature within its query (``query_norm_`` other than "none", which
+        "auto" chooses on data min-max normalised per query) scores whole queries, so it needs the query
+        ids: ``qid=`` or the ``qid`` column of a data frame. Otherwise both are ignored.
+        """
         from ltr.train.trainer import predict_scores
 
-        features = self._features(X)  # first: NotFittedError before fit, as scikit-learn's estimators raise
-        return predict_scores(self.model_, features)
+        check_is_fitted(self, "model_")  # first: NotFittedError before fit, as scikit-learn's estimators raise
+        X, qid = _split_qid(X, qid, "X")
+        features = self._features(X)
+        if not getattr(self.model_, "listwise", False):
+            return predict_scores(self.model_, features)
+        if qid is None:
+            raise ValueError(f"this ranker normalises features within each query (query_norm_={self.query_norm_!r}): "
+                             f"pass qid= (one id per row) or a data frame with a {QID_COLUMN!r} column")
+        offsets, _ = query_offsets_from_qid(_one_column(qid, "qid"), features.shape[0], "qid")
+        return predict_scores(self.model_, features, query_offsets=offsets)
 
     def score(self, X, y, qid=None) -> float:
         """Mean NDCG@10 over the queries with a relevant item (the toolkit's conventions:
         ``ndcg@10[gain=exp2,discount=log2,ideal=min(R,K),empty=skip,ties=stable]``)."""
         return ranking_scorer("ndcg@10")(self, X, y, qid=qid)
+
+
+def _predict_takes_qid(estimator) -> bool:
+    """Whether ``estimator.predict`` has a ``qid`` parameter (NeuralRanker's does: a scorer that
+    normalises within queries needs them; LightGBM's and XGBoost's rankers' do not)."""
+    import inspect
+
+    try:
+        return "qid" in inspect.signature(estimator.predict).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 class RankingScorer:
@@ -302,7 +335,8 @@ class RankingScorer:
                              "routing with params={'qid': ...}")
         y = np.asarray(y, dtype=np.float64).reshape(-1)
         offsets, _ = query_offsets_from_qid(qid, y.shape[0])
-        ev = metrics.evaluate(np.asarray(estimator.predict(X), dtype=np.float64), y, offsets, [self.metric], **self.conventions)
+        scores = estimator.predict(X, qid=qid) if _predict_takes_qid(estimator) else estimator.predict(X)
+        ev = metrics.evaluate(np.asarray(scores, dtype=np.float64), y, offsets, [self.metric], **self.conventions)
         return float(ev.mean[ev.names[self.metric]])
 
     def get_metadata_routing(self):
