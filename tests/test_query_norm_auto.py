@@ -152,3 +152,15 @@ def test_neural_ranker_resolves_auto_and_needs_query_ids_to_predict(splits):
     assert 0.0 <= ranker.score(np.asarray(train.features), train.labels, qid=qid) <= 1.0
     raw = NeuralRanker(epochs=1, ensemble=1).fit(np.asarray(train.features) * 3 + 1, train.labels, qid)
     assert raw.query_norm_ == "none" and raw.predict(np.asarray(train.features)).shape == (train.labels.size,)
+
+
+def test_neural_ranker_defaults_are_ltr_train_defaults():
+    """NeuralRanker() is `ltr train` with no option: every model default, the loss and the ensemble size."""
+    from ltr import NeuralRanker
+    from ltr.train.settings import DEFAULT_ENSEMBLE, DEFAULT_LOSS
+
+    params = NeuralRanker().get_params()
+    for key, value in MODEL_DEFAULTS.items():
+        expected = tuple(value) if key == "hidden" else value
+        assert params["model" if key == "type" else key] == expected, key
+    assert (params["loss"], params["ensemble"], params["batch_size"]) == (DEFAULT_LOSS, DEFAULT_ENSEMBLE, "auto")
