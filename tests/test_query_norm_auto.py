@@ -65,11 +65,26 @@ def test_the_check_counts_each_feature_as_a_hand_computation():
     assert check_query_minmax(flat, offsets).normalised
 
 
-def test_the_check_reads_a_bounded_sample_of_queries():
+def test_the_check_reads_a_bounded_sample_of_queries_in_blocks():
     offsets = np.arange(0, 3 * 5000 + 1, 3)
     x = np.tile(np.array([[0.0], [0.5], [1.0]]), (5000, 1))
     check = check_query_minmax(x, offsets, sample_queries=100)
     assert check.queries_read == 100 and check.normalised
+    # long lists: the row budget (MAX_ROWS) caps the queries read, 500,000 // 2,500 = 200 of 400
+    long_offsets = np.arange(0, 2500 * 400 + 1, 2500)
+    column = np.zeros((2500 * 400, 1), dtype=np.float32)
+    column[1::2500] = 1.0
+    column[2::2500] = 0.5
+    assert check_query_minmax(column, long_offsets).queries_read == 200
+    # one block of rows or many: the same counts (a block of 1 row holds one query at a time)
+    rng = np.random.default_rng(3)
+    lengths = rng.integers(1, 9, size=300)
+    offs = np.concatenate([[0], np.cumsum(lengths)])
+    mixed = rng.random((offs[-1], 4))
+    mixed[:, 0] = np.concatenate([np.linspace(0.0, 1.0, n) if n > 1 else [0.0] for n in lengths])
+    mixed[:, 1] = rng.integers(0, 2, offs[-1])
+    assert check_query_minmax(mixed, offs, block_rows=1) == check_query_minmax(mixed, offs, block_rows=10**6)
+    assert check_query_minmax(mixed, offs).features_checked == 3  # the 0/1 column is left out
 
 
 def test_mq2008_is_normalised_and_the_other_shared_sets_are_not(shared_data):

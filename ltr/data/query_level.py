@@ -15,7 +15,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-__all__ = ["QueryMinMaxCheck", "check_query_minmax", "SAMPLE_QUERIES", "QUERY_SHARE", "FEATURE_SHARE", "TOLERANCE"]
+__all__ = ["QueryMinMaxCheck", "check_query_minmax", "SAMPLE_QUERIES", "QUERY_SHARE", "FEATURE_SHARE", "TOLERANCE",
+           "MAX_ROWS", "BLOCK_ROWS"]
 
 #: at most this many queries (evenly spaced over the data set) are read: a store larger than RAM is never loaded whole
 SAMPLE_QUERIES = 2000
@@ -25,6 +26,10 @@ QUERY_SHARE = 0.99
 FEATURE_SHARE = 0.9
 #: |min| and |max - 1| below this count as 0 and 1 (LETOR prints six decimals)
 TOLERANCE = 1e-6
+#: rows read at most (about): fewer queries are read when their mean length would exceed it
+MAX_ROWS = 500_000
+#: rows held in memory at once (as float64)
+BLOCK_ROWS = 65_536
 
 
 @dataclass(frozen=True)
@@ -40,7 +45,8 @@ class QueryMinMaxCheck:
         return asdict(self)
 
 
-def check_query_minmax(features, query_offsets, *, sample_queries: int = SAMPLE_QUERIES) -> QueryMinMaxCheck:
+def check_query_minmax(features, query_offsets, *, sample_queries: int = SAMPLE_QUERIES,
+                       block_rows: int = BLOCK_ROWS) -> QueryMinMaxCheck:
     """Whether ``features`` [N, F] (an array or a memory-mapped store's) look min-max normalised per query.
 
     For each feature f and each read query q where f varies, the query passes when
@@ -48,7 +54,8 @@ def check_query_minmax(features, query_offsets, *, sample_queries: int = SAMPLE_
     ``QUERY_SHARE`` (99%) of those queries pass. Features that never vary in a read query, and
     binary ones (every value 0 or 1, which pass the test whatever the data's scaling), are not
     checked. The data set is normalised when at least ``FEATURE_SHARE`` (90%) of the checked features
-    are, and at least one feature was checked. At most ``sample_queries`` queries, evenly spaced, are read.
+    are, and at least one feature was checked. At most ``sample_queries`` queries, evenly spaced, are
+    read (fewer when they would hold more than ``MAX_ROWS`` rows), ``block_rows`` rows at a time.
 
     >>> offsets = np.array([0, 3, 5])
     >>> per_query = np.array([[0.0, 1.0], [0.5, 0.0], [1.0, 0.25], [1.0, 0.0], [0.0, 1.0]])
@@ -60,31 +67,45 @@ def check_query_minmax(features, query_offsets, *, sample_queries: int = SAMPLE_
     0
     """
     offsets = np.asarray(query_offsets, dtype=np.int64)
-    n_queries = offsets.size - 1
-    if n_queries <= 0:
-        return QueryMinMaxCheck(False, 0, 0, 0)
-    picked = np.unique(np.linspace(0, n_queries - 1, min(n_queries, int(sample_queries))).round().astype(np.int64))
-    x, starts = _gather(features, offsets, picked)
-    if starts.size == 0 or x.shape[1] == 0:
-        return QueryMinMaxCheck(False, int(starts.size), 0, 0)
-    low = np.minimum.reduceat(x, starts, axis=0)
-    high = np.maximum.reduceat(x, starts, axis=0)
-    varies = high > low
-    at_ends = varies & (np.abs(low) <= TOLERANCE) & (np.abs(high - 1.0) <= TOLERANCE)
-    binary = np.all((x == 0.0) | (x == 1.0), axis=0)
-    checked = varies.any(axis=0) & ~binary
-    passing = at_ends.sum(axis=0) >= QUERY_SHARE * varies.sum(axis=0)
+    picked = _pick_queries(offsets, int(sample_queries))
+    n_features = int(features.shape[1]) if picked.size else 0
+    varies_in = np.zeros(n_features, dtype=np.int64)  # queries where the feature varies
+    at_ends_in = np.zeros(n_features, dtype=np.int64)  # ... and spans exactly [0, 1]
+    binary = np.ones(n_features, dtype=bool)
+    for x, starts in _blocks(features, offsets, picked, block_rows):
+        low = np.minimum.reduceat(x, starts, axis=0)
+        high = np.maximum.reduceat(x, starts, axis=0)
+        varies = high > low
+        varies_in += varies.sum(axis=0)
+        at_ends_in += (varies & (np.abs(low) <= TOLERANCE) & (np.abs(high - 1.0) <= TOLERANCE)).sum(axis=0)
+        binary &= np.all((x == 0.0) | (x == 1.0), axis=0)
+    checked = (varies_in > 0) & ~binary
+    passing = at_ends_in >= QUERY_SHARE * varies_in
     n_checked, n_minmax = int(checked.sum()), int((checked & passing).sum())
     normalised = n_checked > 0 and n_minmax >= FEATURE_SHARE * n_checked
-    return QueryMinMaxCheck(bool(normalised), int(starts.size), n_checked, n_minmax)
+    return QueryMinMaxCheck(bool(normalised), int(picked.size), n_checked, n_minmax)
 
 
-def _gather(features, offsets: np.ndarray, picked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The rows of the ``picked`` queries as one float64 array, and each query's first row in it."""
+def _pick_queries(offsets: np.ndarray, sample_queries: int) -> np.ndarray:
+    """Evenly spaced non-empty queries: at most ``sample_queries``, and about ``MAX_ROWS`` rows at most."""
+    lengths = np.diff(offsets)
+    n_queries = lengths.size
+    if n_queries == 0 or offsets[-1] == 0:
+        return np.zeros(0, dtype=np.int64)
+    mean_length = offsets[-1] / n_queries
+    n_pick = max(1, min(n_queries, sample_queries, int(MAX_ROWS // mean_length)))
+    picked = np.unique(np.linspace(0, n_queries - 1, n_pick).round().astype(np.int64))
+    return picked[lengths[picked] > 0]
+
+
+def _blocks(features, offsets: np.ndarray, picked: np.ndarray, block_rows: int):
+    """``(rows [M, F] float64, each query's first row in them)`` for consecutive groups of the ``picked``
+    queries of about ``block_rows`` rows (a longer query makes a block of its own)."""
     from ltr.data.dataset import query_rows
 
     lengths = offsets[picked + 1] - offsets[picked]
-    picked, lengths = picked[lengths > 0], lengths[lengths > 0]
-    rows = query_rows(offsets, picked)
-    x = np.asarray(features[rows], dtype=np.float64).reshape(rows.size, -1)
-    return x, np.cumsum(lengths) - lengths
+    group = np.cumsum(lengths) // max(1, int(block_rows))
+    for g in np.unique(group):
+        queries, sizes = picked[group == g], lengths[group == g]
+        rows = query_rows(offsets, queries)
+        yield np.asarray(features[rows], dtype=np.float64).reshape(rows.size, -1), np.cumsum(sizes) - sizes
