@@ -107,7 +107,7 @@ def test_resolve_chooses_from_the_training_split_and_leaves_explicit_choices():
 
 
 @pytest.mark.slow  # two ltr train runs and an ONNX export
-def test_ltr_train_default_on_per_query_normalised_data(splits, tmp_path):
+def test_ltr_train_default_on_per_query_normalised_data(splits, tmp_path, capsys):
     d, paths = splits
     # the validation split is raw: only the training split decides
     run = tmp_path / "letor"
@@ -129,8 +129,10 @@ def test_ltr_train_default_on_per_query_normalised_data(splits, tmp_path):
     np.testing.assert_allclose(session.run(["scores"], {"features": x, "mask": mask})[0][mask], expected, rtol=1e-5, atol=1e-5)
 
     raw_run = tmp_path / "raw"  # raw training features: no per-query normalisation, and the model says so
+    capsys.readouterr()
     assert main(["train", "--train", str(paths["raw", "train"]), "--valid", str(paths["letor", "valid"]),
-                 "--epochs", "1", "--ensemble", "1", "--quiet", "--out", str(raw_run)]) == 0
+                 "--epochs", "1", "--ensemble", "1", "--out", str(raw_run)]) == 0
+    assert "query-norm auto: none (training features not normalised per query: 0 of 7 checked" in capsys.readouterr().err
     summary = json.loads((raw_run / "summary.json").read_text())
     assert summary["config"]["model"]["query_norm"] == "none"
     assert summary["config"]["model"]["query_norm_rule"]["chosen"] == "none"

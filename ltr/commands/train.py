@@ -196,6 +196,8 @@ def _run(args) -> int:
     resolve_device(settings.device)
     train_ds, valid_ds, test_ds = _load_splits(args)
     model_cfg, query_norm_facts = resolve_query_norm(model_cfg, train_ds)  # once, before any member is built
+    if query_norm_facts and ctx.is_main and not args.quiet:
+        _say_query_norm(query_norm_facts)
     if not ctx.is_main:  # the other ranks of a distributed job train; rank 0 alone writes the run folder
         if model_cfg["ensemble"] > 1:
             _fit_ensemble(settings, model_cfg, loss, train_ds, valid_ds, test_ds)
@@ -222,6 +224,16 @@ def _run(args) -> int:
         _write_summary(tmp, args, cfg, recorded_model, loss_cfg, result, members, metrics_out, (train_ds, valid_ds, test_ds), ctx, t0)
     print_run_metrics(out, metrics_out, result.best_epoch)
     return 0
+
+
+def _say_query_norm(facts: dict[str, Any]) -> None:
+    """One line on stderr: what ``--query-norm auto`` chose, and from what."""
+    import sys
+
+    why = "already min-max normalised within each query" if facts["chosen"] != "none" else "not normalised per query"
+    print(f"query-norm auto: {facts['chosen']} (training features {why}: {facts['features_minmax']} of "
+          f"{facts['features_checked']} checked features span [0, 1] in the queries where they vary; "
+          f"{facts['queries_read']} queries read)", file=sys.stderr)
 
 
 def _load_splits(args):
