@@ -50,6 +50,7 @@ defaults start a new OUT (a different ``--neural-options`` in the same OUT is re
 
     LTR_THREADS=1 OMP_NUM_THREADS=1 python experiments/best_recipe_study.py --out runs/best-recipe --seeds 3
     python experiments/best_recipe_study.py --out runs/best-recipe-b16 --neural-options "--batch-size 16"
+    python experiments/best_recipe_study.py --out runs/br-tuned --only-datasets lgbm_example --skip neural_ens3 --tune-trials 12
 """
 
 from __future__ import annotations
