@@ -13,7 +13,15 @@ copied), per seed and fold, as a user runs them (``ltr.cli.main`` in this proces
   engine and the best neural run, weights searched; ``blend_all_equal``, the same members with
   ``--weights equal`` (1/5 each, nothing fitted); ``blend_cv`` and ``blend_all_cv``, the members of
   ``blend`` and ``blend_all`` with ``--weights cv`` (the searched weights shrunk toward equal ones by
-  an amount chosen by 5-fold cross-validation over the validation queries).
+  an amount chosen by 5-fold cross-validation over the validation queries);
+- the tuned neural scorer (:data:`TUNED`, ``neural_tuned``): ``ltr tune`` on the cell's train and valid
+  files over :data:`TUNE_SPACE` (one MLP a trial, ``--tune-trials`` trials, the cell's seed as TPE's and
+  the trials' seed), then ``ltr train --config BEST.toml --ensemble 3`` (three MLPs, as ``neural``); and
+  its blends (:data:`TUNED_BLENDS`, ``--weights cv``): ``blend_tuned_cv``, the cell's best engine by
+  validation and ``neural_tuned``; ``blend_all_tuned_cv``, every engine and ``neural_tuned``. These are
+  kept apart from the blends above, whose neural member stays the best of ``neural`` / ``neural_ens3``,
+  so the other candidates give the same numbers with or without ``neural_tuned`` (``--skip neural_tuned``).
+  ``--neural-options`` do not apply to it: its fixed settings are the space file's.
 
 Every run's model folder is scored on the test file (``ltr.models.load_scorer``) and NDCG@10 is taken
 per query with the toolkit's conventions (``ltr.runs.evaluate_scores``); the mean is checked against
@@ -33,7 +41,8 @@ Statistics (per data set, :func:`summarise`):
   bootstrap interval over queries, a paired t-test and a sign-flip randomization test
   (:func:`paired_tests`), Holm-corrected within the data set's family of comparisons (:func:`holm`);
   the weight rules against each other (:data:`RULE_PAIRS`: ``blend_cv`` − ``blend``, ``blend_all_cv``
-  − ``blend_all``, ``blend_all_cv`` − ``blend_all_equal``) form a second family with its own Holm.
+  − ``blend_all``, ``blend_all_cv`` − ``blend_all_equal``) form a second family with its own Holm, and the
+  tuned runs against their untuned counterparts (:data:`TUNED_PAIRS`) a third.
 
 Resumable: OUT/results.json holds every run (with its per-query values); OUT/results.md the tables.
 A run is reused when its options are the same, so after a change of ``ltr train``'s (or ``ltr gbdt``'s)
@@ -41,6 +50,7 @@ defaults start a new OUT (a different ``--neural-options`` in the same OUT is re
 
     LTR_THREADS=1 OMP_NUM_THREADS=1 python experiments/best_recipe_study.py --out runs/best-recipe --seeds 3
     python experiments/best_recipe_study.py --out runs/best-recipe-b16 --neural-options "--batch-size 16"
+    python experiments/best_recipe_study.py --out runs/br-tuned --only-datasets lgbm_example --skip neural_ens3 --tune-trials 12
 """
 
 from __future__ import annotations
@@ -71,9 +81,16 @@ NEURAL = ("neural", "neural_ens3")
 #: "all" = every engine of the cell and its best neural run; `ltr blend --weights` rule)
 BLENDS = {"blend": ("pair", "search"), "blend_all": ("all", "search"), "blend_all_equal": ("all", "equal"),
           "blend_cv": ("pair", "cv"), "blend_all_cv": ("all", "cv")}
-RECIPES = ("neural", "neural_ens3", *BLENDS)
+#: the tuned neural candidate: `ltr tune` over TUNE_SPACE, then `ltr train --config best.toml --ensemble 3`
+TUNED = "neural_tuned"
+TUNE_SPACE = Path(__file__).resolve().parent / "best_recipe_tune_space.toml"
+#: its blends: name -> (members as in BLENDS, with neural_tuned as the neural member; weight rule)
+TUNED_BLENDS = {"blend_tuned_cv": ("pair", "cv"), "blend_all_tuned_cv": ("all", "cv")}
+RECIPES = ("neural", "neural_ens3", *BLENDS, TUNED, *TUNED_BLENDS)
 #: the weight rules against each other (same members, same cells): a family of its own for Holm
 RULE_PAIRS = (("blend_cv", "blend"), ("blend_all_cv", "blend_all"), ("blend_all_cv", "blend_all_equal"))
+#: tuned against untuned (same cells): a third family
+TUNED_PAIRS = (("neural_tuned", "neural"), ("blend_tuned_cv", "blend_cv"), ("blend_all_tuned_cv", "blend_all_cv"))
 
 
 # ---------------------------------------------------------------- statistics (tested, no training)
@@ -189,11 +206,58 @@ def run_blend(members: list[Path], files, out: Path, test, rule: str = "search")
             "weights": summary["weights"], "per_query": _listed(per_query)}
 
 
-def candidates(neural_options: list[str]) -> dict[str, tuple[str, list[str]]]:
-    """Candidate name -> (ltr command, options)."""
+def tune_space_text(seed: int) -> str:
+    """:data:`TUNE_SPACE` with ``[tune] seed`` (TPE's) and ``[train] seed`` (the trials') set to ``seed``."""
+    import tomllib
+
+    from ltr.train.config import toml_text
+
+    tables = tomllib.loads(TUNE_SPACE.read_text())
+    tables["tune"]["seed"] = seed
+    tables["train"]["seed"] = seed
+    return toml_text(tables, f"# {TUNE_SPACE.name} with the seed of the cell: {seed}")
+
+
+def tuned_argvs(trials: int, files, seed: int, out: Path) -> tuple[list[str], list[str], Path, Path]:
+    """The ``ltr tune`` and final ``ltr train`` argv of :data:`TUNED` writing ``out``, the cell's space file
+    and the study folder (both beside ``out``)."""
+    train, valid, test_file = map(str, files)
+    space, study = out.with_name(out.name + "-space.toml"), out.with_name(out.name + "-tune")
+    tune = ["tune", "--config", str(space), "--trials", str(trials), "--out", str(study), "--train", train, "--valid", valid]
+    final = ["train", "--config", str(study / "best.toml"), "--train", train, "--valid", valid, "--test", test_file,
+             "--out", str(out), "--quiet", "--ensemble", "3", "--seed", str(seed)]
+    return tune, final, space, study
+
+
+def run_tuned(trials: int, files, seed: int, out: Path, test) -> dict:
+    """:data:`TUNED` in ``out``: ``ltr tune`` (a fresh study) then ``ltr train --config best.toml --ensemble 3``."""
+    from ltr.io_utils import atomic_write_text
+
+    tune, final, space, study = tuned_argvs(trials, files, seed, out)
+    shutil.rmtree(study, ignore_errors=True)
+    atomic_write_text(space, tune_space_text(seed))
+    t0 = time.perf_counter()
+    if quiet_ltr(tune) != 0:
+        raise SystemExit(f"ltr {shlex.join(tune)} failed")
+    tune_wall = time.perf_counter() - t0
+    shutil.rmtree(study / "tensorboard", ignore_errors=True)
+    wall, summary, per_query = _run_ltr(final, out, test)
+    if abs(np.nanmean(per_query) - summary["metrics"]["test"][NDCG10]) > 1e-6:
+        raise SystemExit(f"{out}: per-query mean {np.nanmean(per_query)} != summary {summary['metrics']['test'][NDCG10]}")
+    shutil.rmtree(out / "tensorboard", ignore_errors=True)
+    trials_json = json.loads((study / "trials.json").read_text())
+    return {"valid": summary["metrics"]["valid"][NDCG10], "test": float(np.nanmean(per_query)), "wall_s": tune_wall + wall,
+            "tune_wall_s": tune_wall, "per_query": _listed(per_query), "argv": ["tune", "--trials", str(trials)],
+            "best_config": (study / "best.toml").read_text(), "trial_counts": trials_json["counts"],
+            "final_config": summary["config"]}
+
+
+def candidates(neural_options: list[str], tune_trials: int = 12) -> dict[str, tuple[str, list[str]]]:
+    """Candidate name -> (ltr command, options); :data:`TUNED`'s command is "tune" (:func:`run_tuned`)."""
     out = {name: ("gbdt", opts) for name, opts in ENGINES.items()}
     out["neural"] = ("train", list(neural_options))
     out["neural_ens3"] = ("train", [*neural_options, "--ensemble", "3"])
+    out[TUNED] = ("tune", ["--trials", str(tune_trials)])
     return out
 
 
@@ -218,9 +282,11 @@ class Store:
 
 
 def run_cell(store: Store, cands, dataset: str, fold: int, files, seed: int, engine_seed: int, out: Path, test) -> None:
-    """Every candidate of one (data set, fold, seed) cell, then its blends (:data:`BLENDS`)."""
+    """Every candidate of one (data set, fold, seed) cell, then its blends (:data:`BLENDS`, and
+    :data:`TUNED_BLENDS` when :data:`TUNED` is a candidate)."""
     cell = out / "runs" / dataset / f"fold{fold}"
-    blends_done = all(store.get(b, dataset, fold, seed) is not None for b in BLENDS)
+    blends = {**BLENDS, **(TUNED_BLENDS if TUNED in cands else {})}
+    pending = [b for b in blends if store.get(b, dataset, fold, seed) is None]
     folders = {}
     for name, (command, options) in cands.items():
         s = engine_seed if command == "gbdt" else seed
@@ -231,9 +297,12 @@ def run_cell(store: Store, cands, dataset: str, fold: int, files, seed: int, eng
             raise SystemExit(f"{store.path}: {name} was run with {rec['argv']}, not {[command, *options]}: use another --out")
         if rec is not None and (folder / "summary.json").exists():
             continue
-        if rec is not None and blends_done and command == "train":
-            continue  # the blends of this cell are done; its neural folder is no longer needed
-        r = run_model(command, options, files, s, folder, test)
+        if rec is not None and command != "gbdt" and not any((b in TUNED_BLENDS) == (name == TUNED) for b in pending):
+            continue  # the blends of this cell that use it are done; its neural folder is no longer needed
+        if command == "tune":
+            r = run_tuned(int(options[1]), files, s, folder, test)
+        else:
+            r = run_model(command, options, files, s, folder, test)
         if rec is not None and not np.allclose(*(np.array(x["per_query"], dtype=float) for x in (r, rec)), atol=1e-9,
                                                equal_nan=True):
             raise SystemExit(f"{folder}: retrained for a new blend, but its test values differ from the recorded run's")
@@ -244,16 +313,17 @@ def run_cell(store: Store, cands, dataset: str, fold: int, files, seed: int, eng
     engines = [n for n in ENGINES if n in cands]
     gbdt = max(engines, key=lambda n: recs[n]["valid"])
     neural = max((n for n in NEURAL if n in cands), key=lambda n: recs[n]["valid"])
-    for blend, (which, rule) in BLENDS.items():
+    for blend, (which, rule) in blends.items():
         if store.get(blend, dataset, fold, seed) is not None:
             continue
-        members = [gbdt, neural] if which == "pair" else [*engines, neural]
+        nn = TUNED if blend in TUNED_BLENDS else neural
+        members = [gbdt, nn] if which == "pair" else [*engines, nn]
         r = run_blend([folders[m] for m in members], files, cell / f"{blend}-seed{seed}", test, rule)
         store.put({"candidate": blend, "dataset": dataset, "fold": fold, "seed": seed, "members": members,
                    "member_seeds": [engine_seed if m in ENGINES else seed for m in members], **r})
         print(f"{dataset} fold {fold + 1} seed {seed} {blend}({', '.join(members)}) {r['weights']}: test {r['test']:.4f} "
               f"valid {r['valid']:.4f}", file=sys.stderr, flush=True)
-    for name in (n for n in NEURAL if n in cands):  # neural folders are only kept for the blends
+    for name in (n for n in (*NEURAL, TUNED) if n in cands):  # neural folders are only kept for the blends
         shutil.rmtree(folders[name], ignore_errors=True)
 
 
@@ -305,11 +375,13 @@ def summarise(records: list[dict], dataset: str, folds: int) -> dict:
     pairs += [(b, m) for b in ("blend", "blend_cv") for m in ("gbdt_member", "neural_member") if b in rows and m in rows]
     comparisons = [{"a": a, "b": b, **paired_tests(averaged[a], averaged[b])} for a, b in pairs]
     rules = [{"a": a, "b": b, **paired_tests(averaged[a], averaged[b])} for a, b in RULE_PAIRS if a in rows and b in rows]
-    for family in (comparisons, rules):
+    tuned = [{"a": a, "b": b, **paired_tests(averaged[a], averaged[b])} for a, b in TUNED_PAIRS if a in rows and b in rows]
+    for family in (comparisons, rules, tuned):
         for key in ("t_p", "rand_p"):
             for c, adj in zip(family, holm([c[key] for c in family])):
                 c[f"holm_{key}"] = float(adj)
-    return {"rows": rows, "comparisons": comparisons, "rule_comparisons": rules, "best_engine": best_engine,
+    return {"rows": rows, "comparisons": comparisons, "rule_comparisons": rules, "tuned_comparisons": tuned,
+            "best_engine": best_engine,
             "best_recipe": best_recipe, "recipe_by_valid": by_valid}
 
 
@@ -337,10 +409,11 @@ def report(records: list[dict], sets: dict, neural_options: list[str], skip=()) 
         if s["comparisons"]:
             lines += ["", "| comparison | mean diff | 95% over queries | paired t p | Holm | randomization p | Holm |",
                       "|---|---|---|---|---|---|---|"]
-            for c in s["comparisons"] + s["rule_comparisons"]:
-                if c is (s["rule_comparisons"] or [None])[0]:  # the weight rules: Holm within these alone
-                    lines += ["", "| weight rules (Holm over these) | mean diff | 95% over queries | paired t p | Holm "
-                              "| randomization p | Holm |", "|---|---|---|---|---|---|---|"]
+            for c in s["comparisons"] + s["rule_comparisons"] + s["tuned_comparisons"]:
+                for family, title in (("rule_comparisons", "weight rules"), ("tuned_comparisons", "tuned − untuned")):
+                    if c is (s[family] or [None])[0]:  # a family of its own: Holm within it alone
+                        lines += ["", f"| {title} (Holm over these) | mean diff | 95% over queries | paired t p | Holm "
+                                  "| randomization p | Holm |", "|---|---|---|---|---|---|---|"]
                 lines.append(f"| {c['a']} − {c['b']} | {c['diff']:+.4f} | {_ci(c['ci'])} | {c['t_p']:.2g} | {c['holm_t_p']:.2g} "
                              f"| {c['rand_p']:.2g} | {c['holm_rand_p']:.2g} |")
             rec = next(c for c in s["comparisons"] if c["a"] == s["best_recipe"])
@@ -387,6 +460,7 @@ def main(argv=None) -> int:
     p.add_argument("--folds", type=int, default=None, help="only the first N folds of a data set that has several")
     p.add_argument("--skip", default="", help="comma-separated candidates to leave out (at least one engine and "
                    "one neural candidate must stay), e.g. catboost_yetirank,catboost_qsm200 where CatBoost is too slow")
+    p.add_argument("--tune-trials", type=int, default=12, help="trials of `ltr tune` for neural_tuned (default 12)")
     p.add_argument("--report-only", action="store_true", help="rebuild results.md from results.json")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -398,8 +472,8 @@ def main(argv=None) -> int:
         sets = {k: v[: args.folds] for k, v in sets.items()}
     neural_options = shlex.split(args.neural_options)
     skip = [n for n in args.skip.split(",") if n]
-    cands = {k: v for k, v in candidates(neural_options).items() if k not in skip}
-    if not any(n in cands for n in ENGINES) or not any(n in cands for n in NEURAL) or len(skip) + len(cands) != 6:
+    cands = {k: v for k, v in candidates(neural_options, args.tune_trials).items() if k not in skip}
+    if not any(n in cands for n in ENGINES) or not any(n in cands for n in NEURAL) or len(skip) + len(cands) != 7:
         raise SystemExit(f"--skip {args.skip}: unknown candidate, or no engine or no neural candidate left")
     store = Store(args.out / "results.json")
     engine_seeds = args.engine_seeds or args.seeds

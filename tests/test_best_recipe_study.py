@@ -115,3 +115,81 @@ def test_weight_rules_are_compared_in_a_family_of_their_own(study):
     md = study.report(records, {"d": [None]}, [])
     table = md.split("| weight rules (Holm over these) |")[1]
     assert f"| blend_cv − blend | {rules[('blend_cv', 'blend')]['diff']:+.4f} |" in table
+
+
+# ---------------------------------------------------------------- the tuned neural candidate
+
+def test_tune_space_passes_the_toolkits_checks_and_takes_the_cells_seed(study, tmp_path):
+    from ltr.study.tune import load_tune_config
+
+    base = load_tune_config(study.TUNE_SPACE)
+    assert base.kind == "neural" and base.metric == "ndcg@10"
+    assert base.fixed["model"]["ensemble"] == 1  # one MLP a trial; the final run trains three
+    assert base.fixed["loss"]["name"] == "softmax" and base.space["loss"]["name"]["choices"] == ["softmax", "lambdarank"]
+    assert base.space["model"]["hidden"]["choices"] == [[64], [128, 64], [256, 128]]  # around the default [128, 64]
+    cell = tmp_path / "space.toml"
+    cell.write_text(study.tune_space_text(7))
+    copy = load_tune_config(cell)
+    assert copy.seed == 7 and copy.fixed["train"]["seed"] == 7 and base.seed == 0
+    assert copy.space == base.space
+    assert {t: {k: v for k, v in c.items() if k != "seed"} for t, c in copy.fixed.items()} == \
+        {t: {k: v for k, v in c.items() if k != "seed"} for t, c in base.fixed.items()}
+
+
+def test_tuned_argvs_and_candidate(study, tmp_path):
+    files = (tmp_path / "tr.txt", tmp_path / "va.txt", tmp_path / "te.txt")
+    out = tmp_path / "cell" / "neural_tuned-seed5"
+    tune, final, space, folder = study.tuned_argvs(9, files, 5, out)
+    assert space == tmp_path / "cell" / "neural_tuned-seed5-space.toml"
+    assert folder == tmp_path / "cell" / "neural_tuned-seed5-tune"
+    assert tune == ["tune", "--config", str(space), "--trials", "9", "--out", str(folder),
+                    "--train", str(files[0]), "--valid", str(files[1])]
+    assert final == ["train", "--config", str(folder / "best.toml"), "--train", str(files[0]), "--valid", str(files[1]),
+                     "--test", str(files[2]), "--out", str(out), "--quiet", "--ensemble", "3", "--seed", "5"]
+    assert study.candidates([], 9)["neural_tuned"] == ("tune", ["--trials", "9"])
+    assert study.candidates(["--lr", "0.01"])["neural"] == ("train", ["--lr", "0.01"])  # --neural-options: not the tuned one
+    assert "neural_tuned" in study.RECIPES and set(study.TUNED_BLENDS) == {"blend_tuned_cv", "blend_all_tuned_cv"}
+
+
+def test_one_cell_with_the_tuned_candidate_end_to_end(study, tmp_path, monkeypatch):
+    """A tiny cell (60 synthetic queries, 2 trials of 2 epochs): the tuned run, its blends' members, the seed
+    in the study's best.toml, three MLPs in the final run; then the other candidates again without it."""
+    import tomllib
+
+    from ltr.cli import main
+    from ltr.data import load_svmlight
+
+    assert main(["synth", "--out", str(tmp_path / "data"), "--queries", "60", "--mean-length", "15", "--seed", "0",
+                 "--quiet"]) == 0
+    files = tuple(tmp_path / "data" / f"{s}.txt" for s in ("train", "valid", "test"))
+    space = tomllib.loads(study.TUNE_SPACE.read_text())
+    space["train"].update(epochs=2, patience=None)
+    from ltr.train.config import toml_text
+
+    small = tmp_path / "space.toml"
+    small.write_text(toml_text(space))
+    monkeypatch.setattr(study, "TUNE_SPACE", small)
+    cands = {k: v for k, v in study.candidates(["--epochs", "2", "--ensemble", "1"], 2).items()
+             if k in ("lightgbm", "neural", "neural_tuned")}
+    test = load_svmlight(files[2], cache=False)
+    store = study.Store(tmp_path / "out" / "results.json")
+    study.run_cell(store, cands, "tiny", 0, files, 3, 0, tmp_path / "out", test)
+    rec = store.get("neural_tuned", "tiny", 0, 3)
+    assert rec["argv"] == ["tune", "--trials", "2"] and sum(rec["trial_counts"].values()) == 2
+    assert rec["final_config"]["model"]["ensemble"] == 3 and rec["final_config"]["train"]["seed"] == 3
+    best = tomllib.loads(rec["best_config"])
+    assert best["model"]["ensemble"] == 1 and best["train"]["seed"] == 3 and best["train"]["epochs"] == 2
+    assert best["loss"]["name"] in ("softmax", "lambdarank")
+    assert len(rec["per_query"]) == test.n_queries
+    assert store.get("blend_tuned_cv", "tiny", 0, 3)["members"] == ["lightgbm", "neural_tuned"]
+    assert store.get("blend_all_tuned_cv", "tiny", 0, 3)["members"] == ["lightgbm", "neural_tuned"]
+    assert store.get("blend_cv", "tiny", 0, 3)["members"] == ["lightgbm", "neural"]
+    cell = tmp_path / "out" / "runs" / "tiny" / "fold0"
+    assert not (cell / "neural_tuned-seed3").exists() and (cell / "neural_tuned-seed3-tune" / "best.toml").exists()
+    # the same cell without neural_tuned: the other candidates' numbers do not depend on it
+    alone = study.Store(tmp_path / "out2" / "results.json")
+    study.run_cell(alone, {k: v for k, v in cands.items() if k != "neural_tuned"}, "tiny", 0, files, 3, 0,
+                   tmp_path / "out2", test)
+    assert {r["candidate"] for r in alone.records} == {"lightgbm", "neural", *study.BLENDS}
+    for r in alone.records:
+        assert r["per_query"] == store.get(r["candidate"], "tiny", 0, 3 if r["candidate"] != "lightgbm" else 0)["per_query"]
