@@ -20,7 +20,8 @@ copied), per seed and fold, as a user runs them (``ltr.cli.main`` in this proces
   its blends (:data:`TUNED_BLENDS`, ``--weights cv``): ``blend_tuned_cv``, the cell's best engine by
   validation and ``neural_tuned``; ``blend_all_tuned_cv``, every engine and ``neural_tuned``. These are
   kept apart from the blends above, whose neural member stays the best of ``neural`` / ``neural_ens3``,
-  so the other candidates give the same numbers with or without ``neural_tuned`` (``--skip neural_tuned``).
+  so the other candidates give the same numbers with or without ``neural_tuned``, which runs only when
+  ``--tune-trials N`` (N > 0) asks for it.
   ``--neural-options`` do not apply to it: its fixed settings are the space file's.
 
 Every run's model folder is scored on the test file (``ltr.models.load_scorer``) and NDCG@10 is taken
@@ -252,12 +253,15 @@ def run_tuned(trials: int, files, seed: int, out: Path, test) -> dict:
             "final_config": summary["config"]}
 
 
-def candidates(neural_options: list[str], tune_trials: int = 12) -> dict[str, tuple[str, list[str]]]:
-    """Candidate name -> (ltr command, options); :data:`TUNED`'s command is "tune" (:func:`run_tuned`)."""
+def candidates(neural_options: list[str], tune_trials: int = 0) -> dict[str, tuple[str, list[str]]]:
+    """Candidate name -> (ltr command, options); :data:`TUNED` (command "tune", :func:`run_tuned`) only when
+    ``tune_trials`` > 0, so that the commands published before it existed run the same candidates (and the
+    same Holm families) as they did."""
     out = {name: ("gbdt", opts) for name, opts in ENGINES.items()}
     out["neural"] = ("train", list(neural_options))
     out["neural_ens3"] = ("train", [*neural_options, "--ensemble", "3"])
-    out[TUNED] = ("tune", ["--trials", str(tune_trials)])
+    if tune_trials > 0:
+        out[TUNED] = ("tune", ["--trials", str(tune_trials)])
     return out
 
 
@@ -460,7 +464,8 @@ def main(argv=None) -> int:
     p.add_argument("--folds", type=int, default=None, help="only the first N folds of a data set that has several")
     p.add_argument("--skip", default="", help="comma-separated candidates to leave out (at least one engine and "
                    "one neural candidate must stay), e.g. catboost_yetirank,catboost_qsm200 where CatBoost is too slow")
-    p.add_argument("--tune-trials", type=int, default=12, help="trials of `ltr tune` for neural_tuned (default 12)")
+    p.add_argument("--tune-trials", type=int, default=0,
+                   help="add neural_tuned and its blends, with this many `ltr tune` trials a cell (default 0: not run)")
     p.add_argument("--report-only", action="store_true", help="rebuild results.md from results.json")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -472,8 +477,9 @@ def main(argv=None) -> int:
         sets = {k: v[: args.folds] for k, v in sets.items()}
     neural_options = shlex.split(args.neural_options)
     skip = [n for n in args.skip.split(",") if n]
-    cands = {k: v for k, v in candidates(neural_options, args.tune_trials).items() if k not in skip}
-    if not any(n in cands for n in ENGINES) or not any(n in cands for n in NEURAL) or len(skip) + len(cands) != 7:
+    offered = candidates(neural_options, args.tune_trials)
+    cands = {k: v for k, v in offered.items() if k not in skip}
+    if not any(n in cands for n in ENGINES) or not any(n in cands for n in NEURAL) or len(skip) + len(cands) != len(offered):
         raise SystemExit(f"--skip {args.skip}: unknown candidate, or no engine or no neural candidate left")
     store = Store(args.out / "results.json")
     engine_seeds = args.engine_seeds or args.seeds

@@ -148,6 +148,7 @@ def test_tuned_argvs_and_candidate(study, tmp_path):
                      "--test", str(files[2]), "--out", str(out), "--quiet", "--ensemble", "3", "--seed", "5"]
     assert study.candidates([], 9)["neural_tuned"] == ("tune", ["--trials", "9"])
     assert study.candidates(["--lr", "0.01"])["neural"] == ("train", ["--lr", "0.01"])  # --neural-options: not the tuned one
+    assert "neural_tuned" not in study.candidates([])  # opt-in: the commands published before it run as they did
     assert "neural_tuned" in study.RECIPES and set(study.TUNED_BLENDS) == {"blend_tuned_cv", "blend_all_tuned_cv"}
 
 
