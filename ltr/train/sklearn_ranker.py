@@ -194,6 +194,7 @@ class NeuralRanker(BaseEstimator):
 
         from ltr.errors import LtrError
         from ltr.train.config import TrainConfig
+        from ltr.train.settings import resolve_query_norm
 
         names = getattr(X, "columns", None)
         train = dataset_from_arrays(X, y, qid, sample_weight=sample_weight, where="X")
@@ -210,18 +211,20 @@ class NeuralRanker(BaseEstimator):
                                  patience=self.patience, monitor=self.monitor, metrics=(self.monitor,), seed=self.seed,
                                  device=self.device, progress=bool(self.verbose), histograms=False)
             loss = losses.get_loss(self.loss, **(self.loss_params or {}))
-            result = self._train(train, valid, loss, config)
+            # "auto" decided once from the training rows, for every member
+            query_norm = resolve_query_norm({"query_norm": self.query_norm}, train)[0]["query_norm"]
+            result = self._train(train, valid, loss, config, query_norm)
         except (LtrError, KeyError, TypeError) as exc:
             raise ValueError(f"NeuralRanker: {exc}") from None
         self.model_ = result.model.cpu().eval()
-        self.query_norm_ = getattr(getattr(result.model, "members", [result.model])[0], "query_norm", "none")  # as chosen
+        self.query_norm_ = query_norm
         self.best_epoch_ = result.best_epoch
         self.best_score_ = result.best_value
         self.history_ = result.history
         self.evals_result_ = {"valid": {name: [h["valid"][name] for h in result.history] for name in result.history[0]["valid"]}}
         return self
 
-    def _train(self, train, valid, loss, config):
+    def _train(self, train, valid, loss, config, query_norm: str):
         """One model, or ``ensemble`` of them averaged (the first member's history stands for the ensemble's)."""
         import dataclasses
 
@@ -231,8 +234,8 @@ class NeuralRanker(BaseEstimator):
         MODEL_RULES["ensemble"].check(self.ensemble, "ensemble")
         if self.ensemble == 1:
             seed_everything(self.seed)
-            return Trainer(self._build_model(train), loss, config).fit(train, valid)
-        fit = fit_ensemble(lambda seed: self._build_model(train), loss, config, train, valid,
+            return Trainer(self._build_model(train, query_norm), loss, config).fit(train, valid)
+        fit = fit_ensemble(lambda seed: self._build_model(train, query_norm), loss, config, train, valid,
                            seeds=[self.seed + k for k in range(self.ensemble)])
         (ensemble_value,) = fit.valid_metrics.values()  # the monitor, the one metric of ``config``
         return dataclasses.replace(fit.members[0], model=fit.model, best_value=ensemble_value)
@@ -246,9 +249,8 @@ class NeuralRanker(BaseEstimator):
         X, y, qid = item if len(item) == 3 else (*item, None)
         return dataset_from_arrays(X, y, qid, where="eval_set[0]")
 
-    def _build_model(self, train):
+    def _build_model(self, train, query_norm: str):
         from ltr.train.models import FeatureTransform, build_model
-        from ltr.train.settings import resolve_query_norm
 
         if self.model == "linear":
             arch = {"type": "linear", "input_noise": self.input_noise}
@@ -257,16 +259,14 @@ class NeuralRanker(BaseEstimator):
                     "batch_norm": self.batch_norm, "input_noise": self.input_noise}
         else:
             raise ValueError(f"model must be 'mlp' or 'linear', got {self.model!r}")
-        arch, _ = resolve_query_norm({**arch, "query_norm": self.query_norm}, train)
-        net = build_model({**arch, "n_features": train.n_features})
+        net = build_model({**arch, "query_norm": query_norm, "n_features": train.n_features})
         if self.normalize != "none":
             net.set_normalizer(FeatureTransform.fit(train.features, self.normalize))
         return net
 
     # ------------------------------------------------------------------ prediction
     def _features(self, X) -> np.ndarray:
-        check_is_fitted(self, "model_")
-        X, _ = _split_qid(X, None, "X")
+        """``X`` (its ``qid`` column already taken out) as float32 rows, checked against what ``fit`` saw."""
         names = getattr(X, "columns", None)
         fitted = getattr(self, "feature_names_in_", None)
         if names is not None and fitted is not None and [str(c) for c in names] != list(fitted):
