@@ -39,7 +39,7 @@ from ltr import checks
 from ltr.checks import COUNT, SEED, boolean, integer, list_of, number, table, text
 from ltr.errors import LtrError
 
-__all__ = ["DEFAULT_METRICS", "QUERY_NORM_CHOICES", "TrainConfig", "auto_batch_size", "AUTO_BATCH", "load_toml", "check_keys", "read_toml",
+__all__ = ["DEFAULT_METRICS", "QUERY_NORMS", "QUERY_NORM_CHOICES", "TrainConfig", "auto_batch_size", "AUTO_BATCH", "load_toml", "check_keys", "read_toml",
            "TRAIN_RULES", "MODEL_RULES", "LOSS_RULES", "GBDT_RULES", "LIGHTGBM_RULES", "check_lightgbm_params"]
 
 DEFAULT_METRICS = ("ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "map", "mrr")
@@ -57,8 +57,12 @@ TRAIN_RULES: dict[str, checks.Rule] = {
 }
 ACTIVATION_NAMES = ("relu", "leaky_relu", "gelu", "elu", "silu", "tanh", "sigmoid")  # = ltr.train.models.ACTIVATIONS
 NORMALIZE_CHOICES = ("auto", "none", "standard", "log1p", "log1p_standard")
-#: the scorer's per-query normalisation (ltr.train.scorers.QUERY_NORMS), or "auto": chosen from the training data
-QUERY_NORM_CHOICES = ("auto", "none", "zscore", "minmax", "append_zscore", "append_minmax")
+#: the scorer's per-query normalisation (ltr.train.scorers.query_normalize): none; zscore / minmax: each feature
+#: replaced by its value normalised within the list; append_zscore / append_minmax: the list-normalised values
+#: appended to the (transformed) features (input width 2F)
+QUERY_NORMS = ("none", "zscore", "minmax", "append_zscore", "append_minmax")
+#: what a configuration may say: one of QUERY_NORMS, or "auto", chosen from the training data (ltr.train.settings)
+QUERY_NORM_CHOICES = ("auto", *QUERY_NORMS)
 MAX_WIDTH = 1 << 16  # a hidden layer wider than this is a typo, and would take gigabytes
 MODEL_TYPE_NAMES = ("mlp", "linear", "attention")
 MODEL_RULES: dict[str, checks.Rule] = {

@@ -33,6 +33,7 @@ import torch
 from torch import nn
 
 from ltr.errors import LtrError
+from ltr.train.config import QUERY_NORMS  # re-exported: the scorer's choices, defined beside the rules that check them
 
 __all__ = [
     "ACTIVATIONS",
@@ -159,9 +160,6 @@ class MaskedBatchNorm1d(nn.BatchNorm1d):
         return out.reshape(shape)
 
 
-#: none; zscore / minmax: each feature replaced by its value normalised within the list; append_zscore /
-#: append_minmax: the list-normalised values appended to the (transformed) features (input width 2F)
-QUERY_NORMS = ("none", "zscore", "minmax", "append_zscore", "append_minmax")
 
 
 def query_normalize(x: torch.Tensor, mask: torch.Tensor | None, how: str) -> torch.Tensor:
