@@ -3,7 +3,7 @@
 LETOR 4.0 publishes MQ2008 and MQ2007 with every feature rescaled per query,
 ``x' = (x - min_q x) / (max_q x - min_q x)``, which erases each feature's level between queries and
 keeps only where a document stands among the query's others. On such data the defaults study
-(docs/experiments.md, "Per-query z-scores on data normalised per query") found that a per-query
+(docs/experiments.md, "0.4: per-query z-scores on data normalised per query") found that a per-query
 z-score inside the scorer gains over the global input transform alone, and on data that is not
 normalised per query it loses; ``query_norm = "auto"`` uses :func:`check_query_minmax` to tell the two apart
 from the training split alone.

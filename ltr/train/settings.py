@@ -5,8 +5,9 @@ configuration that ``ltr tune`` writes is the one ``ltr train --config`` runs.
 
 ``[model]``: ``type`` (mlp, linear, attention), the MLP's ``hidden``, ``activation``, ``dropout``,
 ``batch_norm``, the context-aware scorer's ``width``, ``heads``, ``layers``, ``dropout``, every
-scorer's ``input_noise`` and ``query_norm`` (auto, the MLP's default: :func:`resolve_query_norm`), ``normalize`` (auto (the default), none, standard, log1p, log1p_standard: fitted
-on the training split, stored in the model) and ``ensemble`` (seeds averaged; read by ``ltr train``).
+scorer's ``input_noise`` and ``query_norm`` (auto, the MLP's default: :func:`resolve_query_norm`),
+``normalize`` (auto (the default), none, standard, log1p, log1p_standard: fitted on the training
+split, stored in the model) and ``ensemble`` (seeds averaged; read by ``ltr train``).
 A scorer takes the keys of its own type (:data:`ARCH_KEYS`); the others are ignored for it, so one
 table can hold the options of several types. ``[loss]``: ``name`` plus the loss's keyword arguments
 (``losses.get_loss``).
@@ -52,8 +53,8 @@ def resolve_query_norm(model_cfg: dict[str, Any], train_ds) -> tuple[dict[str, A
     "auto" is "zscore" (each feature z-scored within its query, after the input transform) when the
     training features are already min-max normalised within each query
     (:func:`ltr.data.query_level.check_query_minmax`: LETOR 4.0's QueryLevelNorm files), else "none".
-    Chosen by issue 20's defaults study (docs/experiments.md, "Per-query z-scores on data normalised per
-    query"): on MQ2008 the z-score gains over the input transform alone, on the other data sets at hand
+    Chosen by issue 20's defaults study (docs/experiments.md, "0.4: per-query z-scores on data normalised
+    per query"): on MQ2008 the z-score gains over the input transform alone, on the other data sets at hand
     (raw features) per-query normalisation loses.
     """
     if model_cfg.get("query_norm") != "auto":
