@@ -186,17 +186,24 @@ def _listed(per_query: np.ndarray) -> list:
     return [None if math.isnan(v) else float(v) for v in per_query]
 
 
-def run_model(command: str, options: list[str], files, seed: int, out: Path, test) -> dict:
-    """One ``ltr gbdt`` / ``ltr train`` run kept in ``out``; its valid and test NDCG@10, per-query test values."""
-    train, valid, test_file = files
-    argv = [command, "--train", str(train), "--valid", str(valid), "--test", str(test_file), "--out", str(out),
-            "--quiet", *options, *(["--seed", str(seed)] if seed else [])]
+def _model_run(argv: list[str], out: Path, test, recorded_argv: list[str]) -> tuple[dict, dict]:
+    """An ``ltr gbdt`` / ``ltr train`` run (:func:`_run_ltr`) whose per-query test values must average to
+    its ``summary.json``'s test NDCG@10; its record (valid and test NDCG@10, wall time, per-query values,
+    ``recorded_argv``) and its summary. Its TensorBoard folder is removed."""
     wall, summary, per_query = _run_ltr(argv, out, test)
     if abs(np.nanmean(per_query) - summary["metrics"]["test"][NDCG10]) > 1e-6:
         raise SystemExit(f"{out}: per-query mean {np.nanmean(per_query)} != summary {summary['metrics']['test'][NDCG10]}")
     shutil.rmtree(out / "tensorboard", ignore_errors=True)
     return {"valid": summary["metrics"]["valid"][NDCG10], "test": float(np.nanmean(per_query)), "wall_s": wall,
-            "per_query": _listed(per_query), "argv": argv[:1] + options}
+            "per_query": _listed(per_query), "argv": recorded_argv}, summary
+
+
+def run_model(command: str, options: list[str], files, seed: int, out: Path, test) -> dict:
+    """One ``ltr gbdt`` / ``ltr train`` run kept in ``out``; its valid and test NDCG@10, per-query test values."""
+    train, valid, test_file = files
+    argv = [command, "--train", str(train), "--valid", str(valid), "--test", str(test_file), "--out", str(out),
+            "--quiet", *options, *(["--seed", str(seed)] if seed else [])]
+    return _model_run(argv, out, test, argv[:1] + options)[0]
 
 
 def run_blend(members: list[Path], files, out: Path, test, rule: str = "search") -> dict:
@@ -242,13 +249,9 @@ def run_tuned(trials: int, files, seed: int, out: Path, test) -> dict:
         raise SystemExit(f"ltr {shlex.join(tune)} failed")
     tune_wall = time.perf_counter() - t0
     shutil.rmtree(study / "tensorboard", ignore_errors=True)
-    wall, summary, per_query = _run_ltr(final, out, test)
-    if abs(np.nanmean(per_query) - summary["metrics"]["test"][NDCG10]) > 1e-6:
-        raise SystemExit(f"{out}: per-query mean {np.nanmean(per_query)} != summary {summary['metrics']['test'][NDCG10]}")
-    shutil.rmtree(out / "tensorboard", ignore_errors=True)
+    record, summary = _model_run(final, out, test, ["tune", "--trials", str(trials)])
     trials_json = json.loads((study / "trials.json").read_text())
-    return {"valid": summary["metrics"]["valid"][NDCG10], "test": float(np.nanmean(per_query)), "wall_s": tune_wall + wall,
-            "tune_wall_s": tune_wall, "per_query": _listed(per_query), "argv": ["tune", "--trials", str(trials)],
+    return {**record, "wall_s": tune_wall + record["wall_s"], "tune_wall_s": tune_wall,
             "best_config": (study / "best.toml").read_text(), "trial_counts": trials_json["counts"],
             "final_config": summary["config"]}
 
@@ -301,7 +304,8 @@ def run_cell(store: Store, cands, dataset: str, fold: int, files, seed: int, eng
             raise SystemExit(f"{store.path}: {name} was run with {rec['argv']}, not {[command, *options]}: use another --out")
         if rec is not None and (folder / "summary.json").exists():
             continue
-        if rec is not None and command != "gbdt" and not any((b in TUNED_BLENDS) == (name == TUNED) for b in pending):
+        users = TUNED_BLENDS if name == TUNED else BLENDS  # the blends that take this neural run as a member
+        if rec is not None and command != "gbdt" and not any(b in users for b in pending):
             continue  # the blends of this cell that use it are done; its neural folder is no longer needed
         if command == "tune":
             r = run_tuned(int(options[1]), files, s, folder, test)
@@ -377,12 +381,13 @@ def summarise(records: list[dict], dataset: str, folds: int) -> dict:
     by_valid = max(recipes, key=lambda n: rows[n]["valid"])
     pairs = [(r, best_engine) for r in recipes]
     pairs += [(b, m) for b in ("blend", "blend_cv") for m in ("gbdt_member", "neural_member") if b in rows and m in rows]
-    comparisons = [{"a": a, "b": b, **paired_tests(averaged[a], averaged[b])} for a, b in pairs]
-    rules = [{"a": a, "b": b, **paired_tests(averaged[a], averaged[b])} for a, b in RULE_PAIRS if a in rows and b in rows]
-    tuned = [{"a": a, "b": b, **paired_tests(averaged[a], averaged[b])} for a, b in TUNED_PAIRS if a in rows and b in rows]
-    for family in (comparisons, rules, tuned):
+    def family(of):  # the paired tests of the pairs whose both sides ran, Holm-adjusted below within the family
+        return [{"a": a, "b": b, **paired_tests(averaged[a], averaged[b])} for a, b in of if a in rows and b in rows]
+
+    comparisons, rules, tuned = family(pairs), family(RULE_PAIRS), family(TUNED_PAIRS)
+    for family_tests in (comparisons, rules, tuned):
         for key in ("t_p", "rand_p"):
-            for c, adj in zip(family, holm([c[key] for c in family])):
+            for c, adj in zip(family_tests, holm([c[key] for c in family_tests])):
                 c[f"holm_{key}"] = float(adj)
     return {"rows": rows, "comparisons": comparisons, "rule_comparisons": rules, "tuned_comparisons": tuned,
             "best_engine": best_engine,
@@ -413,13 +418,13 @@ def report(records: list[dict], sets: dict, neural_options: list[str], skip=()) 
         if s["comparisons"]:
             lines += ["", "| comparison | mean diff | 95% over queries | paired t p | Holm | randomization p | Holm |",
                       "|---|---|---|---|---|---|---|"]
-            for c in s["comparisons"] + s["rule_comparisons"] + s["tuned_comparisons"]:
-                for family, title in (("rule_comparisons", "weight rules"), ("tuned_comparisons", "tuned − untuned")):
-                    if c is (s[family] or [None])[0]:  # a family of its own: Holm within it alone
-                        lines += ["", f"| {title} (Holm over these) | mean diff | 95% over queries | paired t p | Holm "
-                                  "| randomization p | Holm |", "|---|---|---|---|---|---|---|"]
-                lines.append(f"| {c['a']} − {c['b']} | {c['diff']:+.4f} | {_ci(c['ci'])} | {c['t_p']:.2g} | {c['holm_t_p']:.2g} "
-                             f"| {c['rand_p']:.2g} | {c['holm_rand_p']:.2g} |")
+            for title, key in ((None, "comparisons"), ("weight rules", "rule_comparisons"), ("tuned − untuned", "tuned_comparisons")):
+                if title is not None and s[key]:  # a family of its own: Holm within it alone
+                    lines += ["", f"| {title} (Holm over these) | mean diff | 95% over queries | paired t p | Holm "
+                              "| randomization p | Holm |", "|---|---|---|---|---|---|---|"]
+                for c in s[key]:
+                    lines.append(f"| {c['a']} − {c['b']} | {c['diff']:+.4f} | {_ci(c['ci'])} | {c['t_p']:.2g} "
+                                 f"| {c['holm_t_p']:.2g} | {c['rand_p']:.2g} | {c['holm_rand_p']:.2g} |")
             rec = next(c for c in s["comparisons"] if c["a"] == s["best_recipe"])
             val = next(c for c in s["comparisons"] if c["a"] == s["recipe_by_valid"])
             verdicts.append(f"- {dataset}: best recipe {s['best_recipe']} − best engine {s['best_engine']} = {rec['diff']:+.4f} "

@@ -117,6 +117,26 @@ def test_weight_rules_are_compared_in_a_family_of_their_own(study):
     assert f"| blend_cv − blend | {rules[('blend_cv', 'blend')]['diff']:+.4f} |" in table
 
 
+def test_report_puts_each_family_under_its_own_header(study):
+    rng = np.random.default_rng(2)
+    base = rng.uniform(0.3, 0.8, size=30)
+    names = ("lightgbm", "neural", "blend", "blend_cv", "blend_all", "blend_all_cv", "neural_tuned", "blend_tuned_cv",
+             "blend_all_tuned_cv")
+    records = [_record(name, 0, 0, list(base + rng.normal(0, 0.01, size=30)), valid=0.5,
+                       **({"members": ["lightgbm", "neural"], "member_seeds": [0, 0]} if name.startswith("blend") else {}))
+               for name in names]
+    s = study.summarise(records, "d", folds=1)
+    md = study.report(records, {"d": [None]}, [])
+    assert md.count("| weight rules (Holm over these) |") == 1 and md.count("| tuned − untuned (Holm over these) |") == 1
+    main, rules_part = md.split("| weight rules (Holm over these) |")
+    rules_part, tuned_part = rules_part.split("| tuned − untuned (Holm over these) |")
+    for part, key in ((main, "comparisons"), (rules_part, "rule_comparisons"), (tuned_part, "tuned_comparisons")):
+        assert s[key]  # each family ran
+        for c in s[key]:  # each row under its own family's header, with that family's Holm p
+            assert f"| {c['a']} − {c['b']} | {c['diff']:+.4f} |" in part
+            assert f"| {c['holm_t_p']:.2g} | {c['rand_p']:.2g} | {c['holm_rand_p']:.2g} |" in part
+
+
 # ---------------------------------------------------------------- the tuned neural candidate
 
 def test_tune_space_passes_the_toolkits_checks_and_takes_the_cells_seed(study, tmp_path):
