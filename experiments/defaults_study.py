@@ -82,7 +82,6 @@ CANDIDATES: dict[str, tuple[str, list[str]]] = {
     "query_append_zscore": ("train", ["--query-norm", "append_zscore"]),
     "query_minmax": ("train", ["--query-norm", "minmax"]),
     "none_query_zscore": ("train", ["--normalize", "none", "--query-norm", "zscore"]),
-    "normalize_none_query_none": ("train", ["--normalize", "none", "--query-norm", "none"]),
     "gbdt_catboost": ("gbdt", ["--engine", "catboost"]),
     "default_b16": ("train", ["--batch-size", "16"]),
     "default_b8": ("train", ["--batch-size", "8"]),
