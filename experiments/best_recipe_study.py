@@ -23,6 +23,13 @@ copied), per seed and fold, as a user runs them (``ltr.cli.main`` in this proces
   so the other candidates give the same numbers with or without ``neural_tuned``, which runs only when
   ``--tune-trials N`` (N > 0) asks for it.
   ``--neural-options`` do not apply to it: its fixed settings are the space file's.
+- with ``--best-engine-blend`` (:data:`BEST_BLENDS`): ``blend_best_cv`` and ``blend_best_equal``, the data
+  set's best engine (the engine with the highest mean test NDCG@10 over all its cells, the study's "best
+  engine", so a choice in hindsight as that row is) and the cell's best neural run, ``--weights cv`` or
+  ``equal``: the blend that issue 20's third target names ("a blend of the best GBDT and the best neural
+  model"). They run once every cell's
+  engines are recorded; the neural runs of cells that ran before then are trained again for it, and their
+  test values are checked equal to the recorded ones.
 
 Every run's model folder is scored on the test file (``ltr.models.load_scorer``) and NDCG@10 is taken
 per query with the toolkit's conventions (``ltr.runs.evaluate_scores``); the mean is checked against
@@ -42,8 +49,9 @@ Statistics (per data set, :func:`summarise`):
   bootstrap interval over queries, a paired t-test and a sign-flip randomization test
   (:func:`paired_tests`), Holm-corrected within the data set's family of comparisons (:func:`holm`);
   the weight rules against each other (:data:`RULE_PAIRS`: ``blend_cv`` − ``blend``, ``blend_all_cv``
-  − ``blend_all``, ``blend_all_cv`` − ``blend_all_equal``) form a second family with its own Holm, and the
-  tuned runs against their untuned counterparts (:data:`TUNED_PAIRS`) a third.
+  − ``blend_all``, ``blend_all_cv`` − ``blend_all_equal``, ``blend_best_cv`` − ``blend_best_equal``) form
+  a second family with its own Holm, and the tuned runs against their untuned counterparts
+  (:data:`TUNED_PAIRS`) a third.
 
 Resumable: OUT/results.json holds every run (with its per-query values); OUT/results.md the tables.
 A run is reused when its options are the same, so after a change of ``ltr train``'s (or ``ltr gbdt``'s)
@@ -87,9 +95,16 @@ TUNED = "neural_tuned"
 TUNE_SPACE = Path(__file__).resolve().parent / "best_recipe_tune_space.toml"
 #: its blends: name -> (members as in BLENDS, with neural_tuned as the neural member; weight rule)
 TUNED_BLENDS = {"blend_tuned_cv": ("pair", "cv"), "blend_all_tuned_cv": ("all", "cv")}
-RECIPES = ("neural", "neural_ens3", *BLENDS, TUNED, *TUNED_BLENDS)
+#: the blend that target 3 names, "the best GBDT and the best neural model": the data set's best engine (the
+#: study's "best engine", the highest mean test NDCG@10 over all its cells, so picked in hindsight as that row
+#: is) and the cell's best neural run by validation, weights by `cv` on the cell's validation file, or equal
+#: (nothing fitted). It needs every cell's engines first, so it runs once they are all recorded
+#: (``--best-engine-blend``, opt-in)
+BEST_BLENDS = {"blend_best_cv": ("best", "cv"), "blend_best_equal": ("best", "equal")}
+RECIPES = ("neural", "neural_ens3", *BLENDS, TUNED, *TUNED_BLENDS, *BEST_BLENDS)
 #: the weight rules against each other (same members, same cells): a family of its own for Holm
-RULE_PAIRS = (("blend_cv", "blend"), ("blend_all_cv", "blend_all"), ("blend_all_cv", "blend_all_equal"))
+RULE_PAIRS = (("blend_cv", "blend"), ("blend_all_cv", "blend_all"), ("blend_all_cv", "blend_all_equal"),
+              ("blend_best_cv", "blend_best_equal"))
 #: tuned against untuned (same cells): a third family
 TUNED_PAIRS = (("neural_tuned", "neural"), ("blend_tuned_cv", "blend_cv"), ("blend_all_tuned_cv", "blend_all_cv"))
 
@@ -288,11 +303,23 @@ class Store:
         atomic_write_json(self.path, self.records)
 
 
-def run_cell(store: Store, cands, dataset: str, fold: int, files, seed: int, engine_seed: int, out: Path, test) -> None:
-    """Every candidate of one (data set, fold, seed) cell, then its blends (:data:`BLENDS`, and
-    :data:`TUNED_BLENDS` when :data:`TUNED` is a candidate)."""
+def best_engine_of(store: Store, cands, dataset: str, folds: int, engine_seeds: int) -> str | None:
+    """The engine of ``cands`` that :func:`summarise` names the best engine (highest mean test NDCG@10 over the
+    seed-averaged per-query values), once every engine ran in every fold with each of ``engine_seeds``; else None."""
+    engines = [n for n in ENGINES if n in cands]
+    if not engines or any(store.get(n, dataset, f, s) is None for n in engines for f in range(folds)
+                          for s in range(engine_seeds)):
+        return None
+    vectors = per_seed_vectors([r for r in store.records if r["candidate"] in engines], dataset, folds)
+    return max(engines, key=lambda n: float(_seed_averaged(vectors[n]).mean()))
+
+
+def run_cell(store: Store, cands, dataset: str, fold: int, files, seed: int, engine_seed: int, out: Path, test,
+             best_engine: str | None = None) -> None:
+    """Every candidate of one (data set, fold, seed) cell, then its blends (:data:`BLENDS`; :data:`TUNED_BLENDS`
+    when :data:`TUNED` is a candidate; :data:`BEST_BLENDS` when ``best_engine`` is given)."""
     cell = out / "runs" / dataset / f"fold{fold}"
-    blends = {**BLENDS, **(TUNED_BLENDS if TUNED in cands else {})}
+    blends = {**BLENDS, **(TUNED_BLENDS if TUNED in cands else {}), **(BEST_BLENDS if best_engine else {})}
     pending = [b for b in blends if store.get(b, dataset, fold, seed) is None]
     folders = {}
     for name, (command, options) in cands.items():
@@ -304,7 +331,7 @@ def run_cell(store: Store, cands, dataset: str, fold: int, files, seed: int, eng
             raise SystemExit(f"{store.path}: {name} was run with {rec['argv']}, not {[command, *options]}: use another --out")
         if rec is not None and (folder / "summary.json").exists():
             continue
-        users = TUNED_BLENDS if name == TUNED else BLENDS  # the blends that take this neural run as a member
+        users = TUNED_BLENDS if name == TUNED else {**BLENDS, **BEST_BLENDS}  # the blends that take this run
         if rec is not None and command != "gbdt" and not any(b in users for b in pending):
             continue  # the blends of this cell that use it are done; its neural folder is no longer needed
         if command == "tune":
@@ -325,7 +352,7 @@ def run_cell(store: Store, cands, dataset: str, fold: int, files, seed: int, eng
         if store.get(blend, dataset, fold, seed) is not None:
             continue
         nn = TUNED if blend in TUNED_BLENDS else neural
-        members = [gbdt, nn] if which == "pair" else [*engines, nn]
+        members = {"pair": [gbdt, nn], "best": [best_engine, nn]}.get(which, [*engines, nn])
         r = run_blend([folders[m] for m in members], files, cell / f"{blend}-seed{seed}", test, rule)
         store.put({"candidate": blend, "dataset": dataset, "fold": fold, "seed": seed, "members": members,
                    "member_seeds": [engine_seed if m in ENGINES else seed for m in members], **r})
@@ -357,6 +384,12 @@ def per_seed_vectors(records: list[dict], dataset: str, folds: int) -> dict[str,
     return out
 
 
+def _seed_averaged(seeds: dict[int, np.ndarray]) -> np.ndarray:
+    """The per-query values averaged over seeds, without the queries that are NaN in any seed (no relevant item)."""
+    matrix = np.vstack([seeds[s] for s in sorted(seeds)])
+    return matrix[:, ~np.isnan(matrix).any(axis=0)].mean(axis=0)
+
+
 def summarise(records: list[dict], dataset: str, folds: int) -> dict:
     """Means, intervals, the best engine and recipe, and the Holm-corrected paired comparisons of one data set."""
     vectors = per_seed_vectors(records, dataset, folds)
@@ -365,7 +398,7 @@ def summarise(records: list[dict], dataset: str, folds: int) -> dict:
     for name, seeds in sorted(vectors.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)):
         matrix = np.vstack([seeds[s] for s in sorted(seeds)])
         keep = ~np.isnan(matrix).any(axis=0)
-        averaged[name] = matrix[:, keep].mean(axis=0)
+        averaged[name] = _seed_averaged(seeds)
         valid = [r["valid"] for r in records if r["dataset"] == dataset and r["candidate"] == name]
         wall = [r["wall_s"] for r in records if r["dataset"] == dataset and r["candidate"] == name]
         rows[name] = {"mean": float(averaged[name].mean()), "seeds": len(seeds),
@@ -381,6 +414,8 @@ def summarise(records: list[dict], dataset: str, folds: int) -> dict:
     by_valid = max(recipes, key=lambda n: rows[n]["valid"])
     pairs = [(r, best_engine) for r in recipes]
     pairs += [(b, m) for b in ("blend", "blend_cv") for m in ("gbdt_member", "neural_member") if b in rows and m in rows]
+    pairs += [(b, "neural_member") for b in BEST_BLENDS if b in rows and "neural_member" in rows]  # its GBDT member
+    # is the best engine, compared above with every recipe
     def family(of):  # the paired tests of the pairs whose both sides ran, Holm-adjusted below within the family
         return [{"a": a, "b": b, **paired_tests(averaged[a], averaged[b])} for a, b in of if a in rows and b in rows]
 
@@ -436,6 +471,13 @@ def report(records: list[dict], sets: dict, neural_options: list[str], skip=()) 
                     ok = all(c["diff"] >= 0 for c in both)
                     verdicts.append(f"- {dataset}: {b} − its GBDT member {both[0]['diff']:+.4f}, − its neural member "
                                     f"{both[1]['diff']:+.4f}: {b} ≥ each {'met' if ok else 'NOT met'}")
+            for b in BEST_BLENDS:  # its members: the best engine and the neural member
+                both = [next((c for c in s["comparisons"] if (c["a"], c["b"]) == (b, m)), None)
+                        for m in (s["best_engine"], "neural_member")]
+                if all(both):
+                    ok = all(c["diff"] >= 0 for c in both)
+                    verdicts.append(f"- {dataset}: {b} − its GBDT member {s['best_engine']} {both[0]['diff']:+.4f}, − its "
+                                    f"neural member {both[1]['diff']:+.4f}: {b} ≥ each {'met' if ok else 'NOT met'}")
         lines.append("")
         summary.append(_summary_row(dataset, s))
     head = ["### Summary", "", "| data set | queries | seeds | best engine | best recipe | recipe − engine [95% over queries] | Holm t p "
@@ -471,6 +513,9 @@ def main(argv=None) -> int:
                    "one neural candidate must stay), e.g. catboost_yetirank,catboost_qsm200 where CatBoost is too slow")
     p.add_argument("--tune-trials", type=int, default=0,
                    help="add neural_tuned and its blends, with this many `ltr tune` trials a cell (default 0: not run)")
+    p.add_argument("--best-engine-blend", action="store_true",
+                   help="add blend_best_cv: the data set's best engine (by test, as the study names it) and the "
+                        "cell's neural run, cv weights; run once every cell's engines are recorded")
     p.add_argument("--report-only", action="store_true", help="rebuild results.md from results.json")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -488,13 +533,22 @@ def main(argv=None) -> int:
         raise SystemExit(f"--skip {args.skip}: unknown candidate, or no engine or no neural candidate left")
     store = Store(args.out / "results.json")
     engine_seeds = args.engine_seeds or args.seeds
-    for seed in range(0 if args.report_only else args.seeds):  # seed outermost: every data set gets seed 0 first
-        for dataset, folds in sets.items():
-            from ltr.data import load_svmlight
+    from ltr.data import load_svmlight
 
-            for fold, files in enumerate(folds):
-                test = load_svmlight(files[2], cache=False)
-                run_cell(store, cands, dataset, fold, files, seed, seed % engine_seeds, args.out, test)
+    def best(dataset):  # blend_best_cv's GBDT member, once known
+        return best_engine_of(store, cands, dataset, len(sets[dataset]), min(args.seeds, engine_seeds)) \
+            if args.best_engine_blend else None
+
+    # seed outermost: every data set gets seed 0 first; with --best-engine-blend a second round adds the
+    # blend_best_cv of the cells that ran before every engine of their data set was recorded
+    for round_ in range(0 if args.report_only else 1 + args.best_engine_blend):
+        for seed in range(args.seeds):
+            for dataset, folds in sets.items():
+                for fold, files in enumerate(folds):
+                    if round_ and all(store.get(b, dataset, fold, seed) is not None for b in BEST_BLENDS):
+                        continue
+                    test = load_svmlight(files[2], cache=False)
+                    run_cell(store, cands, dataset, fold, files, seed, seed % engine_seeds, args.out, test, best(dataset))
     md = report(store.records, sets, neural_options, skip)
     from ltr.io_utils import atomic_write_text
 
