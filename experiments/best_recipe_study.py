@@ -27,9 +27,8 @@ copied), per seed and fold, as a user runs them (``ltr.cli.main`` in this proces
   set's best engine (the engine with the highest mean test NDCG@10 over all its cells, the study's "best
   engine", so a choice in hindsight as that row is) and the cell's best neural run, ``--weights cv`` or
   ``equal``: the blend that issue 20's third target names ("a blend of the best GBDT and the best neural
-  model"). They run once every cell's
-  engines are recorded; the neural runs of cells that ran before then are trained again for it, and their
-  test values are checked equal to the recorded ones.
+  model"). They run once every cell's engines are recorded; the neural runs of cells that ran before then
+  are trained again for them, and their test values are checked equal to the recorded ones.
 
 Every run's model folder is scored on the test file (``ltr.models.load_scorer``) and NDCG@10 is taken
 per query with the toolkit's conventions (``ltr.runs.evaluate_scores``); the mean is checked against
@@ -414,8 +413,8 @@ def summarise(records: list[dict], dataset: str, folds: int) -> dict:
     by_valid = max(recipes, key=lambda n: rows[n]["valid"])
     pairs = [(r, best_engine) for r in recipes]
     pairs += [(b, m) for b in ("blend", "blend_cv") for m in ("gbdt_member", "neural_member") if b in rows and m in rows]
-    pairs += [(b, "neural_member") for b in BEST_BLENDS if b in rows and "neural_member" in rows]  # its GBDT member
-    # is the best engine, compared above with every recipe
+    # the best-engine blends' GBDT member is the best engine, paired above with every recipe
+    pairs += [(b, "neural_member") for b in BEST_BLENDS if b in rows and "neural_member" in rows]
     def family(of):  # the paired tests of the pairs whose both sides ran, Holm-adjusted below within the family
         return [{"a": a, "b": b, **paired_tests(averaged[a], averaged[b])} for a, b in of if a in rows and b in rows]
 
@@ -514,8 +513,9 @@ def main(argv=None) -> int:
     p.add_argument("--tune-trials", type=int, default=0,
                    help="add neural_tuned and its blends, with this many `ltr tune` trials a cell (default 0: not run)")
     p.add_argument("--best-engine-blend", action="store_true",
-                   help="add blend_best_cv: the data set's best engine (by test, as the study names it) and the "
-                        "cell's neural run, cv weights; run once every cell's engines are recorded")
+                   help="add blend_best_cv and blend_best_equal: the data set's best engine (by test, as the study "
+                        "names it) and the cell's neural run, cv or equal weights; run once every cell's engines "
+                        "are recorded")
     p.add_argument("--report-only", action="store_true", help="rebuild results.md from results.json")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
