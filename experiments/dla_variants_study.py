@@ -23,6 +23,9 @@ knobs added; with none set it reproduces the study's DLA numbers digit for digit
 * ``update=full``: after every ranker step the logits are set to the full-log optimum (20 MM steps);
   ``ema``: then only moved that fraction of the way there;
 * ``wd``: decoupled weight decay of the ranker (AdamW);
+* ``restarts`` = K: the variant trained K times on the same log, restart j under the seed
+  ``seed + 10007 j`` (its own initial weights and batch order; j = 0 is the variant itself), the
+  propensity curve the geometric mean of the K curves and the ranker the mean of the K rankers' scores;
 * ``crossfit`` = 1: two rankers, each trained on half of the lists (even / odd list index), and the
   propensity loss of a list weighted by the relevance of the ranker that did *not* train on it (so
   the weights cannot come from a ranker that memorised that list's clicks); the ranker is the mean
@@ -55,7 +58,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "experiments"))
 
 KNOBS = {"init": str, "plr": float, "warm": int, "freeze": int, "psteps": int, "ploss": str, "pall": int,
-         "update": str, "ema": float, "wd": float, "crossfit": int}
+         "update": str, "ema": float, "wd": float, "crossfit": int, "restarts": int}
 CHOICES = {"init": ("flat", "rem", "true"), "ploss": ("ratio", "likelihood"), "update": ("sgd", "full")}
 
 
@@ -72,6 +75,8 @@ def parse_variant(text: str) -> tuple[str, dict]:
             raise ValueError(f"variant {name!r}: {key} must be one of {', '.join(CHOICES[key])}, got {value!r}")
         if KNOBS[key] is not str and not (knobs[key] >= 0 and np.isfinite(knobs[key])):
             raise ValueError(f"variant {name!r}: {key} must be a finite number >= 0, got {value!r}")
+        if key == "restarts" and knobs[key] < 1:
+            raise ValueError(f"variant {name!r}: restarts must be >= 1, got {value!r}")
     if not name:
         raise ValueError(f"variant {text!r} has no name")
     return name, knobs
@@ -202,23 +207,6 @@ def _epochs(model, phi, n_lists, step, valid, seed, *, epochs, batch_size, patie
     return model, torch.exp(best[2] - best[2][0]).double().numpy(), best[3]
 
 
-class _Mean:
-    """The mean of two scorers' scores (a torch module built on first use)."""
-
-    def __new__(cls, a, b):
-        import torch
-
-        class Mean(torch.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.a, self.b = a, b
-
-            def forward(self, x, mask=None):
-                return 0.5 * (self.a(x) + self.b(x)) if mask is None else 0.5 * (self.a(x, mask) + self.b(x, mask))
-
-        return Mean()
-
-
 def _crossfit_losses(models, phi, batch, fold, max_weight):
     """DLA's two losses with two rankers: list g's ranker loss on ranker fold[g], its propensity weights
     from ranker 1 - fold[g]."""
@@ -251,7 +239,7 @@ def fit_crossfit(lists, features, model, valid, seed, k, *, epochs=40, batch_siz
     everything = list_tensors(lists, features, clicks)
     fold = torch.arange(len(everything[0])) % 2
     models = [model, copy.deepcopy(model)]
-    both = _Mean(*models)
+    both = _MeanOf(models)
     torch.manual_seed(seed)
     phi = torch.nn.Parameter(torch.zeros(lists.docs.shape[1]))
     opt = torch.optim.Adam([{"params": both.parameters(), "lr": lr}, {"params": [phi], "lr": k.get("plr", 0.05)}])
@@ -264,6 +252,36 @@ def fit_crossfit(lists, features, model, valid, seed, k, *, epochs=40, batch_siz
 
     return _epochs(both, phi, len(fold), one_step, valid, seed, epochs=epochs, batch_size=batch_size,
                    patience=patience)
+
+
+#: restart j of a seed s trains under the seed s + RESTART_STRIDE * j (j = 0: the seed itself)
+RESTART_STRIDE = 10_007
+
+
+def _average_fits(fits):
+    """``restarts`` > 1: the geometric mean of the restarts' propensity curves (the mean of their position
+    logits), the mean of their rankers' scores, and the first restart's kept epoch."""
+    curves = np.array([theta for _, theta, _ in fits])
+    theta = np.exp(np.log(np.clip(curves, 1e-12, None)).mean(axis=0))
+    return _MeanOf([m for m, _, _ in fits]), theta / theta[0], fits[0][2]
+
+
+class _MeanOf:
+    """The mean of several scorers' scores (a torch module built on first use)."""
+
+    def __new__(cls, models):
+        import torch
+
+        class MeanOf(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.members = torch.nn.ModuleList(models)
+
+            def forward(self, x, mask=None):
+                outs = [m(x) if mask is None else m(x, mask) for m in self.members]
+                return torch.stack(outs).mean(0)
+
+        return MeanOf()
 
 
 def seed_log(seed: int, need_rem: bool):
@@ -293,11 +311,15 @@ def run_seed(seed: int, variants) -> list[dict]:
     rows = []
     for name, k in variants:
         t0 = time.time()
-        seed_everything(seed)
-        model = make_factory(train, (64, 32))(train)
         init = {"rem": rem, "true": theta}.get(k.get("init", "flat"))
         fit = fit_crossfit if k.get("crossfit") else fit_variant
-        model, est, best_epoch = fit(lists, train.features, model, valid, seed, k, *([] if k.get("crossfit") else [init]))
+        fits = []
+        for j in range(max(1, k.get("restarts", 1))):  # restart j: its own initial weights and batch order
+            s = seed + RESTART_STRIDE * j
+            seed_everything(s)
+            model = make_factory(train, (64, 32))(train)
+            fits.append(fit(lists, train.features, model, valid, s, k, *([] if k.get("crossfit") else [init])))
+        model, est, best_epoch = fits[0] if len(fits) == 1 else _average_fits(fits)
         err = np.abs(est[:10] / theta - 1)
         rows.append({"variant": name, "seed": seed, "max_err": float(err.max()), "worst_position": int(err.argmax()) + 1,
                      "ndcg10": ndcg10(model, test), "best_epoch": best_epoch, "theta": est[:10].tolist(),

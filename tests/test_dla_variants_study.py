@@ -112,16 +112,37 @@ def test_crossfit_recovers_theta_on_noiseless_clicks(study, noiseless):
     both, est, epoch = study.fit_crossfit(lists, x, LinearScorer(3), None, 0, {"plr": 0.05}, epochs=150, lr=0.05, max_weight=1e6,
                                           batch_size=128, clicks=clicks)
     np.testing.assert_allclose(est, theta, rtol=0.01)
-    for m in (both.a, both.b):
+    a, b = both.members
+    for m in (a, b):
         np.testing.assert_allclose(m.linear.weight.detach().double().numpy().ravel(), [1.0, -0.7, 0.4], rtol=0.05)
     xt = torch.from_numpy(x[:5].astype(np.float32))
-    np.testing.assert_allclose(both(xt).detach().numpy(), (0.5 * (both.a(xt) + both.b(xt))).detach().numpy())
+    np.testing.assert_allclose(both(xt).detach().numpy(), (0.5 * (a(xt) + b(xt))).detach().numpy())
     assert epoch == 149
+
+
+def test_restarts_average_the_curves_geometrically_and_the_rankers_scores(study):
+    import torch
+
+    from ltr.train.models import LinearScorer
+
+    models = [LinearScorer(2), LinearScorer(2)]
+    with torch.no_grad():
+        for m, w in zip(models, ([1.0, 0.0], [0.0, 3.0])):
+            m.linear.weight.copy_(torch.tensor([w]))
+            m.linear.bias.zero_()
+    fits = [(models[0], np.array([1.0, 0.5, 0.2]), 7), (models[1], np.array([1.0, 0.125, 0.05]), 9)]
+    ranker, theta, epoch = study._average_fits(fits)
+    np.testing.assert_allclose(theta, [1.0, 0.25, 0.1], rtol=1e-12)  # sqrt(0.5 * 0.125), sqrt(0.2 * 0.05)
+    x = torch.tensor([[2.0, 1.0], [0.0, -1.0]])
+    np.testing.assert_allclose(ranker(x).detach().numpy().ravel(), [2.5, -1.5])  # (2 + 3) / 2, (0 - 3) / 2
+    assert epoch == 7
+    assert study.parse_variant("r:update=full,restarts=5") == ("r", {"update": "full", "restarts": 5})
 
 
 @pytest.mark.parametrize("spec, words", [
     ("x:bogus=1", ("bogus",)), ("x:init=warm", ("init", "flat")), ("x:plr=-0.1", ("plr", ">= 0")),
     ("x:ema=nan", ("ema",)), ("x:warm", ("warm", "key=value")), (":plr=0.1", ("no name",)),
+    ("x:restarts=0", ("restarts", ">= 1")),
 ])
 def test_bad_variant_specs_are_refused_naming_the_knob(study, spec, words, capsys, tmp_path):
     with pytest.raises(ValueError) as info:
