@@ -35,6 +35,11 @@ ones no click estimator sees.
 
 Gap closed = (estimator - naive) / (full info - naive).
 
+``--restarts K`` (default 1) trains every model K times on the same log, restart j under the seed
+``seed + 10007 j`` (its own initial weights and batch order; j = 0 is the run without restarts), and
+scores the mean of the K models' scores: naive, full info and each estimator alike, so the gap closed
+compares ensembles with ensembles. A propensity curve is then the geometric mean of the K curves.
+
     python experiments/unbiased_ltr_grid.py --out runs/ultr_gap --data synthetic --models pbm:1 \\
         --sessions 1000000 --seeds 3 --estimators naive,ips,dla,rem,dm,dr,dr-true
     python experiments/unbiased_ltr_grid.py --out runs/ultr_grid --data mq2008,mslr \\
@@ -174,6 +179,30 @@ def shown_k(args) -> int | None:
     return int(shown)
 
 
+#: restart j of a run with seed s trains under the seed s + RESTART_STRIDE * j (j = 0: the seed itself)
+RESTART_STRIDE = 10_007
+
+
+def restart_configs(cfg, restarts: int) -> list:
+    """The training configurations of ``--restarts``: ``cfg`` itself, then ``cfg`` under the seeds of restarts 1..K-1."""
+    from dataclasses import replace
+
+    return [cfg, *(replace(cfg, seed=cfg.seed + RESTART_STRIDE * j) for j in range(1, restarts))]
+
+
+def mean_scores(models, ds) -> np.ndarray:
+    """The mean of the models' scores on ``ds`` (one model: its scores)."""
+    from ltr.train.trainer import predict_scores
+
+    return np.mean([predict_scores(m, ds.features, query_offsets=ds.query_offsets) for m in models], axis=0)
+
+
+def geometric_mean_curve(curves) -> np.ndarray:
+    """The restarts' propensity curves averaged on the log scale, relative to position 1."""
+    theta = np.exp(np.log(np.clip(np.asarray(curves, dtype=np.float64), 1e-12, None)).mean(axis=0))
+    return theta / theta[0]
+
+
 def run_cell(data, name, spec, n_sessions, seed, args, cache):
     """One (data set, click model, log size, seed): NDCG@10 of every estimator, beside naive and full info."""
     from ltr.clicks.click_models import simulate_clicks
@@ -188,8 +217,10 @@ def run_cell(data, name, spec, n_sessions, seed, args, cache):
     cfg = TrainConfig(epochs=args.epochs, batch_size=64, lr=args.lr, patience=args.patience, seed=seed, progress=False,
                       metrics=("ndcg@10",))
     make = make_factory(train, tuple(args.hidden))
+    cfgs = restart_configs(cfg, getattr(args, "restarts", 1))
     if (name, seed) not in cache:
-        cache[(name, seed)] = ndcg10(fit_full(train, valid, make, cfg, args.eps, max_label), test)
+        cache[(name, seed)] = ndcg10(mean_scores([fit_full(train, valid, make, c, args.eps, max_label) for c in cfgs],
+                                                 test), test)
     row = {"data": name, "click_model": spec, "sessions": log.n_sessions, "seed": seed, "clicks": log.n_clicks,
            "shown": getattr(args, "shown", "10"), "full": cache[(name, seed)],
            "logger": ndcg10(logger_on_test, test)}
@@ -201,10 +232,12 @@ def run_cell(data, name, spec, n_sessions, seed, args, cache):
         row["em_propensity"] = em.theta.tolist()
     for est in ests:
         t0 = time.time()
-        model, curve = click_estimators(train, valid, log, est, make, cfg, em, args)
-        row[est], row[f"{est}_s"] = ndcg10(model, test), round(time.time() - t0, 1)
-        row[f"{est}_valid"] = ndcg10(model, valid)
-        if curve is not None:
+        fits = [click_estimators(train, valid, log, est, make, c, em, args) for c in cfgs]
+        models = [m for m, _ in fits]
+        row[est], row[f"{est}_s"] = ndcg10(mean_scores(models, test), test), round(time.time() - t0, 1)
+        row[f"{est}_valid"] = ndcg10(mean_scores(models, valid), valid)
+        if fits[0][1] is not None:
+            curve = fits[0][1] if len(fits) == 1 else geometric_mean_curve([c for _, c in fits])
             row[f"{est}_propensity"] = list(map(float, curve))
         print(f"  {name} {spec} {log.n_sessions} seed {seed} {est}: {row[est]:.4f} ({row[f'{est}_s']} s)", flush=True)
     return row
@@ -331,11 +364,16 @@ def main(argv=None) -> int:
     p.add_argument("--hidden", type=int, nargs="+", default=[64, 32])
     p.add_argument("--shown", default="10",
                    help="how many items of each list the logger shows: the top k, or 'all' (examination stays θ_r = r^-η)")
+    p.add_argument("--restarts", type=int, default=1,
+                   help="train every model this many times on the same log (seeds s + 10007 j) and score the mean "
+                        "of their scores (default 1)")
     p.add_argument("--plot", default=None, help="PNG of the gap closed per cell")
     p.add_argument("--report-only", action="store_true", help="rewrite results.md (and --plot) from results.json")
     p.add_argument("--combine", nargs="+", default=None, metavar="DIR",
                    help="with --report-only: the rows of these runs' results.json together (their estimators in the order given)")
     args = p.parse_args(argv)
+    if args.restarts < 1:
+        p.error(f"--restarts {args.restarts}: at least 1")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.report_only:
