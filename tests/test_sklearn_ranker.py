@@ -128,3 +128,27 @@ def test_group_k_fold_cross_validation_with_the_ranking_scorer(data):
         routed = cross_validate(NeuralRanker(**ONE).set_fit_request(qid=True), x, y, cv=GroupKFold(n_splits=3),
                                 scoring=scorer, params={"qid": qid, "groups": qid})
     np.testing.assert_allclose(routed["test_score"], scores, rtol=0, atol=1e-12)
+
+
+def test_default_ranker_is_ltr_train_with_no_option(tmp_path, capsys):
+    """NeuralRanker() and `ltr train` with nothing but the files (and the epoch cap, for time) give the same
+    scores on test data, to the last bit: same input transform, query norm, scorer, loss, batch size and
+    ensemble of three seeds."""
+    from ltr.cli import main
+    from ltr.data import load_svmlight
+    from ltr.models.folder import load_scorer
+
+    assert main(["synth", "--out", str(tmp_path / "data"), "--queries", "60", "--mean-length", "15", "--seed", "0",
+                 "--quiet"]) == 0
+    files = {s: tmp_path / "data" / f"{s}.txt" for s in ("train", "valid", "test")}
+    assert main(["train", "--train", str(files["train"]), "--valid", str(files["valid"]), "--out", str(tmp_path / "run"),
+                 "--epochs", "3", "--quiet"]) == 0
+    capsys.readouterr()
+    train, valid, test = (load_svmlight(files[s], cache=False) for s in ("train", "valid", "test"))
+    qid = {name: np.repeat(ds.query_ids, ds.query_lengths) for name, ds in (("train", train), ("valid", valid),
+                                                                            ("test", test))}
+    ranker = NeuralRanker(epochs=3).fit(train.features, train.labels, qid["train"],
+                                        eval_set=[(valid.features, valid.labels, qid["valid"])])
+    score, _ = load_scorer(tmp_path / "run")
+    np.testing.assert_array_equal(ranker.predict(test.features, qid=qid["test"]), score(test.features, test.query_offsets))
+    assert len(ranker.model_.members) == 3
