@@ -124,3 +124,20 @@ def test_relevance_predictor_reproduces_the_fitted_gamma():
         res = regression_em(obs, relevance=relevance, features=x, iterations=30)
         np.testing.assert_allclose(res.predict(x[obs.item]), np.clip(res.gamma, 1e-12, 1) * res.theta_raw[0], rtol=1e-6)
     assert regression_em(obs, iterations=5).predict is None
+
+
+def test_gbdt_m_step_reuses_the_binned_data_with_the_same_boosters():
+    # Every M-step fits the same features and weights to new soft labels: the dataset kept from the first
+    # step, relabelled, gives the boosters of a dataset built anew, prediction for prediction.
+    from ltr.clicks.regression_em import _fit_gbdt
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(400, 5))
+    weight = rng.integers(1, 50, 400).astype(float)
+    targets = [1 / (1 + np.exp(-(x[:, 0] - 0.5 * x[:, 1] * k))) for k in (1.0, 2.0, -1.0)]
+    kept: dict = {}
+    for t in targets:
+        reused = _fit_gbdt(x, t, weight, 0, 20, kept).predict(x)
+        fresh = _fit_gbdt(x, t, weight, 0, 20, {}).predict(x)
+        np.testing.assert_array_equal(reused, fresh)
+    assert kept["gbdt_data"].get_label().tolist() == np.clip(targets[-1], 0, 1).astype(np.float32).tolist()
