@@ -310,7 +310,7 @@ def best_engine_of(store: Store, cands, dataset: str, folds: int, engine_seeds: 
                           for s in range(engine_seeds)):
         return None
     vectors = per_seed_vectors([r for r in store.records if r["candidate"] in engines], dataset, folds)
-    return max(engines, key=lambda n: float(_seed_averaged(vectors[n]).mean()))
+    return max(engines, key=lambda n: float(_scored(vectors[n]).mean(axis=0).mean()))
 
 
 def run_cell(store: Store, cands, dataset: str, fold: int, files, seed: int, engine_seed: int, out: Path, test,
@@ -383,10 +383,10 @@ def per_seed_vectors(records: list[dict], dataset: str, folds: int) -> dict[str,
     return out
 
 
-def _seed_averaged(seeds: dict[int, np.ndarray]) -> np.ndarray:
-    """The per-query values averaged over seeds, without the queries that are NaN in any seed (no relevant item)."""
+def _scored(seeds: dict[int, np.ndarray]) -> np.ndarray:
+    """[seeds, queries] per-query values, without the queries that are NaN in any seed (no relevant item)."""
     matrix = np.vstack([seeds[s] for s in sorted(seeds)])
-    return matrix[:, ~np.isnan(matrix).any(axis=0)].mean(axis=0)
+    return matrix[:, ~np.isnan(matrix).any(axis=0)]
 
 
 def summarise(records: list[dict], dataset: str, folds: int) -> dict:
@@ -395,15 +395,14 @@ def summarise(records: list[dict], dataset: str, folds: int) -> dict:
     rows, averaged = {}, {}
     order = [*ENGINES, *RECIPES, "gbdt_member", "neural_member"]
     for name, seeds in sorted(vectors.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)):
-        matrix = np.vstack([seeds[s] for s in sorted(seeds)])
-        keep = ~np.isnan(matrix).any(axis=0)
-        averaged[name] = _seed_averaged(seeds)
+        scored = _scored(seeds)
+        averaged[name] = scored.mean(axis=0)
         valid = [r["valid"] for r in records if r["dataset"] == dataset and r["candidate"] == name]
         wall = [r["wall_s"] for r in records if r["dataset"] == dataset and r["candidate"] == name]
         rows[name] = {"mean": float(averaged[name].mean()), "seeds": len(seeds),
-                      "seed_ci": seed_interval(matrix[:, keep].mean(axis=1)),
+                      "seed_ci": seed_interval(scored.mean(axis=1)),
                       "query_ci": bootstrap_interval(averaged[name]), "valid": float(np.mean(valid)) if valid else math.nan,
-                      "wall_s": float(np.mean(wall)) if wall else math.nan, "queries": int(keep.sum())}
+                      "wall_s": float(np.mean(wall)) if wall else math.nan, "queries": scored.shape[1]}
     engines = [n for n in ENGINES if n in rows]
     recipes = [n for n in RECIPES if n in rows]
     if not engines or not recipes:
@@ -535,12 +534,12 @@ def main(argv=None) -> int:
     engine_seeds = args.engine_seeds or args.seeds
     from ltr.data import load_svmlight
 
-    def best(dataset):  # blend_best_cv's GBDT member, once known
+    def best(dataset):  # the best-engine blends' GBDT member, once known
         return best_engine_of(store, cands, dataset, len(sets[dataset]), min(args.seeds, engine_seeds)) \
             if args.best_engine_blend else None
 
     # seed outermost: every data set gets seed 0 first; with --best-engine-blend a second round adds the
-    # blend_best_cv of the cells that ran before every engine of their data set was recorded
+    # best-engine blends of the cells that ran before every engine of their data set was recorded
     for round_ in range(0 if args.report_only else 1 + args.best_engine_blend):
         for seed in range(args.seeds):
             for dataset, folds in sets.items():

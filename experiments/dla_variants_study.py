@@ -24,7 +24,7 @@ knobs added; with none set it reproduces the study's DLA numbers digit for digit
   ``ema``: then only moved that fraction of the way there;
 * ``wd``: decoupled weight decay of the ranker (AdamW);
 * ``restarts`` = K: the variant trained K times on the same log, restart j under the seed
-  ``seed + 10007 j`` (its own initial weights and batch order; j = 0 is the variant itself), the
+  ``seed + 10007 j`` (``unbiased_ltr_study.restart_seeds``; j = 0 is the variant itself), the
   propensity curve the geometric mean of the K curves and the ranker the mean of the K rankers' scores;
 * ``crossfit`` = 1: two rankers, each trained on half of the lists (even / odd list index), and the
   propensity loss of a list weighted by the relevance of the ranker that did *not* train on it (so
@@ -254,16 +254,12 @@ def fit_crossfit(lists, features, model, valid, seed, k, *, epochs=40, batch_siz
                    patience=patience)
 
 
-#: restart j of a seed s trains under the seed s + RESTART_STRIDE * j (j = 0: the seed itself)
-RESTART_STRIDE = 10_007
-
-
 def _average_fits(fits):
     """``restarts`` > 1: the geometric mean of the restarts' propensity curves (the mean of their position
     logits), the mean of their rankers' scores, and the first restart's kept epoch."""
-    curves = np.array([theta for _, theta, _ in fits])
-    theta = np.exp(np.log(np.clip(curves, 1e-12, None)).mean(axis=0))
-    return _MeanOf([m for m, _, _ in fits]), theta / theta[0], fits[0][2]
+    from unbiased_ltr_study import geometric_mean_curve
+
+    return _MeanOf([m for m, _, _ in fits]), geometric_mean_curve([theta for _, theta, _ in fits]), fits[0][2]
 
 
 class _MeanOf:
@@ -304,7 +300,7 @@ def seed_log(seed: int, need_rem: bool):
 def run_seed(seed: int, variants) -> list[dict]:
     from ltr.clicks.click_models import pbm_examination
     from ltr.train.trainer import seed_everything
-    from unbiased_ltr_study import make_factory, ndcg10
+    from unbiased_ltr_study import make_factory, ndcg10, restart_seeds
 
     train, valid, test, lists, rem = seed_log(seed, any(k.get("init") == "rem" for _, k in variants))
     theta = pbm_examination(10, 1.0)
@@ -314,8 +310,7 @@ def run_seed(seed: int, variants) -> list[dict]:
         init = {"rem": rem, "true": theta}.get(k.get("init", "flat"))
         fit = fit_crossfit if k.get("crossfit") else fit_variant
         fits = []
-        for j in range(max(1, k.get("restarts", 1))):  # restart j: its own initial weights and batch order
-            s = seed + RESTART_STRIDE * j
+        for s in restart_seeds(seed, max(1, k.get("restarts", 1))):  # each its own initial weights and batch order
             seed_everything(s)
             model = make_factory(train, (64, 32))(train)
             fits.append(fit(lists, train.features, model, valid, s, k, *([] if k.get("crossfit") else [init])))

@@ -67,7 +67,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "experiments"))
 SHARED = ROOT.parent / "shared" / "data"
 
-from unbiased_ltr_study import make_factory, ndcg10, production_ranker  # noqa: E402
+from unbiased_ltr_study import (geometric_mean_curve, make_factory, ndcg10, production_ranker,  # noqa: E402
+                                restart_seeds)
 
 
 def load_data(name: str, seed: int):
@@ -179,15 +180,12 @@ def shown_k(args) -> int | None:
     return int(shown)
 
 
-#: restart j of a run with seed s trains under the seed s + RESTART_STRIDE * j (j = 0: the seed itself)
-RESTART_STRIDE = 10_007
-
-
 def restart_configs(cfg, restarts: int) -> list:
-    """The training configurations of ``--restarts``: ``cfg`` itself, then ``cfg`` under the seeds of restarts 1..K-1."""
+    """The training configurations of ``--restarts``: ``cfg`` itself, then ``cfg`` under the seeds of restarts
+    1..K-1 (:func:`unbiased_ltr_study.restart_seeds`)."""
     from dataclasses import replace
 
-    return [cfg, *(replace(cfg, seed=cfg.seed + RESTART_STRIDE * j) for j in range(1, restarts))]
+    return [cfg, *(replace(cfg, seed=s) for s in restart_seeds(cfg.seed, restarts)[1:])]
 
 
 def mean_scores(models, ds) -> np.ndarray:
@@ -195,12 +193,6 @@ def mean_scores(models, ds) -> np.ndarray:
     from ltr.train.trainer import predict_scores
 
     return np.mean([predict_scores(m, ds.features, query_offsets=ds.query_offsets) for m in models], axis=0)
-
-
-def geometric_mean_curve(curves) -> np.ndarray:
-    """The restarts' propensity curves averaged on the log scale, relative to position 1."""
-    theta = np.exp(np.log(np.clip(np.asarray(curves, dtype=np.float64), 1e-12, None)).mean(axis=0))
-    return theta / theta[0]
 
 
 def run_cell(data, name, spec, n_sessions, seed, args, cache):

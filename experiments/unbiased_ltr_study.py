@@ -72,6 +72,23 @@ def ndcg10(model_or_scores, ds) -> float:
     return float(ev.mean[ev.names["ndcg@10"]])
 
 
+#: restart j of a run with seed s trains under the seed s + RESTART_STRIDE * j (j = 0: the seed itself);
+#: ``--restarts`` of unbiased_ltr_grid.py and ``restarts=K`` of dla_variants_study.py
+RESTART_STRIDE = 10_007
+
+
+def restart_seeds(seed: int, restarts: int) -> list[int]:
+    """The seeds of ``restarts`` runs on the same log: ``seed`` first, then ``seed + RESTART_STRIDE * j``."""
+    return [seed + RESTART_STRIDE * j for j in range(restarts)]
+
+
+def geometric_mean_curve(curves) -> np.ndarray:
+    """The restarts' propensity curves averaged on the log scale (the mean of their position logits),
+    relative to position 1."""
+    theta = np.exp(np.log(np.clip(np.asarray(curves, dtype=np.float64), 1e-12, None)).mean(axis=0))
+    return theta / theta[0]
+
+
 def make_factory(train, hidden):
     from ltr.train.models import FeatureTransform, MLPScorer
 

@@ -17,7 +17,7 @@ def test_restart_configs_keep_the_seed_first_and_stride_the_others(grid):
     cfg = TrainConfig(epochs=3, seed=4, progress=False)
     assert grid.restart_configs(cfg, 1) == [cfg]  # no restarts: the run as it was
     cfgs = grid.restart_configs(cfg, 3)
-    assert [c.seed for c in cfgs] == [4, 4 + grid.RESTART_STRIDE, 4 + 2 * grid.RESTART_STRIDE]
+    assert [c.seed for c in cfgs] == [4, 4 + 10_007, 4 + 2 * 10_007]  # the stride --restarts' help names
     assert all(c.epochs == 3 and not c.progress for c in cfgs)
 
 

@@ -160,8 +160,6 @@ class MaskedBatchNorm1d(nn.BatchNorm1d):
         return out.reshape(shape)
 
 
-
-
 def query_normalize(x: torch.Tensor, mask: torch.Tensor | None, how: str) -> torch.Tensor:
     """Each feature normalised within its list (LETOR's QueryLevelNorm): over the valid items of a list,
     ``zscore``: ``(x - mean) / std``, ``minmax``: ``(x - min) / (max - min)`` (a divisor of 0 becomes 1,
