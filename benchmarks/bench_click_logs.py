@@ -3,7 +3,8 @@
 For each log size S (default 10^6 then 10^7 sessions) on one synthetic data set (``--queries``
 MSLR-like queries, 20 features, mean list length 40, 10 items shown per session, so 10 S log rows):
 
-1. ``ltr clicks simulate --format parquet`` (PBM, eta = 1): the log written chunk by chunk;
+1. ``ltr clicks simulate --format parquet --logger-noise 1`` (PBM, eta = 1; the logger that ranks by the
+   labels plus noise, as when the figures were published): the log written chunk by chunk;
 2. the streamed read alone: ``ltr.clicks.log_stream.aggregate_log`` in batches of 10^6 rows
    (what the next two steps start with);
 3. ``ltr clicks estimate --method em``: regression EM on the production sessions, streamed in
@@ -82,7 +83,8 @@ def bench_size(data: Path, folder: Path, n_sessions: int, n_queries_shown: int) 
     sim = folder / f"sim_{n_sessions}"
     steps = [
         ("simulate (parquet)", ["clicks", "simulate", "--data", str(data), "--out", str(sim), "--format", "parquet",
-                                "--sessions-per-query", str(per_query), "--top-k", "10", "--seed", "0", "--quiet"]),
+                                "--sessions-per-query", str(per_query), "--top-k", "10", "--seed", "0", "--quiet",
+                                "--logger-noise", "1"]),  # the logger of the published figures
         ("read + aggregate", ["aggregate", str(sim / "clicks.parquet"), str(data)]),
         ("estimate --method em", ["clicks", "estimate", "--log", str(sim / "clicks.parquet"), "--data", str(data),
                                   "--method", "em", "--resamples", "5", "--positions", "10"]),

@@ -44,22 +44,9 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-
-def production_ranker(train, n_queries: int, seed: int):
-    """Ridge regression on the labels of ``n_queries`` training queries; returns a function that scores
-    any data set with it (the logging ranker)."""
-    rng = np.random.default_rng(seed)
-    q = rng.choice(train.n_queries, size=min(n_queries, train.n_queries), replace=False)
-    rows = train.row_indices(q)
-    x = train.features[rows].astype(np.float64)
-    mu, sd = x.mean(axis=0), x.std(axis=0) + 1e-9
-
-    def design(features):
-        return np.concatenate([(features - mu) / sd, np.ones((len(features), 1))], axis=1)
-
-    z = design(x)
-    w = np.linalg.solve(z.T @ z + 10.0 * np.eye(z.shape[1]), z.T @ train.labels[rows])
-    return lambda ds: design(ds.features.astype(np.float64)) @ w
+# the logging ranker: a ridge regression on the labels of a few training queries, the default logger of
+# `ltr clicks simulate` too
+from ltr.clicks.logging_ranker import ridge_logger as production_ranker  # noqa: E402
 
 
 def ndcg10(model_or_scores, ds) -> float:

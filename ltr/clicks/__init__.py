@@ -1,7 +1,8 @@
 """ltr.clicks: logged clicks and their position bias.
 
 Click simulation: position-based and cascade (:mod:`~ltr.clicks.click_models`), DBN, UBM, trust
-bias and click noise (:mod:`~ltr.clicks.browsing`); logs as Parquet tables
+bias and click noise (:mod:`~ltr.clicks.browsing`), under a logging ranker on the features
+(:mod:`~ltr.clicks.logging_ranker`); logs as Parquet tables
 (:mod:`~ltr.clicks.log_table`), streamed in batches when larger than memory (:mod:`~ltr.clicks.log_stream`),
 naming queries and documents by index or by the data set's ids (:mod:`~ltr.clicks.log_ids`), and
 grouped by shown list (:mod:`~ltr.clicks.logged_lists`).

@@ -31,6 +31,9 @@ from ltr.data.files import add_data_options, add_format_options, data_options, f
 from ltr.errors import LtrError
 from ltr.study.report_table import markdown_table
 
+#: queries of --data the default logging ranker is fitted on (--logger-ridge)
+DEFAULT_LOGGER_QUERIES = 10
+
 
 # long: argparse declarations of the sub-commands, one statement per option; splitting them would scatter the CLI's help
 def register(subparsers) -> None:
@@ -70,7 +73,11 @@ def register(subparsers) -> None:
     s.add_argument("--randomize-fraction", type=number(min=0, max=1), default=0.0, help="share of sessions shown in a random order (for propensity estimation)")
     s.add_argument("--swap-fraction", type=number(min=0, max=1), default=0.0, help="share of sessions that swap position 1 with a uniform position k")
     g = s.add_mutually_exclusive_group()
-    g.add_argument("--logger-noise", type=number(min=0), default=1.0, help="logging ranker = labels + N(0, sigma^2) noise (the default logger)")
+    g.add_argument("--logger-ridge", type=integer(min=1), default=None, metavar="N",
+                   help="logging ranker = ridge regression on the labels of N queries of --data, drawn under --seed "
+                   "(the default logger, N = %d: ranks by the features, as a production ranker does)" % DEFAULT_LOGGER_QUERIES)
+    g.add_argument("--logger-noise", type=number(min=0), default=None, metavar="SIGMA",
+                   help="logging ranker = labels + N(0, SIGMA^2) noise (sees the labels: confounds EM and DLA)")
     g.add_argument("--logger-scores", default=None, metavar="FILE", help="logging ranker scores, one number per row of --data (text, one per line, or a .npy 1-D array)")
     g.add_argument("--logger-model", default=None, metavar="DIR", help="logging ranker = a model folder from ltr train / ltr gbdt")
     s.add_argument("--seed", type=SEED, default=0, help="random seed (the log is a deterministic function of it)")
@@ -298,6 +305,16 @@ def _estimate_rows(meta: dict, est) -> list[dict]:
 
 
 # ---------------------------------------------------------------------------------------------- actions
+def _ridge_scores(ds, args) -> tuple[np.ndarray, str]:
+    """The default logger's scores of every row of --data and its name for the summary."""
+    from ltr.clicks.logging_ranker import ridge_logger
+
+    n = args.logger_ridge or DEFAULT_LOGGER_QUERIES
+    # its own stream (seed, 2): the queries it is fitted on do not shift the clicks' draws
+    scores = ridge_logger(ds, n, [args.seed, 2])(ds)
+    return scores, f"ridge({min(n, ds.n_queries)} queries)"
+
+
 def run_simulate(args) -> int:
     from ltr.clicks.click_models import simulate_clicks
     from ltr.io_utils import atomic_write_json
@@ -313,13 +330,15 @@ def run_simulate(args) -> int:
         scores, logger = _read_scores(args.logger_scores, ds.n_items, "--logger-scores"), f"scores:{args.logger_scores}"
     elif args.logger_model:
         scores, logger = _model_scores(args.logger_model, ds, "--logger-model", args.data), f"model:{args.logger_model}"
-    else:
+    elif args.logger_noise is not None:
         if args.logger_noise < 0:
             raise LtrError(f"--logger-noise must be >= 0, got {args.logger_noise}")
         # The noise has its own stream (seed + 1) so that changing it does not change the clicks' draws.
         rng = np.random.default_rng([args.seed, 1])
         scores = ds.labels + rng.normal(0.0, args.logger_noise, ds.n_items)
         logger = f"labels+N(0,{args.logger_noise}^2)"
+    else:
+        scores, logger = _ridge_scores(ds, args)
     options = dict(model=args.model, eta=args.eta, eps=args.eps, max_label=args.max_label, top_k=args.top_k or None,
                    sessions_per_query=args.sessions_per_query, randomize_fraction=args.randomize_fraction,
                    swap_fraction=args.swap_fraction, seed=args.seed, gamma=args.gamma, ubm_xi=args.ubm_xi,
