@@ -125,6 +125,8 @@ def test_simulate_parquet_then_train_records_estimator_and_propensities(data_fil
         info = json.loads((out / "clicks_training.json").read_text())
         assert info["estimator"] == est and info["clip"] == 0.05 and info["click_model"] == "trust"
         assert load_model(out).n_features == 3
+        # under trust bias the click propensity is not the examination: no truth is printed beside it
+        assert "true_propensity" not in info and "the simulator's examination" not in capsys.readouterr().out
     info = json.loads((tmp_path / "m_ips" / "clicks_training.json").read_text())
     np.testing.assert_allclose(info["propensity"], 1.0 / np.arange(1, 9))
     assert "at most 20" in info["clip_rule"]
@@ -155,6 +157,12 @@ def test_dla_propensity_update_reaches_fit_dla_and_is_recorded(data_file, tmp_pa
                      "--dla-propensity-update", update]) == 0, capsys.readouterr().err
         infos[update] = json.loads((out / "clicks_training.json").read_text())
         assert infos[update]["propensity_update"] == update and infos[update]["log_read"] == "streamed per shown list"
+        # a PBM log: the truth θ_r = 1/r is recorded and printed beside the learned curve, with the worst error
+        truth = 1.0 / np.arange(1, 9)
+        np.testing.assert_allclose(infos[update]["true_propensity"], truth)
+        err = np.abs(np.array(infos[update]["propensity"]) - truth) / truth
+        printed = capsys.readouterr().out
+        assert f"largest relative error {err.max():.1%}, at position {int(err.argmax()) + 1}" in printed
     assert infos["full"]["propensity"][0] == 1.0
     assert not np.allclose(infos["full"]["propensity"], infos["sgd"]["propensity"], rtol=1e-3)
 

@@ -699,6 +699,8 @@ def run_train(args) -> int:
     print(f"{args.estimator}: trained on {n_sessions} sessions; valid {ev}")
     if info.get("propensity") is not None:
         print("propensities by position (relative to 1): " + ", ".join(f"{p:.3f}" for p in info["propensity"]))
+    if _truth_line(info):
+        print(_truth_line(info))
     print(f"wrote {args.out} (model.pt, model.json, clicks_training.json)")
     return 0
 
@@ -721,8 +723,8 @@ def _train_xgboost(args, train, valid, inputs) -> int:
                                        rounds=args.rounds, seed=args.seed)
     info.update({"estimator": args.estimator, "propensity": info["t_plus"], "log": str(args.log), "data": str(args.data),
                  "propensity_source": "XGBoost lambdarank_unbiased (t+ of clicked items)" if args.estimator != "naive"
-                 else "none (lambdarank_unbiased off)", "n_sessions": log.n_sessions,
-                 "click_model": log.meta.get("model"), "versions": _versions()})
+                 else "none (lambdarank_unbiased off)", "n_sessions": log.n_sessions, "versions": _versions()})
+    _record_click_model(info, log.meta)
     with run_folder(args.out, overwrite=args.force, kind="clicks-train", inputs=inputs) as tmp:
         save_gbdt("xgboost", booster, tmp, info, n_features=train.n_features)
         atomic_write_json(tmp / "clicks_training.json", info)
@@ -731,6 +733,8 @@ def _train_xgboost(args, train, valid, inputs) -> int:
           f"valid NDCG@10 = {ev.mean[ev.names['ndcg@10']]:.4f}")
     print("position biases t+ (clicked, relative to 1): " + ", ".join(f"{p:.3f}" for p in info["t_plus"]))
     print("position biases t- (unclicked): " + ", ".join(f"{p:.3f}" for p in info["t_minus"]))
+    if _truth_line(info):
+        print(_truth_line(info))
     print(f"wrote {args.out} (xgboost.json, model.json, clicks_training.json)")
     return 0
 
@@ -766,7 +770,7 @@ def _fit_from_log(args, train, valid, loss, cfg):
             model, info = fit_on_lists(train, valid, lists, args.estimator, make, pairs=pairs, config=cfg,
                                        clip=args.clip, max_weight=args.max_weight,
                                        propensity_update=args.dla_propensity_update)
-            info["click_model"] = meta.get("model")
+            _record_click_model(info, meta)
             return model, info, int(lists.sessions.sum())
     if is_log_table(args.log) and args.estimator in STREAMED:
         curve, source = None, None
@@ -779,7 +783,7 @@ def _fit_from_log(args, train, valid, loss, cfg):
             curve = est.curve(int(agg.position.max()))
         model, info = fit_on_aggregate(train, valid, agg, args.estimator, make, loss=loss, config=cfg, clip=args.clip,
                                        curve=curve, curve_source=source, em_relevance=args.em_relevance)
-        info["click_model"] = agg.meta.get("model")
+        _record_click_model(info, agg.meta)
         return model, info, agg.n_sessions
     log = _train_log(args, train)
     curve, source = None, None
@@ -789,8 +793,29 @@ def _fit_from_log(args, train, valid, loss, cfg):
     model, info = fit_on_clicks(train, valid, log, args.estimator, make, loss=loss, config=cfg, clip=args.clip,
                                 curve=curve, curve_source=source, max_weight=args.max_weight, em_relevance=args.em_relevance,
                                 propensity_update=args.dla_propensity_update)
-    info["click_model"] = log.meta.get("model")
+    _record_click_model(info, log.meta)
     return model, info, log.n_sessions
+
+
+def _record_click_model(info: dict, meta: dict) -> None:
+    """The log's click model into the training record, and under PBM the simulator's examination θ_r
+    (θ_1 = 1): the truth the learned propensities are printed beside."""
+    info["click_model"] = meta.get("model")
+    if meta.get("model") == "pbm" and meta.get("examination") is not None:
+        info["true_propensity"] = [float(v) for v in meta["examination"]]
+
+
+def _truth_line(info: dict) -> str | None:
+    """The simulator's truth beside the propensities the estimator used, with the largest relative
+    error; None when the log carries no truth (not simulated, or not PBM)."""
+    learned, truth = info.get("propensity"), info.get("true_propensity")
+    n = min(len(learned or []), len(truth or []))
+    if n < 2:
+        return None
+    err = np.abs(np.asarray(learned[:n]) - truth[:n]) / np.asarray(truth[:n])
+    worst = int(np.argmax(err))
+    return ("the simulator's examination (the truth): " + ", ".join(f"{p:.3f}" for p in truth[:n])
+            + f"; largest relative error {err[worst]:.1%}, at position {worst + 1}")
 
 
 def metrics_on(model, ds) -> str:
