@@ -286,3 +286,32 @@ def test_train_rem_with_gbdt_relevance(data_file, tmp_path, capsys):
     assert main(base[:-1] + ["ips", "--log", str(sim / "clicks.npz"), "--out", str(tmp_path / "x"),
                              "--em-relevance", "gbdt"]) == 2
     assert "applies to --estimator rem only" in capsys.readouterr().err
+
+
+def test_progress_bars_say_what_runs_and_quiet_silences_them(data_file, tmp_path, capsys):
+    """Reading the log, the training epochs (with the validation value) and EM's fits show on stderr;
+    --quiet leaves stderr empty, and the bars change nothing in the results."""
+    path, _, _ = data_file
+    sim = tmp_path / "sim"
+    assert main(["clicks", "simulate", "--data", str(path), "--out", str(sim), "--sessions-per-query", "10",
+                 "--format", "parquet", "--quiet"]) == 0
+    log = str(sim / "clicks.parquet")
+    capsys.readouterr()
+    propensities = []
+    for quiet in ([], ["--quiet"]):
+        out = tmp_path / f"dla{len(quiet)}"
+        assert main(["clicks", "train", "--data", str(path), "--log", log, "--valid", str(path), "--out", str(out),
+                     "--estimator", "dla", "--epochs", "3", "--model", "linear", *quiet]) == 0
+        err = capsys.readouterr().err
+        if quiet:
+            assert err == ""
+        else:
+            assert "reading the click log" in err and "DLA epochs" in err and "valid NDCG@10" in err
+        propensities.append(json.loads((out / "clicks_training.json").read_text())["propensity"])
+    assert propensities[0] == propensities[1]
+    assert main(["clicks", "estimate", "--log", log, "--method", "em", "--data", str(path), "--resamples", "2"]) == 0
+    err = capsys.readouterr().err
+    assert "regression EM (logistic)" in err and "bootstrap resamples (EM fits)" in err
+    assert main(["clicks", "estimate", "--log", log, "--method", "em", "--data", str(path), "--resamples", "2",
+                 "--quiet"]) == 0
+    assert capsys.readouterr().err == ""

@@ -138,6 +138,7 @@ def fit_dla(
     clicks: np.ndarray | None = None,
     valid=None,
     patience: int | None = 5,
+    progress: bool = False,
 ) -> DLAResult:
     """Train ``model`` (a scorer of :mod:`ltr.train.models`) and the propensity logits jointly by Adam
     over batches of lists; ``clicks`` [G, K] overrides ``lists.clicks`` (e.g. expected counts).
@@ -148,11 +149,12 @@ def fit_dla(
     is measured, and the ranker and propensities of the best epoch are returned (training stops after
     ``patience`` epochs without improvement). A ranker that memorises the logged items can explain
     the clicks with any propensities (the pair's fixed points are then not unique), so without a
-    validation set long training drifts.
+    validation set long training drifts. ``progress``: a bar over the epochs with the validation value.
     """
     import copy
 
     import torch
+    from tqdm.auto import tqdm
 
     if epochs < 1 or batch_size < 1 or max_weight < 1:
         raise LtrError(f"DLA needs epochs >= 1, batch_size >= 1 and max_weight >= 1, got {epochs}, {batch_size}, {max_weight}")
@@ -169,6 +171,7 @@ def fit_dla(
     history, valid_history = [], []
     best = (-np.inf, None, None, 0)  # value, ranker state, phi, epoch
     model.train()
+    bar = tqdm(total=epochs, desc="DLA epochs", unit="epoch", disable=not progress)
     for epoch in range(epochs):
         order = torch.randperm(len(x), generator=gen)
         total = 0.0
@@ -182,6 +185,7 @@ def fit_dla(
                 _full_propensity_update(model, phi, x, c, mask, max_weight)
             total += float(loss_rank.detach()) + float(loss_exam.detach())
         history.append(total)
+        stop = False
         if valid is not None:
             value = _valid_ndcg(model, valid)
             valid_history.append(value)
@@ -189,13 +193,23 @@ def fit_dla(
             if value > best[0]:
                 best = (value, copy.deepcopy(model.state_dict()), phi.detach().clone(), epoch)
             elif patience is not None and epoch - best[3] >= patience:
-                break
+                stop = True
+            bar.set_postfix_str(epoch_note(value, best[0], best[3]))
+        bar.update()
+        if stop:
+            break
+    bar.close()
     if valid is not None:
         model.load_state_dict(best[1])
         phi = best[2]
     model.eval()
     theta = torch.exp(phi.detach() - phi.detach()[0]).double().numpy()
     return DLAResult(model, theta, history, valid_history, best[3] if valid is not None else None)
+
+
+def epoch_note(value: float, best: float, best_epoch: int) -> str:
+    """The progress bar's note after an epoch: its validation NDCG@10 and the best so far (1-based epoch)."""
+    return f"valid NDCG@10 {value:.4f}, best {best:.4f} at epoch {best_epoch + 1}"
 
 
 def _valid_ndcg(model, ds) -> float:

@@ -139,9 +139,10 @@ def _batch_columns(cols: dict, where: tuple[str, int]):
     return tuple(a[keep] for a in (session, pos, click, mode, swap, rank))
 
 
-def stream_intervention_sums(path: str | os.PathLike, *, batch_size: int = 1_000_000) -> InterventionSums:
+def stream_intervention_sums(path: str | os.PathLike, *, batch_size: int = 1_000_000,
+                             progress: bool = False) -> InterventionSums:
     """The sums of the Parquet log at ``path`` (a file or a folder), read in record batches of
-    ``batch_size`` rows.
+    ``batch_size`` rows (``progress``: a bar over the rows read).
 
     The intervention sessions' rows must come together, in non-decreasing session ids (what ``ltr
     clicks simulate`` writes); otherwise :class:`~ltr.clicks.list_stream.UnsortedSessionsError` is
@@ -153,7 +154,7 @@ def stream_intervention_sums(path: str | os.PathLike, *, batch_size: int = 1_000
     from ltr.clicks.log_stream import iter_log_batches
 
     acc, carry, last, has_modes = None, None, None, False
-    for where, cols in iter_log_batches(path, _COLUMNS, batch_size):
+    for where, cols in iter_log_batches(path, _COLUMNS, batch_size, progress):
         batch = _batch_columns(cols, where)
         if batch is None:
             continue

@@ -55,9 +55,10 @@ def _inverse(click: np.ndarray, p: np.ndarray, clip: float | None) -> np.ndarray
 
 
 def stream_click_cells(path: str | os.PathLike, dataset, *, ids: str = "auto", batch_size: int = 1_000_000,
-                       clip: float | None = None) -> ClickCells:
+                       clip: float | None = None, progress: bool = False) -> ClickCells:
     """The cells and session counts of the Parquet log at ``path`` (module docstring), read ``batch_size`` rows at
-    a time; ``ids``: how its query and doc columns name the rows of ``dataset`` (:mod:`ltr.clicks.log_ids`)."""
+    a time; ``ids``: how its query and doc columns name the rows of ``dataset`` (:mod:`ltr.clicks.log_ids`);
+    ``progress``: a bar over the rows read."""
     from ltr.clicks.list_stream import check_session_order
     from ltr.clicks.log_ids import LogIds
     from ltr.clicks.log_stream import _batch_rows, _reduce, cell_key, cell_of, id_mode, iter_log_batches, merge_cells, read_log_meta
@@ -67,7 +68,7 @@ def stream_click_cells(path: str | os.PathLike, dataset, *, ids: str = "auto", b
     sessions = np.zeros(dataset.n_queries, dtype=np.int64)
     last = None
     columns = ["session", "query", "doc", "position", "click", "propensity"]
-    for where, cols in iter_log_batches(path, columns, batch_size):
+    for where, cols in iter_log_batches(path, columns, batch_size, progress):
         session = np.asarray(cols["session"], dtype=np.int64)
         check_session_order(session, last, mapper, where)
         query, rows, pos, click, p = _batch_rows(cols, mapper, where)

@@ -123,15 +123,16 @@ def _checked(cols, mapper, where, last_session):
 
 
 def stream_shown_lists(path: str | os.PathLike, dataset, *, ids: str = "auto", batch_size: int = 1_000_000,
-                       pairs: bool = False) -> tuple[ShownLists, np.ndarray | None, dict]:
+                       pairs: bool = False, progress: bool = False) -> tuple[ShownLists, np.ndarray | None, dict]:
     """``(lists, pairs or None, meta)`` of the Parquet log at ``path`` (module docstring); ``ids``: how its
-    query and doc columns name the rows of ``dataset`` (:mod:`ltr.clicks.log_ids`)."""
+    query and doc columns name the rows of ``dataset`` (:mod:`ltr.clicks.log_ids`); ``progress``: a bar
+    over the rows read."""
     from ltr.clicks.log_ids import LogIds
     from ltr.clicks.log_stream import id_mode, iter_log_batches, read_log_meta
 
     mapper = LogIds(dataset, id_mode(path, ids))
     acc, carry, last, start = None, None, None, None
-    for where, cols in iter_log_batches(path, ["session", "query", "doc", "position", "click"], batch_size):
+    for where, cols in iter_log_batches(path, ["session", "query", "doc", "position", "click"], batch_size, progress):
         batch = _checked(cols, mapper, where, last)
         n_new = len(batch[0])
         if n_new == 0:

@@ -111,29 +111,53 @@ def _numpy(batch, name: str, where: tuple[str, int]) -> np.ndarray:
 
 
 def iter_log_batches(path: str | os.PathLike, columns: list[str], batch_size: int = 1_000_000,
-                     ) -> Iterator[tuple[tuple[str, int], dict]]:
+                     progress: bool = False) -> Iterator[tuple[tuple[str, int], dict]]:
     """``((file, first row), {column: array})`` per record batch, files in name order; the optional
-    columns ``propensity`` and ``session_mode`` are left out of the dict when a file lacks them."""
+    columns ``propensity`` and ``session_mode`` are left out of the dict when a file lacks them.
+    ``progress``: a tqdm bar over the log's rows (on stderr)."""
+    from tqdm.auto import tqdm
+
+    if batch_size < 1:
+        raise LtrError(f"batch_size must be >= 1, got {batch_size}")
+    files = _files(path)
+    with tqdm(total=_total_rows(files), desc="reading the click log", unit="row", unit_scale=True,
+              disable=not progress) as bar:
+        for name in files:
+            pf, have = _open_log_file(name)
+            row = 0
+            for batch in pf.iter_batches(batch_size=batch_size, columns=[c for c in columns if c in have]):
+                where = (name, row)
+                yield where, {c: _numpy(batch, c, where) for c in columns if c in have}
+                row += batch.num_rows
+                bar.update(batch.num_rows)
+
+
+def _open_log_file(name: str):
+    """``(ParquetFile, column names)`` of one file of a log, or a located error."""
     import pyarrow.parquet as pq
 
     from ltr.clicks.log_table import REQUIRED
 
-    if batch_size < 1:
-        raise LtrError(f"batch_size must be >= 1, got {batch_size}")
-    for name in _files(path):
-        try:
-            pf = pq.ParquetFile(name)
-        except Exception as exc:  # pyarrow raises many kinds on a damaged file
-            raise LtrError(f"{name}: cannot read a Parquet click log ({type(exc).__name__}: {str(exc)[:160]})") from None
-        have = pf.schema_arrow.names
-        missing = [c for c in REQUIRED if c not in have]
-        if missing:
-            raise LtrError(f"{name}: not a click log table (missing columns: {', '.join(missing)})")
-        row = 0
-        for batch in pf.iter_batches(batch_size=batch_size, columns=[c for c in columns if c in have]):
-            where = (name, row)
-            yield where, {c: _numpy(batch, c, where) for c in columns if c in have}
-            row += batch.num_rows
+    try:
+        pf = pq.ParquetFile(name)
+    except Exception as exc:  # pyarrow raises many kinds on a damaged file
+        raise LtrError(f"{name}: cannot read a Parquet click log ({type(exc).__name__}: {str(exc)[:160]})") from None
+    have = pf.schema_arrow.names
+    missing = [c for c in REQUIRED if c not in have]
+    if missing:
+        raise LtrError(f"{name}: not a click log table (missing columns: {', '.join(missing)})")
+    return pf, have
+
+
+def _total_rows(files: list[str]) -> int | None:
+    """Rows of the log from the files' footers, for the progress bar; None when a file cannot be read
+    (the batches then raise the located error)."""
+    import pyarrow.parquet as pq
+
+    try:
+        return sum(pq.ParquetFile(name).metadata.num_rows for name in files)
+    except Exception:  # any damage is reported by _open_log_file, with its file
+        return None
 
 
 @dataclass
@@ -224,17 +248,18 @@ def _finish(key, sums, ids, clip, meta, n_entries, n_batches) -> LogAggregate:
 
 
 def aggregate_log(path: str | os.PathLike, dataset, *, ids: str = "auto", batch_size: int = 1_000_000,
-                  modes: Any = None, clip: float = 0.01) -> LogAggregate:
+                  modes: Any = None, clip: float = 0.01, progress: bool = False) -> LogAggregate:
     """Stream the Parquet log at ``path`` into its per-cell sums (module docstring); ``ids``: how its
     query and doc columns name the rows of ``dataset`` (:mod:`ltr.clicks.log_ids`); ``modes``: keep only
-    sessions of these modes (0 production, 1 randomized, 2 swap; a log without the column is all 0)."""
+    sessions of these modes (0 production, 1 randomized, 2 swap; a log without the column is all 0);
+    ``progress``: a bar over the rows read."""
     from ltr.clicks.log_ids import LogIds
 
     mapper = LogIds(dataset, id_mode(path, ids))
     key, sums = np.zeros(0, dtype=np.int64), [np.zeros(0)] * 3
     n_entries = n_batches = 0
     columns = ["query", "doc", "position", "click", "propensity", "session_mode"]
-    for where, cols in iter_log_batches(path, columns, batch_size):
+    for where, cols in iter_log_batches(path, columns, batch_size, progress):
         k, s = _batch_cells(cols, mapper, where, modes, clip)
         key, sums = merge_cells(key, sums, k, s)
         n_entries += int(s[0].sum())

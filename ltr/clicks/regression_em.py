@@ -198,11 +198,14 @@ def regression_em(
     seed: int = 0,
     gbdt_rounds: int = 50,
     theta0: Any = None,
+    progress: bool = False,
 ) -> EMResult:
     """EM for ``P(C) = theta_k gamma`` (see the module docstring). ``features``: [N, F] of the data set's
     rows (``obs.item`` indexes them). Starts from ``theta = 1/k`` (or ``theta0``) and ``gamma`` = the
     overall click rate; stops after ``iterations`` or when the log-likelihood gains less than ``tol``
-    (relative)."""
+    (relative). ``progress``: a bar over the iterations (on stderr)."""
+    from tqdm.auto import tqdm
+
     _check_em_args(obs, relevance, features)
     k = int(n_positions or obs.position.max())
     theta = 1.0 / np.arange(1, k + 1) if theta0 is None else np.asarray(theta0, dtype=np.float64).copy()
@@ -211,27 +214,31 @@ def regression_em(
     state = {"w": np.zeros(0 if x is None else x.shape[1])}
     history = [_log_likelihood(obs, theta[obs.position - 1] * gamma)]
     it = 0
-    for it in range(1, iterations + 1):
-        theta, _, rel = em_step(obs, theta, gamma)
-        gamma = np.clip(_m_step_gamma(relevance, obs, rel, x, state, seed, gbdt_rounds), _TINY, 1.0)
-        history.append(_log_likelihood(obs, theta[obs.position - 1] * gamma))
-        if abs(history[-1] - history[-2]) <= tol * abs(history[-2]):
-            break
+    with tqdm(total=iterations, desc=f"regression EM ({relevance})", unit="iteration", disable=not progress) as bar:
+        for it in range(1, iterations + 1):
+            theta, _, rel = em_step(obs, theta, gamma)
+            gamma = np.clip(_m_step_gamma(relevance, obs, rel, x, state, seed, gbdt_rounds), _TINY, 1.0)
+            history.append(_log_likelihood(obs, theta[obs.position - 1] * gamma))
+            bar.update()
+            if abs(history[-1] - history[-2]) <= tol * abs(history[-2]):
+                break
     predict = None if x is None else _relevance_predictor(relevance, state, np.asarray(features)[obs.item], theta[0])
     return EMResult(theta / max(theta[0], _TINY), theta, gamma, history, it, relevance, predict)
 
 
 def bootstrap_em(obs: Observations, n_resamples: int = 50, confidence: float = 0.95, seed: int = 0,
-                 **em_kwargs) -> tuple[np.ndarray, np.ndarray]:
+                 progress: bool = False, **em_kwargs) -> tuple[np.ndarray, np.ndarray]:
     """Percentile interval ``(low [K], high [K])`` of EM's relative propensities, resampling queries
-    with replacement (``obs.query`` must be set); cut to [0, 1]."""
+    with replacement (``obs.query`` must be set); cut to [0, 1]. ``progress``: a bar over the
+    resamples (each one a fit of EM)."""
+    from tqdm.auto import tqdm
     if obs.query is None:
         raise LtrError("bootstrap_em needs the query of every observation")
     queries, inv = np.unique(obs.query, return_inverse=True)
     rng = np.random.default_rng(seed)
     k = int(em_kwargs.pop("n_positions", None) or obs.position.max())
     reps = []
-    for _ in range(n_resamples):
+    for _ in tqdm(range(n_resamples), desc="bootstrap resamples (EM fits)", unit="fit", disable=not progress):
         count = np.bincount(rng.integers(0, len(queries), len(queries)), minlength=len(queries))
         rows = np.repeat(np.arange(len(obs.n)), count[inv])
         reps.append(regression_em(obs.subset(rows), n_positions=k, seed=seed, **em_kwargs).theta)

@@ -144,19 +144,19 @@ def _update_biases(model, x, pos, mask, pairs, t_plus, t_minus, power, batch):
 def fit_pairwise_debias(log: ClickLog, lists: ShownLists, features: np.ndarray, model, *, epochs: int = 20,
                         batch_size: int = 256, lr: float = 1e-2, power: float = 0.0, clip: float = DEFAULT_CLIP,
                         seed: int = 0, valid=None, patience: int | None = 5,
-                        pairs: np.ndarray | None = None) -> tuple[Any, np.ndarray, np.ndarray]:
+                        pairs: np.ndarray | None = None, progress: bool = False) -> tuple[Any, np.ndarray, np.ndarray]:
     """Train ``model`` by pairwise debiasing; returns ``(model, t_plus [K], t_minus [K])`` (relative to
     position 1; each floored at ``clip`` inside the weights). With ``valid``, the epoch of best
     validation NDCG@10 is kept (biases included), stopping after ``patience`` epochs without gain.
     ``pairs``: the pair counts of ``lists`` when already summed (a streamed log, ``log`` then None),
-    else :func:`ltr.clicks.logged_lists.pair_counts` of ``log``."""
+    else :func:`ltr.clicks.logged_lists.pair_counts` of ``log``. ``progress``: a bar over the epochs
+    with the validation value."""
     import copy
 
     import torch
+    from tqdm.auto import tqdm
 
-    from ltr.clicks.dla import _valid_ndcg
-
-    from ltr.clicks.dla import list_tensors
+    from ltr.clicks.dla import _valid_ndcg, epoch_note, list_tensors
 
     if epochs < 1 or power < 0:
         raise LtrError(f"pairwise debiasing needs epochs >= 1 and power >= 0, got {epochs}, {power}")
@@ -172,6 +172,7 @@ def fit_pairwise_debias(log: ClickLog, lists: ShownLists, features: np.ndarray, 
     gen = torch.Generator().manual_seed(seed)
     best = (-np.inf, None, t_plus, t_minus, 0)
     model.train()
+    bar = tqdm(total=epochs, desc="pairwise debiasing epochs", unit="epoch", disable=not progress)
     for epoch in range(epochs):
         for b in torch.randperm(len(x), generator=gen).split(batch_size):
             ri = (pos[b] - 1).clamp(min=0)
@@ -181,13 +182,19 @@ def fit_pairwise_debias(log: ClickLog, lists: ShownLists, features: np.ndarray, 
             loss.backward()
             opt.step()
         t_plus, t_minus = _update_biases(model, x, pos, mask, pairs, t_plus, t_minus, power, batch_size)
+        stop = False
         if valid is not None:
             value = _valid_ndcg(model, valid)
             model.train()
             if value > best[0]:
                 best = (value, copy.deepcopy(model.state_dict()), t_plus, t_minus, epoch)
             elif patience is not None and epoch - best[4] >= patience:
-                break
+                stop = True
+            bar.set_postfix_str(epoch_note(value, best[0], best[4]))
+        bar.update()
+        if stop:
+            break
+    bar.close()
     if valid is not None:
         model.load_state_dict(best[1])
         t_plus, t_minus = best[2], best[3]

@@ -35,12 +35,15 @@ STREAMED = ("naive", "ips", "rem", "affine")
 LISTED = ("dla", "pairwise-debias")
 
 
-def estimate_rem_curve(train, log: ClickLog, *, iterations: int = 200, relevance: str = "logistic", seed: int = 0) -> np.ndarray:
-    """Relative propensities by position from regression EM on ``log`` (features of ``train``)."""
+def estimate_rem_curve(train, log: ClickLog, *, iterations: int = 200, relevance: str = "logistic", seed: int = 0,
+                       progress: bool = False) -> np.ndarray:
+    """Relative propensities by position from regression EM on ``log`` (features of ``train``);
+    ``progress``: a bar over EM's iterations."""
     from ltr.clicks.regression_em import observations_from_log, regression_em
 
     obs = observations_from_log(log)
-    return regression_em(obs, relevance=relevance, features=train.features, iterations=iterations, seed=seed).theta
+    return regression_em(obs, relevance=relevance, features=train.features, iterations=iterations, seed=seed,
+                         progress=progress).theta
 
 
 def _record_propensity(info: dict, curve, curve_source: str | None, logged) -> None:
@@ -117,7 +120,8 @@ def fit_on_clicks(
                           propensity_update=propensity_update)
     affine = None
     if estimator == "rem":
-        curve, curve_source = estimate_rem_curve(train, log, relevance=em_relevance, seed=config.seed), f"regression EM ({em_relevance})"
+        curve = estimate_rem_curve(train, log, relevance=em_relevance, seed=config.seed, progress=config.progress)
+        curve_source = f"regression EM ({em_relevance})"
     elif estimator == "affine":
         affine = trust_parameters(log)
         info["alpha"], info["beta"] = affine[0].tolist(), affine[1].tolist()
@@ -138,14 +142,15 @@ def _fit_lists(train, valid, lists, pairs, estimator, make_model, config, clip, 
 
         res = fit_dla(lists, train.features, model, epochs=config.epochs, batch_size=config.batch_size, lr=config.lr,
                       propensity_lr=propensity_lr, propensity_update=propensity_update, max_weight=max_weight,
-                      seed=config.seed, valid=valid, patience=config.patience)
+                      seed=config.seed, valid=valid, patience=config.patience, progress=config.progress)
         info.update({"propensity": res.theta.tolist(), "propensity_source": "DLA (learned with the ranker)",
                      "max_weight": max_weight, "clip_rule": f"DLA's inverse weights clipped at {max_weight:g}",
                      "propensity_update": propensity_update})
         return res.model, info
     model, t_plus, t_minus = fit_pairwise_debias(None, lists, train.features, model, epochs=config.epochs,
                                                  batch_size=config.batch_size, lr=config.lr, clip=clip, seed=config.seed,
-                                                 valid=valid, patience=config.patience, pairs=pairs)
+                                                 valid=valid, patience=config.patience, pairs=pairs,
+                                                 progress=config.progress)
     info.update({"propensity": t_plus.tolist(), "propensity_unclicked": t_minus.tolist(),
                  "propensity_source": "pairwise debiasing (t+ of clicks, t- of non-clicks)"})
     return model, info
@@ -193,7 +198,7 @@ def fit_on_aggregate(train, valid, agg, estimator: str, make_model: Callable[[An
         from ltr.clicks.regression_em import regression_em
 
         res = regression_em(agg.observations(), relevance=em_relevance, features=train.features, iterations=200,
-                            seed=config.seed)
+                            seed=config.seed, progress=config.progress)
         curve, curve_source = res.theta, f"regression EM ({em_relevance})"
     elif estimator == "affine":
         from types import SimpleNamespace

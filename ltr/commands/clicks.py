@@ -110,6 +110,7 @@ def register(subparsers) -> None:
     e.add_argument("--positions", type=integer(min=1), default=None, help="number of positions to estimate (default: all shown positions)")
     e.add_argument("--confidence", type=number(above=0, below=1), default=0.95, help="confidence level of the intervals")
     _add_log_read_options(e)
+    _add_quiet_option(e)
     add_json_option(e, "the estimate")
     e.set_defaults(func=run_estimate)
 
@@ -129,6 +130,7 @@ def register(subparsers) -> None:
     add_json_option(v, "the numbers")
     add_data_options(v)
     _add_log_read_options(v)
+    _add_quiet_option(v)
     v.set_defaults(func=run_evaluate)
 
     o = sub.add_parser("open-bandit", help="CTR by position with intervals on the Open Bandit sample", formatter_class=fmt,
@@ -145,6 +147,17 @@ def register(subparsers) -> None:
     o.add_argument("--seed", type=SEED, default=0, help="bootstrap seed")
     add_json_option(o, "the numbers")
     o.set_defaults(func=run_open_bandit)
+
+
+def _progress(args) -> bool:
+    """Progress bars (on stderr) unless --quiet: reading a Parquet log, EM's iterations and resamples,
+    training epochs."""
+    return not getattr(args, "quiet", True)
+
+
+def _add_quiet_option(p) -> None:
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bars (reading a Parquet log, regression EM's iterations and bootstrap fits, training epochs)")
 
 
 def _add_log_read_options(p) -> None:
@@ -223,6 +236,7 @@ def _register_train(sub, fmt) -> None:
     t.add_argument("--bias-norm", type=number(min=0), default=None,
                    help="--engine xgboost: lambdarank_bias_norm p, the position biases' exponent 1/(p+1) (default: XGBoost's)")
     _add_log_read_options(t)
+    _add_quiet_option(t)
     add_data_options(t)
     t.set_defaults(func=run_train)
 
@@ -465,9 +479,10 @@ def _run_estimate_em(args, say) -> int:
     k = min(int(args.positions or obs.position.max()), int(obs.position.max()))
     keep = obs.position <= k
     obs = obs.subset(np.flatnonzero(keep))
-    res = regression_em(obs, relevance=args.relevance, features=ds.features, n_positions=k, iterations=200)
+    res = regression_em(obs, relevance=args.relevance, features=ds.features, n_positions=k, iterations=200,
+                        progress=_progress(args))
     low, high = bootstrap_em(obs, args.resamples, args.confidence, relevance=args.relevance, features=ds.features,
-                             n_positions=k, iterations=200)
+                             n_positions=k, iterations=200, progress=_progress(args))
     truth = meta.get("examination") if meta.get("model") in ("pbm", "trust") else None
     rows = []
     for r in range(k):
@@ -553,7 +568,8 @@ def _click_estimates(args, ds, get_scores):
         return _click_estimates_whole(args, ds, get_scores)
     _check_log_meta(args, ds, read_log_meta(args.log))
     try:
-        cells = stream_click_cells(args.log, ds, ids=args.log_ids, batch_size=args.read_rows, clip=args.clip)
+        cells = stream_click_cells(args.log, ds, ids=args.log_ids, batch_size=args.read_rows, clip=args.clip,
+                                   progress=_progress(args))
     except UnsortedSessionsError as exc:
         print(f"note: {exc}; reading the log whole", file=sys.stderr)
         return _click_estimates_whole(args, ds, get_scores)
@@ -633,7 +649,7 @@ def _interventions(args, ds=None):
         if ds is not None:
             _check_log_meta(args, ds, meta)
         try:
-            sums = stream_intervention_sums(args.log, batch_size=args.read_rows)
+            sums = stream_intervention_sums(args.log, batch_size=args.read_rows, progress=_progress(args))
             return sums, meta, sums.max_position
         except UnsortedSessionsError as exc:
             print(f"note: {exc}; reading its randomized and swap sessions whole", file=sys.stderr)
@@ -648,7 +664,8 @@ def _stream_log(args, ds, modes=None, clip: float = 0.01):
     from ltr.clicks.log_stream import aggregate_log, read_log_meta
 
     _check_log_meta(args, ds, read_log_meta(args.log))
-    return aggregate_log(args.log, ds, ids=args.log_ids, batch_size=args.read_rows, modes=modes, clip=clip)
+    return aggregate_log(args.log, ds, ids=args.log_ids, batch_size=args.read_rows, modes=modes, clip=clip,
+                         progress=_progress(args))
 
 
 def _make_model_factory(args, train):
@@ -687,8 +704,8 @@ def run_train(args) -> int:
         raise LtrError(f"--loss: {exc}") from None
     if args.engine == "xgboost":
         return _train_xgboost(args, train, valid, inputs)
-    cfg = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed, progress=False,
-                      metrics=("ndcg@10",))
+    cfg = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
+                      progress=_progress(args), metrics=("ndcg@10",))
     model, info, n_sessions = _fit_from_log(args, train, valid, loss, cfg)
     info.update({"loss": args.loss, "log": str(args.log), "data": str(args.data), "n_sessions": n_sessions,
                  "versions": _versions()})
@@ -750,7 +767,7 @@ def _stream_lists(args, train):
     _check_log_meta(args, train, read_log_meta(args.log))
     try:
         return stream_shown_lists(args.log, train, ids=args.log_ids, batch_size=args.read_rows,
-                                  pairs=args.estimator == "pairwise-debias")
+                                  pairs=args.estimator == "pairwise-debias", progress=_progress(args))
     except UnsortedSessionsError as exc:
         print(f"note: {exc}; reading the log whole", file=sys.stderr)
         return None
