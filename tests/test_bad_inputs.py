@@ -1061,6 +1061,15 @@ NEW_CASES: list[Case] = [
     Case("clicks-train-dla-update-bogus", ["clicks", "train", "--data", "{train}", "--log", "{log}", "--out", "{tmp}/ct",
                                            "--estimator", "dla", "--dla-propensity-update", "bogus"],
          ("--dla-propensity-update",)),
+    *[Case(f"clicks-train-{name}", ["clicks", "train", "--data", "{train}", "--log", "{log}", "--valid", "{valid}",
+                                    "--out", "{tmp}/ct", "--quiet", *argv], expect) for name, argv, expect in [
+        ("lightgbm-dla", ["--engine", "lightgbm", "--estimator", "dla"], ("--engine lightgbm", "position-bias")),
+        ("position-bias-neural", ["--estimator", "position-bias"], ("--engine lightgbm",)),
+        ("position-bias-xgboost", ["--engine", "xgboost", "--estimator", "position-bias"], ("--engine xgboost",)),
+        ("lightgbm-naive-randomized", ["--engine", "lightgbm", "--estimator", "naive", "--propensity", "randomized"],
+         ("--propensity randomized", "ips only")),
+        ("lightgbm-rounds-0", ["--engine", "lightgbm", "--rounds", "0"], ("--rounds",)),
+    ]],
     Case("blend-cv-one-query-valid", ["blend", "--models", "{lin}", "{gb}", "--valid", "{bad}", "--weights", "cv",
                                       "--out", "{tmp}/b"], ("rule cv", "1 query"), put("one.txt", SVM_GOOD)),
 ]

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
 import ltr.clicks.logging_ranker as logging_ranker
+import metrics
 from ltr.cli import main
 from ltr.clicks.click_models import ClickLog
 from ltr.clicks.logging_ranker import RIDGE_PENALTY, ridge_logger
@@ -69,6 +72,10 @@ def test_simulate_logs_with_the_ridge_by_default(data, tmp_path):
     ds = load_svmlight(path)
     default, name = _simulate(path, tmp_path / "default")
     assert name == "ridge(10 queries)"
+    # the summary says how good the logger is: its NDCG@10 on the labels of --data
+    ev = metrics.evaluate(ridge_logger(ds, 10, [4, 2])(ds), ds.labels, ds.query_offsets, ["ndcg@10"])
+    summary = json.loads((tmp_path / "default" / "summary.json").read_text())
+    assert summary["logger_ndcg@10"] == pytest.approx(float(ev.mean[ev.names["ndcg@10"]]), abs=1e-12)
     # the same log as the ridge's scores given by hand: fitted under the stream (seed, 2)
     np.save(tmp_path / "ridge.npy", ridge_logger(ds, 10, [4, 2])(ds))
     by_hand, _ = _simulate(path, tmp_path / "by_hand", "--logger-scores", str(tmp_path / "ridge.npy"))

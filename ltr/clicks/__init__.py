@@ -10,7 +10,8 @@ Examination propensities from randomized or swapped traffic (:mod:`~ltr.clicks.p
 ranker's logs by regression EM (:mod:`~ltr.clicks.regression_em`) or DLA (:mod:`~ltr.clicks.dla`).
 Naive / IPS / SNIPS estimates and inverse-propensity training sets (:mod:`~ltr.clicks.ips`);
 unbiased training estimators (:mod:`~ltr.clicks.unbiased`, :mod:`~ltr.clicks.unbiased_training`),
-XGBoost's ``lambdarank_unbiased`` on click sessions (:mod:`~ltr.clicks.unbiased_xgboost`);
+XGBoost's ``lambdarank_unbiased`` on click sessions (:mod:`~ltr.clicks.unbiased_xgboost`), LightGBM's
+lambdarank on them with inverse-propensity weights or its position-bias model (:mod:`~ltr.clicks.unbiased_lightgbm`);
 team-draft interleaving (:mod:`~ltr.clicks.interleaving`); the Open Bandit logged-click sample
 (:mod:`~ltr.clicks.open_bandit`).
 """

@@ -174,17 +174,7 @@ def fit_dla(
     bar = tqdm(total=epochs, desc="DLA epochs", unit="epoch", disable=not progress)
     for epoch in range(epochs):
         order = torch.randperm(len(x), generator=gen)
-        total = 0.0
-        for start in range(0, len(x), batch_size):
-            b = order[start : start + batch_size]
-            loss_rank, loss_exam = _dla_losses(model, phi, x[b], c[b], pos[b], mask[b], max_weight)
-            opt.zero_grad()
-            (loss_rank + loss_exam if propensity_update == "sgd" else loss_rank).backward()
-            opt.step()
-            if propensity_update == "full":
-                _full_propensity_update(model, phi, x, c, mask, max_weight)
-            total += float(loss_rank.detach()) + float(loss_exam.detach())
-        history.append(total)
+        history.append(_dla_epoch(model, phi, opt, (x, c, pos, mask), order, batch_size, max_weight, propensity_update))
         stop = False
         if valid is not None:
             value = _valid_ndcg(model, valid)
@@ -205,6 +195,23 @@ def fit_dla(
     model.eval()
     theta = torch.exp(phi.detach() - phi.detach()[0]).double().numpy()
     return DLAResult(model, theta, history, valid_history, best[3] if valid is not None else None)
+
+
+def _dla_epoch(model, phi, opt, tensors, order, batch_size: int, max_weight: float, propensity_update: str) -> float:
+    """One pass over the lists in ``order``: a step of the ranker (and of ``phi`` under ``"sgd"``) per
+    batch, ``phi`` set to its optimum after each step under ``"full"``; the summed losses."""
+    x, c, pos, mask = tensors
+    total = 0.0
+    for start in range(0, len(x), batch_size):
+        b = order[start : start + batch_size]
+        loss_rank, loss_exam = _dla_losses(model, phi, x[b], c[b], pos[b], mask[b], max_weight)
+        opt.zero_grad()
+        (loss_rank + loss_exam if propensity_update == "sgd" else loss_rank).backward()
+        opt.step()
+        if propensity_update == "full":
+            _full_propensity_update(model, phi, x, c, mask, max_weight)
+        total += float(loss_rank.detach()) + float(loss_exam.detach())
+    return total
 
 
 def epoch_note(value: float, best: float, best_epoch: int) -> str:

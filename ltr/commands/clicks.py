@@ -210,7 +210,8 @@ def _register_train(sub, fmt) -> None:
     t.add_argument("--log", required=True, metavar="FILE", help="clicks.npz or clicks.parquet written by `ltr clicks simulate` on --data")
     t.add_argument("--valid", required=True, metavar="FILE", help="labelled validation file for early stopping (naive, ips, rem, affine)")
     t.add_argument("--out", required=True, metavar="DIR", help="model folder to create")
-    t.add_argument("--estimator", default="ips", choices=("naive", "ips", "dla", "rem", "pairwise-debias", "affine"), help="how clicks are de-biased")
+    t.add_argument("--estimator", default="ips", choices=("naive", "ips", "dla", "rem", "pairwise-debias", "affine", "position-bias"),
+                   help="how clicks are de-biased (position-bias: LightGBM's own position-bias model, --engine lightgbm)")
     t.add_argument("--propensity", default="logged", choices=("logged", "randomized", "swap"),
                    help="ips only: the logged (true) propensities, or estimated from the log's intervention traffic")
     t.add_argument("--clip", type=number(above=0, max=1), default=0.01, help="propensities (and trust alpha) floored at this value: weights at most 1/clip")
@@ -229,10 +230,13 @@ def _register_train(sub, fmt) -> None:
     t.add_argument("--lr", type=number(above=0), default=3e-3, help="Adam step size")
     t.add_argument("--seed", type=SEED, default=0, help="random seed")
     t.add_argument("--force", action="store_true", help="replace --out if it is a run folder made by ltr")
-    t.add_argument("--engine", default="neural", choices=("neural", "xgboost"),
+    t.add_argument("--engine", default="neural", choices=("neural", "xgboost", "lightgbm"),
                    help="xgboost: XGBoost's rank:ndcg on the sessions (one group per session, clicks as labels) with "
-                   "lambdarank_unbiased for --estimator pairwise-debias (Unbiased LambdaMART) or without it for naive")
-    t.add_argument("--rounds", type=COUNT, default=100, help="--engine xgboost: boosting rounds")
+                   "lambdarank_unbiased for --estimator pairwise-debias (Unbiased LambdaMART) or without it for naive; "
+                   "lightgbm: LightGBM lambdarank on the sessions with raw clicks (naive), inverse-propensity item "
+                   "weights (ips) or the shown positions for its position-bias model (position-bias)")
+    t.add_argument("--rounds", type=COUNT, default=100,
+                   help="--engine xgboost: boosting rounds; --engine lightgbm: at most this many, stopping early on --valid")
     t.add_argument("--bias-norm", type=number(min=0), default=None,
                    help="--engine xgboost: lambdarank_bias_norm p, the position biases' exponent 1/(p+1) (default: XGBoost's)")
     _add_log_read_options(t)
@@ -319,6 +323,13 @@ def _estimate_rows(meta: dict, est) -> list[dict]:
 
 
 # ---------------------------------------------------------------------------------------------- actions
+def _ndcg10(scores: np.ndarray, ds) -> float:
+    import metrics
+
+    ev = metrics.evaluate(scores, ds.labels, ds.query_offsets, ["ndcg@10"])
+    return float(ev.mean[ev.names["ndcg@10"]])
+
+
 def _ridge_scores(ds, args) -> tuple[np.ndarray, str]:
     """The default logger's scores of every row of --data and its name for the summary."""
     from ltr.clicks.logging_ranker import ridge_logger
@@ -372,7 +383,7 @@ def run_simulate(args) -> int:
                          "ctr": log.ctr_by_position()}
         except ValueError as exc:
             raise LtrError(str(exc)) from None
-        summary = _simulation_summary(args, meta, stats, interventions, logger)
+        summary = _simulation_summary(args, meta, stats, interventions, logger, _ndcg10(scores, ds))
         atomic_write_json(tmp / "summary.json", summary)
     print(f"\nwrote {Path(args.out) / name} and summary.json")
     return 0
@@ -405,17 +416,20 @@ def _simulate_parquet(ds, scores, options, extra, path, progress):
     return meta, stats, kept[0] if kept else sums_from_rows(*(np.zeros(0, dtype=np.int64),) * 6)
 
 
-def _simulation_summary(args, meta, stats, interventions, logger) -> dict:
-    """Print the counts, CTR by position and the intervention estimates; the summary.json object."""
+def _simulation_summary(args, meta, stats, interventions, logger, logger_ndcg: float) -> dict:
+    """Print the counts, CTR by position and the intervention estimates; the summary.json object.
+    ``logger_ndcg``: the logging ranker's NDCG@10 on the labels of --data (how good the production
+    ranker is)."""
     clicks, shown = stats["ctr"]
     ctr = [{"position": r, "impressions": int(n), "clicks": int(c), "ctr": c / n if n else float("nan")}
            for r, (c, n) in enumerate(zip(clicks, shown), 1)]
     while ctr and ctr[-1]["impressions"] == 0:  # a top-k longer than every list
         ctr.pop()
     summary = {"meta": meta, "n_sessions": stats["n_sessions"], "n_entries": stats["n_entries"],
-               "n_clicks": stats["n_clicks"], "ctr_by_position": ctr, "versions": _versions()}
+               "n_clicks": stats["n_clicks"], "ctr_by_position": ctr, "logger_ndcg@10": logger_ndcg,
+               "versions": _versions()}
     print(f"{stats['n_sessions']} sessions, {stats['n_entries']} impressions, {stats['n_clicks']} clicks "
-          f"({args.model}, logger {logger})")
+          f"({args.model}, logger {logger}: NDCG@10 {logger_ndcg:.4f} on the labels of --data)")
     print(_table(ctr, ["position", "impressions", "clicks", "ctr"]))
     for method, share in (("randomized", args.randomize_fraction), ("swap", args.swap_fraction)):
         if share > 0:
@@ -704,6 +718,10 @@ def run_train(args) -> int:
         raise LtrError(f"--loss: {exc}") from None
     if args.engine == "xgboost":
         return _train_xgboost(args, train, valid, inputs)
+    if args.engine == "lightgbm":
+        return _train_lightgbm(args, train, valid, inputs)
+    if args.estimator == "position-bias":
+        raise LtrError("--estimator position-bias is LightGBM's position-bias model: give --engine lightgbm")
     cfg = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
                       progress=_progress(args), metrics=("ndcg@10",))
     model, info, n_sessions = _fit_from_log(args, train, valid, loss, cfg)
@@ -738,7 +756,9 @@ def _train_xgboost(args, train, valid, inputs) -> int:
     log = _train_log(args, train)
     booster, info = fit_xgboost_clicks(train, log, unbiased=args.estimator == "pairwise-debias", bias_norm=args.bias_norm,
                                        rounds=args.rounds, seed=args.seed)
-    info.update({"estimator": args.estimator, "propensity": info["t_plus"], "log": str(args.log), "data": str(args.data),
+    # naive uses no propensities (t+ stays 1): none is recorded, so none is set against the truth
+    info.update({"estimator": args.estimator, "propensity": info["t_plus"] if args.estimator != "naive" else None,
+                 "log": str(args.log), "data": str(args.data),
                  "propensity_source": "XGBoost lambdarank_unbiased (t+ of clicked items)" if args.estimator != "naive"
                  else "none (lambdarank_unbiased off)", "n_sessions": log.n_sessions, "versions": _versions()})
     _record_click_model(info, log.meta)
@@ -753,6 +773,42 @@ def _train_xgboost(args, train, valid, inputs) -> int:
     if _truth_line(info):
         print(_truth_line(info))
     print(f"wrote {args.out} (xgboost.json, model.json, clicks_training.json)")
+    return 0
+
+
+def _train_lightgbm(args, train, valid, inputs) -> int:
+    """``ltr clicks train --engine lightgbm``: a LightGBM model folder and clicks_training.json."""
+    import metrics
+    from ltr.clicks.unbiased_lightgbm import LIGHTGBM_ESTIMATORS, fit_lightgbm_clicks
+    from ltr.gbdt.engines import predict_gbdt, save_gbdt
+    from ltr.io_utils import atomic_write_json
+    from ltr.runs.folder import run_folder
+
+    if args.estimator not in LIGHTGBM_ESTIMATORS:
+        raise LtrError(f"--engine lightgbm trains --estimator {', '.join(LIGHTGBM_ESTIMATORS)}, not {args.estimator}")
+    if args.propensity != "logged" and args.estimator != "ips":
+        raise LtrError(f"--propensity {args.propensity} applies to --estimator ips only")
+    log = _train_log(args, train)
+    curve, source = None, None
+    if args.propensity != "logged":
+        est = _estimate(_interventions(args, train)[0], args.propensity, None, 0.95)
+        curve, source = est.curve(int(log.position.max())), f"estimated from {args.propensity} traffic"
+    booster, info = fit_lightgbm_clicks(train, valid, log, args.estimator, clip=args.clip, curve=curve, curve_source=source,
+                                        rounds=args.rounds, seed=args.seed, progress=_progress(args))
+    info.update({"log": str(args.log), "data": str(args.data), "n_sessions": log.n_sessions, "versions": _versions()})
+    _record_click_model(info, log.meta)
+    with run_folder(args.out, overwrite=args.force, kind="clicks-train", inputs=inputs) as tmp:
+        save_gbdt("lightgbm", booster, tmp, info, n_features=train.n_features)
+        # LightGBM's per-round curves and importances stay out of the record (ltr gbdt's folders keep them)
+        atomic_write_json(tmp / "clicks_training.json", {k: v for k, v in info.items() if k not in ("evals_result", "importance")})
+    ev = metrics.evaluate(predict_gbdt("lightgbm", booster, valid.features), valid.labels, valid.query_offsets, ["ndcg@10"])
+    print(f"{args.estimator} (lightgbm, {info['best_iteration']} of at most {args.rounds} rounds): trained on "
+          f"{log.n_sessions} sessions; valid NDCG@10 = {ev.mean[ev.names['ndcg@10']]:.4f}")
+    if info.get("propensity") is not None:
+        print("propensities by position (relative to 1): " + ", ".join(f"{p:.3f}" for p in info["propensity"]))
+    if _truth_line(info):
+        print(_truth_line(info))
+    print(f"wrote {args.out} (model.txt, model.json, clicks_training.json)")
     return 0
 
 

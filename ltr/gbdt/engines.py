@@ -128,6 +128,10 @@ def train_gbdt(engine: str, train_ds, valid_ds=None, params: dict[str, Any] | No
     if external_memory is not None and engine != "xgboost":
         raise LtrError(f"external memory (a page cache on disk) is an option of the xgboost engine, not of {engine}: "
                        "train with --engine xgboost, or leave --external-memory out")  # fmt: skip
+    if engine != "lightgbm" and getattr(train_ds, "weights", None) is not None:
+        raise LtrError(f"the training set has per-item weights, which {engine}'s ranking objectives do not take (they "
+                       "weigh whole query groups): train with --engine lightgbm, which scales each item's gradient by "
+                       "its weight, or drop the weights")
     objective, params = take_objective(engine, dict(params or {}), objective)
     common = dict(gain=gain, num_boost_round=num_boost_round, early_stopping_rounds=early_stopping_rounds,
                   eval_at=eval_at, monitor_k=monitor_k, seed=seed, progress=progress)

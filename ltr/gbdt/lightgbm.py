@@ -130,6 +130,9 @@ def train_lightgbm(
     gain: gain convention of the metrics ("exp2", "linear" or a callable), turned into ``label_gain``.
     position: optional [N] integer shown positions of the training rows, passed to
         ``lgb.Dataset(position=...)`` for LightGBM's unbiased lambdarank (position-bias correction).
+    The training set's per-item ``weights``, when it has them (e.g. inverse propensities), go to
+    ``lgb.Dataset(weight=...)``: LightGBM multiplies each item's lambda gradient and hessian by its
+    weight. The validation metrics are unweighted.
     early_stopping_rounds: stop when validation ``ndcg@monitor_k`` has not improved for this many
         rounds (None: no early stopping); the booster keeps ``best_iteration``.
     eval_at: the cut-offs LightGBM reports (``monitor_k`` is added when missing).
@@ -165,7 +168,8 @@ def train_lightgbm(
         position = _checked_position(position, n_train)
     names = feature_names_of(train_ds)
     try:  # built here, not in lgb.train, so that no copy of the training labels outlives it (codes.pop)
-        train_set = lightgbm_train_set(train_ds, codes.pop("train"), _group_sizes(train_ds), merged, position=position, feature_name=names)
+        train_set = lightgbm_train_set(train_ds, codes.pop("train"), _group_sizes(train_ds), merged, position=position,
+                                       weight=_checked_weights(train_ds), feature_name=names)
     except lgb.basic.LightGBMError as exc:
         raise LtrError(f"LightGBM refused the data or parameters: {exc}") from None
     evals_result: dict[str, Any] = {}
@@ -194,6 +198,17 @@ def _train_valid_label_table(train_ds, valid_ds, gain: Any) -> tuple[np.ndarray,
         _check_labels(valid_labels, "validation set")
         all_labels = np.concatenate([all_labels, valid_labels])
     return label_table(all_labels, gain, where="train/valid labels")
+
+
+def _checked_weights(train_ds) -> np.ndarray | None:
+    """The training set's per-item weights for LightGBM (None when it has none); negative ones refused."""
+    weights = getattr(train_ds, "weights", None)
+    if weights is None:
+        return None
+    weights = np.asarray(weights, dtype=np.float64)
+    if weights.size and weights.min() < 0:
+        raise LtrError(f"the training set has negative item weights (smallest {weights.min():g}): LightGBM needs weights >= 0")
+    return weights
 
 
 def _checked_position(position, n_train: int) -> np.ndarray:

@@ -1,0 +1,110 @@
+"""LightGBM on click sessions (``ltr clicks train --engine lightgbm``) and item weights in ``train_lightgbm``."""
+
+from __future__ import annotations
+
+import json
+
+import lightgbm as lgb
+import numpy as np
+import pytest
+
+from ltr.cli import main
+from ltr.clicks.click_models import simulate_clicks
+from ltr.clicks.ips import click_training_set
+from ltr.clicks.unbiased_lightgbm import fit_lightgbm_clicks
+from ltr.data import save_svmlight
+from ltr.data.synthetic import make_mslr_like
+from ltr.errors import LtrError
+from ltr.gbdt.engines import train_gbdt
+from ltr.gbdt.lightgbm import DEFAULT_PARAMS, train_lightgbm
+
+
+@pytest.fixture(scope="module")
+def data():
+    train = make_mslr_like(n_queries=60, n_features=5, mean_list_length=15, max_list_length=30, seed=1)
+    valid = make_mslr_like(n_queries=20, n_features=5, mean_list_length=15, max_list_length=30, seed=2)
+    log = simulate_clicks(train.labels, train.query_offsets, train.labels + np.random.default_rng(0).normal(size=train.n_items),
+                          model="pbm", eta=1.0, top_k=8, sessions_per_query=20, seed=0)
+    return train, valid, log
+
+
+def _direct(train_set, rounds, **dataset_kwargs):
+    """The same lambdarank as train_lightgbm's, called on LightGBM directly: the oracle."""
+    params = {**DEFAULT_PARAMS, "seed": 0, "label_gain": [0.0, 1.0], "verbosity": -1}
+    ds = lgb.Dataset(np.asarray(train_set.features), label=train_set.labels, group=np.diff(train_set.query_offsets),
+                     params=params, **dataset_kwargs)
+    return lgb.train(params, ds, num_boost_round=rounds)
+
+
+def test_item_weights_reach_lightgbm(data):
+    train, _, log = data
+    weighted, _ = click_training_set(train, log, weighting="ips", clip=0.05)
+    ours, _ = train_lightgbm(weighted, None, num_boost_round=5, early_stopping_rounds=None, seed=0)
+    x = np.asarray(weighted.features)
+    np.testing.assert_allclose(ours.predict(x), _direct(weighted, 5, weight=weighted.weights).predict(x), rtol=0, atol=1e-12)
+    plain, _ = train_lightgbm(weighted.with_weights(None), None, num_boost_round=5, early_stopping_rounds=None, seed=0)
+    assert not np.allclose(ours.predict(x), plain.predict(x))  # the weights changed the trees
+
+
+def test_negative_weights_are_refused(data):
+    train, _, log = data
+    weighted, _ = click_training_set(train, log, weighting="ips", clip=0.05)
+    with pytest.raises(LtrError, match="negative item weights"):
+        train_lightgbm(weighted.with_weights(-weighted.weights), None, num_boost_round=2)
+
+
+@pytest.mark.parametrize("engine", ["xgboost", "catboost"])
+def test_engines_without_item_weights_refuse_them(data, engine):
+    train, _, log = data
+    weighted, _ = click_training_set(train, log, weighting="ips", clip=0.05)
+    with pytest.raises(LtrError, match="per-item weights.*--engine lightgbm"):
+        train_gbdt(engine, weighted, None, num_boost_round=2)
+
+
+def test_position_bias_is_lightgbms_position_column(data):
+    train, _, log = data
+    booster, info = fit_lightgbm_clicks(train, None, log, "position-bias", rounds=6)
+    sessions, position = click_training_set(train, log, weighting="none")
+    x = np.asarray(train.features)
+    np.testing.assert_allclose(booster.predict(x), _direct(sessions, 6, position=position).predict(x), rtol=0, atol=1e-12)
+    naive, _ = fit_lightgbm_clicks(train, None, log, "naive", rounds=6)
+    assert not np.allclose(booster.predict(x), naive.predict(x))
+    assert info["propensity"] is None and "position biases" in info["propensity_source"]
+    assert info["n_groups"] == sessions.n_queries
+
+
+def test_ips_records_its_curve_and_refuses_one_elsewhere(data):
+    train, _, log = data
+    _, info = fit_lightgbm_clicks(train, None, log, "ips", rounds=3, clip=0.05)
+    np.testing.assert_allclose(info["propensity"], 1.0 / np.arange(1, 9))  # the logged (true) θ_r
+    assert "at most 20" in info["clip_rule"]
+    curve = np.linspace(1.0, 0.3, 8)
+    _, info = fit_lightgbm_clicks(train, None, log, "ips", rounds=3, curve=curve, curve_source="a test curve")
+    np.testing.assert_allclose(info["propensity"], curve)
+    assert info["propensity_source"] == "a test curve"
+    with pytest.raises(LtrError, match="ips only"):
+        fit_lightgbm_clicks(train, None, log, "naive", curve=curve)
+    with pytest.raises(LtrError, match="covers 3 positions"):
+        fit_lightgbm_clicks(train, None, log, "ips", curve=curve[:3])
+
+
+def test_cli_engine_lightgbm_writes_a_model_folder(data, tmp_path, capsys):
+    train, valid, _ = data
+    save_svmlight(train, tmp_path / "train.txt")
+    save_svmlight(valid, tmp_path / "valid.txt")
+    sim = tmp_path / "sim"
+    assert main(["clicks", "simulate", "--data", str(tmp_path / "train.txt"), "--out", str(sim), "--top-k", "8",
+                 "--sessions-per-query", "20", "--quiet"]) == 0
+    capsys.readouterr()
+    out = tmp_path / "m"
+    assert main(["clicks", "train", "--engine", "lightgbm", "--estimator", "position-bias", "--data",
+                 str(tmp_path / "train.txt"), "--valid", str(tmp_path / "valid.txt"), "--log", str(sim / "clicks.npz"),
+                 "--out", str(out), "--rounds", "20", "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    info = json.loads((out / "clicks_training.json").read_text())
+    assert info["engine"] == "lightgbm" and info["estimator"] == "position-bias" and 1 <= info["best_iteration"] <= 20
+    assert f"{info['best_iteration']} of at most 20 rounds" in printed
+    assert json.loads((out / "model.json").read_text())["type"] == "lightgbm"
+    # the folder scores data like any model folder
+    assert main(["clicks", "evaluate", "--log", str(sim / "clicks.npz"), "--data", str(tmp_path / "train.txt"),
+                 "--ranker", str(out)]) == 0
