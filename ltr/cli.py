@@ -106,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     except LtrError as exc:
         print(f"ltr {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader of stdout went away (`ltr ... | head`): stop quietly, as Unix tools do
+        _silence_stdout()
+        return 141
     except OSError as exc:
         from ltr.checks import describe_os_error
 
@@ -118,6 +121,17 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"ltr {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that Python's flush at exit does not fail on the closed pipe again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no file descriptor (stdout replaced in-process): nothing to flush
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

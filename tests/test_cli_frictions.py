@@ -133,3 +133,29 @@ def test_ablation_data_sets_take_zero_based_and_query_file(tmp_path):
     one = load_svmlight(tmp_path / "one.txt", cache=False)
     for ds in (train, valid, test):
         assert ds.features.tolist() == one.features.tolist() and ds.query_offsets.tolist() == one.query_offsets.tolist()
+
+
+def test_a_closed_pipe_stops_quietly_and_keeps_the_run_folder(tmp_path, monkeypatch, capsys):
+    """`ltr clicks simulate ... | head -1`: the reader goes away while the report prints. The command
+    exits 141 (as a Unix tool killed by SIGPIPE) without an error message, and the log it simulated is
+    in place, because the report is printed after the folder is written."""
+    import io
+    import sys
+
+    rng = np.random.default_rng(0)
+    offsets = np.arange(0, 60, 6)
+    ds = RankingDataset(rng.normal(size=(54, 3)).astype(np.float32), rng.integers(0, 3, 54).astype(float), offsets,
+                        np.arange(9))
+    save_svmlight(ds, tmp_path / "data.txt")
+
+    class ClosedPipe(io.StringIO):
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    rc = main(["clicks", "simulate", "--data", str(tmp_path / "data.txt"), "--out", str(tmp_path / "sim"),
+               "--sessions-per-query", "3", "--quiet"])
+    monkeypatch.undo()
+    assert rc == 141
+    assert (tmp_path / "sim" / "clicks.npz").is_file() and (tmp_path / "sim" / "summary.json").is_file()
+    assert capsys.readouterr().err == ""

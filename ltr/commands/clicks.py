@@ -383,8 +383,10 @@ def run_simulate(args) -> int:
                          "ctr": log.ctr_by_position()}
         except ValueError as exc:
             raise LtrError(str(exc)) from None
-        summary = _simulation_summary(args, meta, stats, interventions, logger, _ndcg10(scores, ds))
+        summary, report = _simulation_summary(args, meta, stats, interventions, logger, _ndcg10(scores, ds))
         atomic_write_json(tmp / "summary.json", summary)
+    # printed once the folder is in place: a reader that stops early (`| head`) loses nothing
+    print("\n".join(report))
     print(f"\nwrote {Path(args.out) / name} and summary.json")
     return 0
 
@@ -416,10 +418,10 @@ def _simulate_parquet(ds, scores, options, extra, path, progress):
     return meta, stats, kept[0] if kept else sums_from_rows(*(np.zeros(0, dtype=np.int64),) * 6)
 
 
-def _simulation_summary(args, meta, stats, interventions, logger, logger_ndcg: float) -> dict:
-    """Print the counts, CTR by position and the intervention estimates; the summary.json object.
-    ``logger_ndcg``: the logging ranker's NDCG@10 on the labels of --data (how good the production
-    ranker is)."""
+def _simulation_summary(args, meta, stats, interventions, logger, logger_ndcg: float) -> tuple[dict, list[str]]:
+    """The summary.json object and the report's lines: the counts, CTR by position and the intervention
+    estimates. ``logger_ndcg``: the logging ranker's NDCG@10 on the labels of --data (how good the
+    production ranker is)."""
     clicks, shown = stats["ctr"]
     ctr = [{"position": r, "impressions": int(n), "clicks": int(c), "ctr": c / n if n else float("nan")}
            for r, (c, n) in enumerate(zip(clicks, shown), 1)]
@@ -428,21 +430,21 @@ def _simulation_summary(args, meta, stats, interventions, logger, logger_ndcg: f
     summary = {"meta": meta, "n_sessions": stats["n_sessions"], "n_entries": stats["n_entries"],
                "n_clicks": stats["n_clicks"], "ctr_by_position": ctr, "logger_ndcg@10": logger_ndcg,
                "versions": _versions()}
-    print(f"{stats['n_sessions']} sessions, {stats['n_entries']} impressions, {stats['n_clicks']} clicks "
-          f"({args.model}, logger {logger}: NDCG@10 {logger_ndcg:.4f} on the labels of --data)")
-    print(_table(ctr, ["position", "impressions", "clicks", "ctr"]))
+    lines = [f"{stats['n_sessions']} sessions, {stats['n_entries']} impressions, {stats['n_clicks']} clicks "
+             f"({args.model}, logger {logger}: NDCG@10 {logger_ndcg:.4f} on the labels of --data)",
+             _table(ctr, ["position", "impressions", "clicks", "ctr"])]
     for method, share in (("randomized", args.randomize_fraction), ("swap", args.swap_fraction)):
         if share > 0:
             try:
                 est = _estimate(interventions, method, len(ctr) or None, 0.95)
             except LtrError as exc:
-                print(f"\n{method} estimate not available: {exc}")
+                lines.append(f"\n{method} estimate not available: {exc}")
                 continue
             rows = _estimate_rows(meta, est)
             summary[f"propensity_{method}"] = rows
-            print(f"\npropensity from {method} traffic (theta_r / theta_1, 95% interval):")
-            print(_table(rows, [c for c in ("position", "truth", "theta", "se", "low", "high", "covered") if c in rows[0]]))
-    return summary
+            lines.append(f"\npropensity from {method} traffic (theta_r / theta_1, 95% interval):")
+            lines.append(_table(rows, [c for c in ("position", "truth", "theta", "se", "low", "high", "covered") if c in rows[0]]))
+    return summary, lines
 
 
 def run_estimate(args) -> int:
