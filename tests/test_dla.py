@@ -115,3 +115,17 @@ def test_full_propensity_update_recovers_the_true_propensities(noiseless):
     np.testing.assert_allclose(res.model.linear.weight.detach().double().numpy().ravel(), [1.0, -0.7, 0.4], rtol=0.05)
     with pytest.raises(LtrError, match="propensity_update"):
         fit_dla(lists, x, LinearScorer(3), propensity_update="adam")
+
+
+def test_best_epoch_keeps_the_first_best_and_stops_after_patience():
+    from ltr.clicks.dla import BestEpoch
+
+    best = BestEpoch(patience=2)
+    values = [0.3, 0.5, 0.5, 0.4, 0.6]  # a tie is no gain: epoch 1 stays the best, and epoch 3 is its second miss
+    stops = [best.see(v, e, lambda e=e: f"state {e}") for e, v in enumerate(values[:4])]
+    assert stops == [False, False, False, True] and best.epoch == 1 and best.saved == "state 1"
+    assert best.note(0.4) == "valid NDCG@10 0.4000, best 0.5000 at epoch 2"
+    never = BestEpoch(patience=None)
+    assert not any(never.see(v, e, lambda: None) for e, v in enumerate([0.5, 0.1, 0.1, 0.1, 0.1]))
+    at_once = BestEpoch(patience=0)  # patience 0: the first epoch without a gain stops
+    assert [at_once.see(v, e, lambda: None) for e, v in enumerate([0.2, 0.3, 0.1])] == [False, False, True]

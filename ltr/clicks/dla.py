@@ -169,7 +169,7 @@ def fit_dla(
                             {"params": [phi], "lr": propensity_lr or lr}])
     gen = torch.Generator().manual_seed(seed)
     history, valid_history = [], []
-    best = (-np.inf, None, None, 0)  # value, ranker state, phi, epoch
+    best = BestEpoch(patience)
     model.train()
     bar = tqdm(total=epochs, desc="DLA epochs", unit="epoch", disable=not progress)
     for epoch in range(epochs):
@@ -180,21 +180,18 @@ def fit_dla(
             value = _valid_ndcg(model, valid)
             valid_history.append(value)
             model.train()
-            if value > best[0]:
-                best = (value, copy.deepcopy(model.state_dict()), phi.detach().clone(), epoch)
-            elif patience is not None and epoch - best[3] >= patience:
-                stop = True
-            bar.set_postfix_str(epoch_note(value, best[0], best[3]))
+            stop = best.see(value, epoch, lambda: (copy.deepcopy(model.state_dict()), phi.detach().clone()))
+            bar.set_postfix_str(best.note(value))
         bar.update()
         if stop:
             break
     bar.close()
     if valid is not None:
-        model.load_state_dict(best[1])
-        phi = best[2]
+        model.load_state_dict(best.saved[0])
+        phi = best.saved[1]
     model.eval()
     theta = torch.exp(phi.detach() - phi.detach()[0]).double().numpy()
-    return DLAResult(model, theta, history, valid_history, best[3] if valid is not None else None)
+    return DLAResult(model, theta, history, valid_history, best.epoch if valid is not None else None)
 
 
 def _dla_epoch(model, phi, opt, tensors, order, batch_size: int, max_weight: float, propensity_update: str) -> float:
@@ -214,9 +211,23 @@ def _dla_epoch(model, phi, opt, tensors, order, batch_size: int, max_weight: flo
     return total
 
 
-def epoch_note(value: float, best: float, best_epoch: int) -> str:
-    """The progress bar's note after an epoch: its validation NDCG@10 and the best so far (1-based epoch)."""
-    return f"valid NDCG@10 {value:.4f}, best {best:.4f} at epoch {best_epoch + 1}"
+class BestEpoch:
+    """The epoch of best validation value so far and what was saved at it; early stopping after
+    ``patience`` epochs without a gain (None: never)."""
+
+    def __init__(self, patience: int | None):
+        self.patience, self.value, self.epoch, self.saved = patience, -np.inf, 0, None
+
+    def see(self, value: float, epoch: int, snapshot) -> bool:
+        """Record an epoch's value (``snapshot()`` is saved when it is the best); True = stop training."""
+        if value > self.value:
+            self.value, self.epoch, self.saved = value, epoch, snapshot()
+            return False
+        return self.patience is not None and epoch - self.epoch >= self.patience
+
+    def note(self, value: float) -> str:
+        """The progress bar's note after an epoch: its validation NDCG@10 and the best so far (1-based epoch)."""
+        return f"valid NDCG@10 {value:.4f}, best {self.value:.4f} at epoch {self.epoch + 1}"
 
 
 def _valid_ndcg(model, ds) -> float:

@@ -156,7 +156,7 @@ def fit_pairwise_debias(log: ClickLog, lists: ShownLists, features: np.ndarray, 
     import torch
     from tqdm.auto import tqdm
 
-    from ltr.clicks.dla import _valid_ndcg, epoch_note, list_tensors
+    from ltr.clicks.dla import BestEpoch, _valid_ndcg, list_tensors
 
     if epochs < 1 or power < 0:
         raise LtrError(f"pairwise debiasing needs epochs >= 1 and power >= 0, got {epochs}, {power}")
@@ -170,7 +170,7 @@ def fit_pairwise_debias(log: ClickLog, lists: ShownLists, features: np.ndarray, 
     torch.manual_seed(seed)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     gen = torch.Generator().manual_seed(seed)
-    best = (-np.inf, None, t_plus, t_minus, 0)
+    best = BestEpoch(patience)
     model.train()
     bar = tqdm(total=epochs, desc="pairwise debiasing epochs", unit="epoch", disable=not progress)
     for epoch in range(epochs):
@@ -186,17 +186,14 @@ def fit_pairwise_debias(log: ClickLog, lists: ShownLists, features: np.ndarray, 
         if valid is not None:
             value = _valid_ndcg(model, valid)
             model.train()
-            if value > best[0]:
-                best = (value, copy.deepcopy(model.state_dict()), t_plus, t_minus, epoch)
-            elif patience is not None and epoch - best[4] >= patience:
-                stop = True
-            bar.set_postfix_str(epoch_note(value, best[0], best[4]))
+            stop = best.see(value, epoch, lambda: (copy.deepcopy(model.state_dict()), t_plus, t_minus))
+            bar.set_postfix_str(best.note(value))
         bar.update()
         if stop:
             break
     bar.close()
     if valid is not None:
-        model.load_state_dict(best[1])
-        t_plus, t_minus = best[2], best[3]
+        model.load_state_dict(best.saved[0])
+        t_plus, t_minus = best.saved[1], best.saved[2]
     model.eval()
     return model, t_plus.numpy(), t_minus.numpy()

@@ -734,10 +734,7 @@ def run_train(args) -> int:
         atomic_write_json(tmp / "clicks_training.json", info)
     ev = metrics_on(model, valid)
     print(f"{args.estimator}: trained on {n_sessions} sessions; valid {ev}")
-    if info.get("propensity") is not None:
-        print("propensities by position (relative to 1): " + ", ".join(f"{p:.3f}" for p in info["propensity"]))
-    if _truth_line(info):
-        print(_truth_line(info))
+    _print_propensities(info)
     print(f"wrote {args.out} (model.pt, model.json, clicks_training.json)")
     return 0
 
@@ -806,10 +803,7 @@ def _train_lightgbm(args, train, valid, inputs) -> int:
     ev = metrics.evaluate(predict_gbdt("lightgbm", booster, valid.features), valid.labels, valid.query_offsets, ["ndcg@10"])
     print(f"{args.estimator} (lightgbm, {info['best_iteration']} of at most {args.rounds} rounds): trained on "
           f"{log.n_sessions} sessions; valid NDCG@10 = {ev.mean[ev.names['ndcg@10']]:.4f}")
-    if info.get("propensity") is not None:
-        print("propensities by position (relative to 1): " + ", ".join(f"{p:.3f}" for p in info["propensity"]))
-    if _truth_line(info):
-        print(_truth_line(info))
+    _print_propensities(info)
     print(f"wrote {args.out} (model.txt, model.json, clicks_training.json)")
     return 0
 
@@ -878,6 +872,14 @@ def _record_click_model(info: dict, meta: dict) -> None:
     info["click_model"] = meta.get("model")
     if meta.get("model") == "pbm" and meta.get("examination") is not None:
         info["true_propensity"] = [float(v) for v in meta["examination"]]
+
+
+def _print_propensities(info: dict) -> None:
+    """The propensities the estimator learned or used and, on a simulated PBM log, the truth beside them."""
+    if info.get("propensity") is not None:
+        print("propensities by position (relative to 1): " + ", ".join(f"{p:.3f}" for p in info["propensity"]))
+    if _truth_line(info):
+        print(_truth_line(info))
 
 
 def _truth_line(info: dict) -> str | None:
