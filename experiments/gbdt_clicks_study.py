@@ -9,9 +9,12 @@ with θ_r = r^-η and ε = 0.1; NDCG@10 on the test labels), with the GBDT side 
     naive          ``--engine lightgbm --estimator naive``: one query group per session with a click, clicks as labels
     ips            ``--estimator ips``: clicked items weighted by 1 / max(θ_r, 0.01) (the simulator's θ)
     position-bias  ``--estimator position-bias``: LightGBM's position-bias model on the shown positions
+    pairwise-debias  ``--estimator pairwise-debias``: Unbiased LambdaMART on the shown lists
 
-each boosted for at most ``--rounds`` rounds with early stopping on the validation labels. Gap closed
-= (estimator − naive) / (full − naive), per seed and of the means.
+the first three boosted for at most ``--rounds`` rounds with early stopping on the validation labels,
+pairwise-debias for exactly ``--pairwise-rounds`` (200, learning rate 0.05: the LightGBM rows of
+``experiments/unbiased_ltr_study.py``, which it reproduces). Gap closed = (estimator − naive) /
+(full − naive), per seed and of the means.
 
     python experiments/gbdt_clicks_study.py --out runs/gbdt_clicks --seeds 3 --sessions 1000000
 
@@ -34,7 +37,7 @@ sys.path.insert(0, str(ROOT / "experiments"))
 from unbiased_ltr_grid import _t_interval, load_data, parse_model, shown_k  # noqa: E402
 from unbiased_ltr_study import ndcg10, production_ranker  # noqa: E402
 
-ESTIMATORS = ("naive", "ips", "position-bias")
+ESTIMATORS = ("naive", "ips", "position-bias", "pairwise-debias")
 
 
 def run_seed(name: str, seed: int, args) -> dict:
@@ -56,7 +59,8 @@ def run_seed(name: str, seed: int, args) -> dict:
     row["full"], row["full_s"] = ndcg10(predict_gbdt("lightgbm", booster, test.features), test), round(time.time() - t0, 1)
     for est in ESTIMATORS:
         t0 = time.time()
-        booster, info = fit_lightgbm_clicks(train, valid, log, est, rounds=args.rounds, seed=seed)
+        rounds = args.pairwise_rounds if est == "pairwise-debias" else args.rounds
+        booster, info = fit_lightgbm_clicks(train, valid, log, est, rounds=rounds, seed=seed)
         row[est] = ndcg10(predict_gbdt("lightgbm", booster, test.features), test)
         row[f"{est}_s"], row[f"{est}_rounds"] = round(time.time() - t0, 1), int(info["best_iteration"])
         print(f"  {name} seed {seed} {est}: {row[est]:.4f} ({row[f'{est}_s']} s, {row[f'{est}_rounds']} rounds)", flush=True)
@@ -95,9 +99,10 @@ def main(argv=None) -> int:
     p.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 (data draw, logger, log and boosting)")
     p.add_argument("--shown", default="10", help="items the logger shows: the top k, or 'all'")
     p.add_argument("--rounds", type=int, default=300, help="at most this many boosting rounds on the clicks")
+    p.add_argument("--pairwise-rounds", type=int, default=200, help="pairwise-debias: this many boosting rounds")
     args = p.parse_args(argv)
-    if args.seeds < 1 or args.sessions < 1 or args.rounds < 1:
-        raise SystemExit("--seeds, --sessions and --rounds must be positive")
+    if min(args.seeds, args.sessions, args.rounds, args.pairwise_rounds) < 1:
+        raise SystemExit("--seeds, --sessions, --rounds and --pairwise-rounds must be positive")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = []

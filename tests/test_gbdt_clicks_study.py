@@ -15,21 +15,23 @@ def test_gap_closed_by_hand(study):
     import argparse
 
     rows = [{"data": "synthetic", "seed": 0, "sessions": 1000, "logger": 0.5, "full": 0.70, "naive": 0.50, "ips": 0.55,
-             "position-bias": 0.65},
+             "position-bias": 0.65, "pairwise-debias": 0.60},
             {"data": "synthetic", "seed": 1, "sessions": 1000, "logger": 0.5, "full": 0.60, "naive": 0.40, "ips": 0.40,
-             "position-bias": 0.60}]
+             "position-bias": 0.60, "pairwise-debias": 0.45}]
     text = study.markdown(rows, argparse.Namespace(model="pbm:1", shown="10"))
-    # per seed: ips (0.55-0.5)/0.2 = 25%, position-bias 75%; (0-0)/0.2 = 0%, 100%
-    assert "| synthetic | 0 | 0.5000 | 0.7000 | 0.5000 | 0.5500 | 0.6500 | 25% | 75% |" in text
-    assert "| synthetic | 1 | 0.5000 | 0.6000 | 0.4000 | 0.4000 | 0.6000 | 0% | 100% |" in text
-    # of the means: full 0.65, naive 0.45, ips 0.475 -> 0.025 / 0.2 = 12.5% (13% printed), position-bias 0.625 -> 88%
-    assert "| mean | 2 seeds | 0.5000 | 0.6500 | 0.4500 | 0.4750 | 0.6250 | 13% | 88% |" in text
+    # per seed: ips (0.55-0.5)/0.2 = 25%, position-bias 75%, pairwise-debias 50%; 0%, 100%, 25%
+    assert "| synthetic | 0 | 0.5000 | 0.7000 | 0.5000 | 0.5500 | 0.6500 | 0.6000 | 25% | 75% | 50% |" in text
+    assert "| synthetic | 1 | 0.5000 | 0.6000 | 0.4000 | 0.4000 | 0.6000 | 0.4500 | 0% | 100% | 25% |" in text
+    # of the means: full 0.65, naive 0.45, ips 0.475 -> 0.025 / 0.2 = 12.5% (13% printed), position-bias 0.625 -> 88%,
+    # pairwise-debias 0.525 -> 38% (37.5)
+    assert "| mean | 2 seeds | 0.5000 | 0.6500 | 0.4500 | 0.4750 | 0.6250 | 0.5250 | 13% | 88% | 38% |" in text
     assert "ips − naive, paired by seed: +0.0250" in text
 
 
 def test_one_small_seed_end_to_end(study, tmp_path):
-    assert study.main(["--out", str(tmp_path), "--seeds", "1", "--sessions", "3000", "--rounds", "5"]) == 0
+    assert study.main(["--out", str(tmp_path), "--seeds", "1", "--sessions", "3000", "--rounds", "5",
+                       "--pairwise-rounds", "3"]) == 0
     row = json.loads((tmp_path / "results.json").read_text())["rows"][0]
-    assert row["sessions"] == 700 * round(3000 / 700) and all(0.0 < row[k] <= 1.0 for k in ("full", "naive", "ips", "position-bias"))
-    assert all(1 <= row[f"{e}_rounds"] <= 5 for e in study.ESTIMATORS)
+    assert row["sessions"] == 700 * round(3000 / 700) and all(0.0 < row[k] <= 1.0 for k in ("full", *study.ESTIMATORS))
+    assert all(1 <= row[f"{e}_rounds"] <= 5 for e in study.ESTIMATORS[:3]) and row["pairwise-debias_rounds"] == 3
     assert "position-bias gap closed" in (tmp_path / "results.md").read_text()

@@ -108,3 +108,15 @@ def test_cli_engine_lightgbm_writes_a_model_folder(data, tmp_path, capsys):
     # the folder scores data like any model folder
     assert main(["clicks", "evaluate", "--log", str(sim / "clicks.npz"), "--data", str(tmp_path / "train.txt"),
                  "--ranker", str(out)]) == 0
+
+
+def test_pairwise_debias_is_unbiased_lambdamart_on_the_shown_lists(data):
+    from ltr.clicks.unbiased_lambdamart import fit_unbiased_lambdamart
+
+    train, _, log = data
+    booster, info = fit_lightgbm_clicks(train, None, log, "pairwise-debias", rounds=5, seed=2)
+    direct = fit_unbiased_lambdamart(train, log, rounds=5, params={"learning_rate": 0.05}, seed=2)
+    x = np.asarray(train.features)
+    np.testing.assert_array_equal(booster.predict(x), direct.predict(x))
+    np.testing.assert_array_equal(info["propensity"], direct.t_plus)
+    assert info["propensity"][0] == 1.0 and info["best_iteration"] == 5 and booster.current_iteration() == 5

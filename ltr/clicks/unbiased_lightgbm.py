@@ -1,8 +1,8 @@
-"""LightGBM lambdarank on click sessions: raw clicks, inverse-propensity weights, or LightGBM's own
-position-bias model.
+"""LightGBM on click logs: lambdarank on the sessions with raw clicks, inverse-propensity weights or
+LightGBM's own position-bias model, and Unbiased LambdaMART on the shown lists.
 
-Every logged session with a click becomes one query group of the training set (its shown items,
-labelled by their clicks 0 / 1; :func:`ltr.clicks.ips.click_training_set`). Three estimators:
+For the first three, every logged session with a click becomes one query group of the training set
+(its shown items, labelled by their clicks 0 / 1; :func:`ltr.clicks.ips.click_training_set`):
 
 * ``naive``: lambdarank on the raw clicks;
 * ``ips``: each clicked item weighs ``1 / max(p_r, clip)`` (the logged propensity of its position,
@@ -13,8 +13,14 @@ labelled by their clicks 0 / 1; :func:`ltr.clicks.ips.click_training_set`). Thre
   row at position r scores ``f(x) + b_r``, and the model kept is ``f`` alone. LightGBM does not
   expose the learned ``b_r``, so no propensities are recorded for it.
 
-Training stops early on the validation set's NDCG@10 (true labels), as the other ``ltr clicks
-train`` estimators do. The log is held in memory as sessions x shown items rows.
+These stop early on the validation set's NDCG@10 (true labels), as the other ``ltr clicks train``
+estimators do; the log is held in memory as sessions x shown items rows.
+
+* ``pairwise-debias``: Hu et al.'s Unbiased LambdaMART as a LightGBM custom objective
+  (:mod:`ltr.clicks.unbiased_lambdamart`) on the distinct shown lists and their click-pair counts,
+  so its cost does not grow with the sessions; it learns the position biases t+ (recorded as the
+  propensities) and t-, and boosts exactly ``rounds`` rounds at learning rate 0.05 (no early
+  stopping: the lambdas are not a validation metric).
 """
 
 from __future__ import annotations
@@ -29,16 +35,18 @@ from ltr.errors import LtrError
 __all__ = ["LIGHTGBM_ESTIMATORS", "fit_lightgbm_clicks"]
 
 #: the estimators of ``ltr clicks train --engine lightgbm``
-LIGHTGBM_ESTIMATORS = ("naive", "ips", "position-bias")
+LIGHTGBM_ESTIMATORS = ("naive", "ips", "position-bias", "pairwise-debias")
+#: Unbiased LambdaMART's learning rate (the unbiased-LTR study's)
+PAIRWISE_LEARNING_RATE = 0.05
 
 
 def fit_lightgbm_clicks(dataset, valid, log: ClickLog, estimator: str, *, clip: float = 0.01, curve: Any = None,
                         curve_source: str | None = None, rounds: int = 100, seed: int = 0,
                         progress: bool = False) -> tuple[Any, dict]:
     """Boost at most ``rounds`` rounds on the sessions of ``log`` (features of ``dataset``), stopping early
-    on ``valid``; ``(booster, info)``. ``curve`` (``ips`` only): propensities by position (θ_1 first) in
-    place of the logged ones. ``info``: LightGBM's training record plus the estimator, the clip rule and
-    the propensities used."""
+    on ``valid`` (``pairwise-debias``: exactly ``rounds`` rounds on the shown lists); ``(booster, info)``.
+    ``curve`` (``ips`` only): propensities by position (θ_1 first) in place of the logged ones. ``info``:
+    LightGBM's training record plus the estimator, the clip rule and the propensities used."""
     from ltr.clicks.ips import click_training_set
     from ltr.clicks.unbiased_training import _logged_curve, _record_propensity
     from ltr.gbdt.lightgbm import train_lightgbm
@@ -47,6 +55,8 @@ def fit_lightgbm_clicks(dataset, valid, log: ClickLog, estimator: str, *, clip: 
         raise LtrError(f"--engine lightgbm trains --estimator {', '.join(LIGHTGBM_ESTIMATORS)}, not {estimator}")
     if curve is not None and estimator != "ips":
         raise LtrError("estimated propensities apply to --estimator ips only")
+    if estimator == "pairwise-debias":
+        return _fit_pairwise_debias(dataset, log, rounds, seed)
     entry_p = None if curve is None else _curve_per_entry(log, curve)
     train_set, position = click_training_set(dataset, log, weighting="ips" if estimator == "ips" else "none",
                                              clip=clip, propensity=entry_p)
@@ -62,6 +72,19 @@ def fit_lightgbm_clicks(dataset, valid, log: ClickLog, estimator: str, *, clip: 
     else:
         info.update({"propensity": None, "propensity_source": "none (raw clicks)"})
     return booster, info
+
+
+def _fit_pairwise_debias(dataset, log: ClickLog, rounds: int, seed: int) -> tuple[Any, dict]:
+    """Unbiased LambdaMART on the shown lists: the booster and its record (t+ as the propensities)."""
+    from ltr.clicks.unbiased_lambdamart import fit_unbiased_lambdamart
+
+    fit = fit_unbiased_lambdamart(dataset, log, rounds=int(rounds), params={"learning_rate": PAIRWISE_LEARNING_RATE},
+                                  seed=seed)
+    info = {"engine": "lightgbm", "estimator": "pairwise-debias", "best_iteration": int(rounds),
+            "num_boost_round": int(rounds), "learning_rate": PAIRWISE_LEARNING_RATE,
+            "propensity": [float(v) for v in fit.t_plus], "propensity_unclicked": [float(v) for v in fit.t_minus],
+            "propensity_source": "Unbiased LambdaMART (t+ of clicked items, learned with the trees)"}
+    return fit.booster, info
 
 
 def _curve_per_entry(log: ClickLog, curve: Any) -> np.ndarray:

@@ -234,9 +234,11 @@ def _register_train(sub, fmt) -> None:
                    help="xgboost: XGBoost's rank:ndcg on the sessions (one group per session, clicks as labels) with "
                    "lambdarank_unbiased for --estimator pairwise-debias (Unbiased LambdaMART) or without it for naive; "
                    "lightgbm: LightGBM lambdarank on the sessions with raw clicks (naive), inverse-propensity item "
-                   "weights (ips) or the shown positions for its position-bias model (position-bias)")
+                   "weights (ips) or the shown positions for its position-bias model (position-bias), or Unbiased "
+                   "LambdaMART on the shown lists (pairwise-debias)")
     t.add_argument("--rounds", type=COUNT, default=100,
-                   help="--engine xgboost: boosting rounds; --engine lightgbm: at most this many, stopping early on --valid")
+                   help="--engine xgboost, and lightgbm's pairwise-debias: boosting rounds; --engine lightgbm's other "
+                   "estimators: at most this many, stopping early on --valid")
     t.add_argument("--bias-norm", type=number(min=0), default=None,
                    help="--engine xgboost: lambdarank_bias_norm p, the position biases' exponent 1/(p+1) (default: XGBoost's)")
     _add_log_read_options(t)
@@ -801,8 +803,10 @@ def _train_lightgbm(args, train, valid, inputs) -> int:
         # LightGBM's per-round curves and importances stay out of the record (ltr gbdt's folders keep them)
         atomic_write_json(tmp / "clicks_training.json", {k: v for k, v in info.items() if k not in ("evals_result", "importance")})
     ev = metrics.evaluate(predict_gbdt("lightgbm", booster, valid.features), valid.labels, valid.query_offsets, ["ndcg@10"])
-    print(f"{args.estimator} (lightgbm, {info['best_iteration']} of at most {args.rounds} rounds): trained on "
-          f"{log.n_sessions} sessions; valid NDCG@10 = {ev.mean[ev.names['ndcg@10']]:.4f}")
+    rounds = f"{args.rounds} rounds" if args.estimator == "pairwise-debias" else \
+        f"{info['best_iteration']} of at most {args.rounds} rounds"
+    print(f"{args.estimator} (lightgbm, {rounds}): trained on {log.n_sessions} sessions; "
+          f"valid NDCG@10 = {ev.mean[ev.names['ndcg@10']]:.4f}")
     _print_propensities(info)
     print(f"wrote {args.out} (model.txt, model.json, clicks_training.json)")
     return 0
