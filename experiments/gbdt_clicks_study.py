@@ -57,7 +57,7 @@ def run_seed(name: str, seed: int, args) -> dict:
     t0 = time.time()
     booster, _ = train_lightgbm(train, valid, seed=seed)
     row["full"], row["full_s"] = ndcg10(predict_gbdt("lightgbm", booster, test.features), test), round(time.time() - t0, 1)
-    for est in ESTIMATORS:
+    for est in chosen(args):
         t0 = time.time()
         rounds = args.pairwise_rounds if est == "pairwise-debias" else args.rounds
         booster, info = fit_lightgbm_clicks(train, valid, log, est, rounds=rounds, seed=seed)
@@ -67,6 +67,15 @@ def run_seed(name: str, seed: int, args) -> dict:
     return row
 
 
+def chosen(args) -> list[str]:
+    """The estimators of ``--estimators`` in the study's order, naive first (every gap is measured from it)."""
+    asked = set(getattr(args, "estimators", ",".join(ESTIMATORS)).split(","))
+    unknown = asked - set(ESTIMATORS)
+    if unknown:
+        raise SystemExit(f"--estimators: unknown {', '.join(sorted(unknown))} (choose from {', '.join(ESTIMATORS)})")
+    return [e for e in ESTIMATORS if e in asked | {"naive"}]
+
+
 def markdown(rows: list[dict], args) -> str:
     """The per-seed table, the means with the gap closed, and each estimator against naive (t-interval)."""
     from ltr.study.report_table import markdown_table
@@ -74,16 +83,17 @@ def markdown(rows: list[dict], args) -> str:
     def gap(r, est):
         return (r[est] - r["naive"]) / (r["full"] - r["naive"])
 
-    cols = ["full", *ESTIMATORS]
+    ests = chosen(args)
+    cols = ["full", *ests]
     body = [[r["data"], str(r["seed"]), f"{r['logger']:.4f}", *(f"{r[c]:.4f}" for c in cols),
-             *(f"{gap(r, e):.0%}" for e in ESTIMATORS[1:])] for r in rows]
+             *(f"{gap(r, e):.0%}" for e in ests[1:])] for r in rows]
     means = {c: float(np.mean([r[c] for r in rows])) for c in ["logger", *cols]}
     body.append(["mean", f"{len(rows)} seeds", f"{means['logger']:.4f}", *(f"{means[c]:.4f}" for c in cols),
-                 *(f"{(means[e] - means['naive']) / (means['full'] - means['naive']):.0%}" for e in ESTIMATORS[1:])])
-    head = ["data", "seed", "logger", "LightGBM on labels", *ESTIMATORS, *(f"{e} gap closed" for e in ESTIMATORS[1:])]
+                 *(f"{(means[e] - means['naive']) / (means['full'] - means['naive']):.0%}" for e in ests[1:])])
+    head = ["data", "seed", "logger", "LightGBM on labels", *ests, *(f"{e} gap closed" for e in ests[1:])]
     lines = [f"{args.model} clicks, {rows[0]['sessions']:,} sessions, the logger shows the top {args.shown}; "
              "NDCG@10 on the test labels", "", markdown_table(head, body), ""]
-    for est in ESTIMATORS[1:]:
+    for est in ests[1:]:
         lines.append(f"- {est} − naive, paired by seed: {_t_interval([r[est] - r['naive'] for r in rows])}")
     return "\n".join(lines) + "\n"
 
@@ -100,6 +110,7 @@ def main(argv=None) -> int:
     p.add_argument("--shown", default="10", help="items the logger shows: the top k, or 'all'")
     p.add_argument("--rounds", type=int, default=300, help="at most this many boosting rounds on the clicks")
     p.add_argument("--pairwise-rounds", type=int, default=200, help="pairwise-debias: this many boosting rounds")
+    p.add_argument("--estimators", default=",".join(ESTIMATORS), help="comma-separated subset (naive always runs)")
     args = p.parse_args(argv)
     if min(args.seeds, args.sessions, args.rounds, args.pairwise_rounds) < 1:
         raise SystemExit("--seeds, --sessions, --rounds and --pairwise-rounds must be positive")

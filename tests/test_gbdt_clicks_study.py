@@ -18,7 +18,7 @@ def test_gap_closed_by_hand(study):
              "position-bias": 0.65, "pairwise-debias": 0.60},
             {"data": "synthetic", "seed": 1, "sessions": 1000, "logger": 0.5, "full": 0.60, "naive": 0.40, "ips": 0.40,
              "position-bias": 0.60, "pairwise-debias": 0.45}]
-    text = study.markdown(rows, argparse.Namespace(model="pbm:1", shown="10"))
+    text = study.markdown(rows, argparse.Namespace(model="pbm:1", shown="10"))  # every estimator by default
     # per seed: ips (0.55-0.5)/0.2 = 25%, position-bias 75%, pairwise-debias 50%; 0%, 100%, 25%
     assert "| synthetic | 0 | 0.5000 | 0.7000 | 0.5000 | 0.5500 | 0.6500 | 0.6000 | 25% | 75% | 50% |" in text
     assert "| synthetic | 1 | 0.5000 | 0.6000 | 0.4000 | 0.4000 | 0.6000 | 0.4500 | 0% | 100% | 25% |" in text
@@ -35,3 +35,14 @@ def test_one_small_seed_end_to_end(study, tmp_path):
     assert row["sessions"] == 700 * round(3000 / 700) and all(0.0 < row[k] <= 1.0 for k in ("full", *study.ESTIMATORS))
     assert all(1 <= row[f"{e}_rounds"] <= 5 for e in study.ESTIMATORS[:3]) and row["pairwise-debias_rounds"] == 3
     assert "position-bias gap closed" in (tmp_path / "results.md").read_text()
+
+
+def test_a_subset_of_estimators_keeps_naive(study, tmp_path):
+    import argparse
+
+    assert study.chosen(argparse.Namespace(estimators="pairwise-debias")) == ["naive", "pairwise-debias"]
+    with pytest.raises(SystemExit, match="unknown dla"):
+        study.chosen(argparse.Namespace(estimators="dla,ips"))
+    rows = [{"data": "synthetic", "seed": 0, "sessions": 10, "logger": 0.5, "full": 0.7, "naive": 0.5, "pairwise-debias": 0.6}]
+    text = study.markdown(rows, argparse.Namespace(model="pbm:1", shown="10", estimators="pairwise-debias"))
+    assert "| synthetic | 0 | 0.5000 | 0.7000 | 0.5000 | 0.6000 | 50% |" in text and "ips" not in text
