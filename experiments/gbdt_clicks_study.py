@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "experiments"))
 
-from unbiased_ltr_grid import _t_interval, load_data, parse_model, shown_k  # noqa: E402
+from unbiased_ltr_grid import _t_interval, load_data, shown_k, simulate_log  # noqa: E402
 from unbiased_ltr_study import ndcg10, production_ranker  # noqa: E402
 
 ESTIMATORS = ("naive", "ips", "position-bias", "pairwise-debias")
@@ -42,17 +42,13 @@ ESTIMATORS = ("naive", "ips", "position-bias", "pairwise-debias")
 
 def run_seed(name: str, seed: int, args) -> dict:
     """One seed: the log, LightGBM on the labels and on the clicks by each estimator (test NDCG@10)."""
-    from ltr.clicks.click_models import simulate_clicks
     from ltr.clicks.unbiased_lightgbm import fit_lightgbm_clicks
     from ltr.gbdt.engines import predict_gbdt
     from ltr.gbdt.lightgbm import train_lightgbm
 
     train, valid, test, max_label = load_data(name, seed)
-    model_name, eta = parse_model(args.model)
     logger = production_ranker(train, 10, seed)
-    log = simulate_clicks(train.labels, train.query_offsets, logger(train), model=model_name, eta=eta, eps=0.1,
-                          max_label=max_label, top_k=shown_k(args), sessions_per_query=max(1, round(args.sessions / train.n_queries)),
-                          seed=seed)
+    log = simulate_log(train, logger(train), max_label, args.model, args.sessions, seed, eps=0.1, shown=shown_k(args))
     row = {"data": name, "seed": seed, "sessions": log.n_sessions, "clicks": log.n_clicks, "logger": ndcg10(logger(test), test)}
     t0 = time.time()
     booster, _ = train_lightgbm(train, valid, seed=seed)

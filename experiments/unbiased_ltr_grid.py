@@ -195,17 +195,26 @@ def mean_scores(models, ds) -> np.ndarray:
     return np.mean([predict_scores(m, ds.features, query_offsets=ds.query_offsets) for m in models], axis=0)
 
 
+def simulate_log(train, logger_scores, max_label, spec: str, n_sessions: int, seed: int, *, eps: float, shown):
+    """A cell's click log: the logger's scores of ``train`` shown to about ``n_sessions`` users (a whole number
+    per query) clicking under ``spec`` (:func:`parse_model`); ``shown``: the top k shown, or None for all
+    (:func:`shown_k`). ``experiments/gbdt_clicks_study.py`` draws its logs here too, so they are the grid's."""
+    from ltr.clicks.click_models import simulate_clicks
+
+    model_name, eta = parse_model(spec)
+    spq = max(1, int(round(n_sessions / train.n_queries)))
+    return simulate_clicks(train.labels, train.query_offsets, logger_scores, model=model_name, eta=eta, eps=eps,
+                           max_label=max_label, top_k=shown, sessions_per_query=spq, seed=seed)
+
+
 def run_cell(data, name, spec, n_sessions, seed, args, cache):
     """One (data set, click model, log size, seed): NDCG@10 of every estimator, beside naive and full info."""
-    from ltr.clicks.click_models import simulate_clicks
     from ltr.clicks.regression_em import observations_from_log, regression_em
     from ltr.train.trainer import TrainConfig
 
     train, valid, test, max_label, logger, logger_on_test = data
-    model_name, eta = parse_model(spec)
-    spq = max(1, int(round(n_sessions / train.n_queries)))
-    log = simulate_clicks(train.labels, train.query_offsets, logger, model=model_name, eta=eta, eps=args.eps,
-                          max_label=max_label, top_k=shown_k(args), sessions_per_query=spq, seed=seed)
+    model_name, _ = parse_model(spec)
+    log = simulate_log(train, logger, max_label, spec, n_sessions, seed, eps=args.eps, shown=shown_k(args))
     cfg = TrainConfig(epochs=args.epochs, batch_size=64, lr=args.lr, patience=args.patience, seed=seed, progress=False,
                       metrics=("ndcg@10",))
     make = make_factory(train, tuple(args.hidden))

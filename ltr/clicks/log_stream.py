@@ -120,8 +120,8 @@ def iter_log_batches(path: str | os.PathLike, columns: list[str], batch_size: in
     if batch_size < 1:
         raise LtrError(f"batch_size must be >= 1, got {batch_size}")
     files = _files(path)
-    with tqdm(total=_total_rows(files), desc="reading the click log", unit="row", unit_scale=True,
-              disable=not progress) as bar:
+    with tqdm(total=_total_rows(files) if progress else None, desc="reading the click log", unit="row",
+              unit_scale=True, disable=not progress) as bar:
         for name in files:
             pf, have = _open_log_file(name)
             row = 0

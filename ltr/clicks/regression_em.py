@@ -232,6 +232,7 @@ def bootstrap_em(obs: Observations, n_resamples: int = 50, confidence: float = 0
     with replacement (``obs.query`` must be set); cut to [0, 1]. ``progress``: a bar over the
     resamples (each one a fit of EM)."""
     from tqdm.auto import tqdm
+
     if obs.query is None:
         raise LtrError("bootstrap_em needs the query of every observation")
     queries, inv = np.unique(obs.query, return_inverse=True)

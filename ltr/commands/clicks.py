@@ -326,6 +326,7 @@ def _estimate_rows(meta: dict, est) -> list[dict]:
 
 # ---------------------------------------------------------------------------------------------- actions
 def _ndcg10(scores: np.ndarray, ds) -> float:
+    """The mean NDCG@10 of ``scores`` on the labels of ``ds`` (the toolkit's conventions)."""
     import metrics
 
     ev = metrics.evaluate(scores, ds.labels, ds.query_offsets, ["ndcg@10"])
@@ -743,7 +744,6 @@ def run_train(args) -> int:
 
 def _train_xgboost(args, train, valid, inputs) -> int:
     """``ltr clicks train --engine xgboost``: a GBDT model folder and clicks_training.json with the learned biases."""
-    import metrics
     from ltr.clicks.unbiased_xgboost import fit_xgboost_clicks
     from ltr.gbdt.engines import predict_gbdt, save_gbdt
     from ltr.io_utils import atomic_write_json
@@ -766,9 +766,8 @@ def _train_xgboost(args, train, valid, inputs) -> int:
     with run_folder(args.out, overwrite=args.force, kind="clicks-train", inputs=inputs) as tmp:
         save_gbdt("xgboost", booster, tmp, info, n_features=train.n_features)
         atomic_write_json(tmp / "clicks_training.json", info)
-    ev = metrics.evaluate(predict_gbdt("xgboost", booster, valid.features), valid.labels, valid.query_offsets, ["ndcg@10"])
     print(f"{args.estimator} (xgboost, {args.rounds} rounds): trained on {log.n_sessions} sessions; "
-          f"valid NDCG@10 = {ev.mean[ev.names['ndcg@10']]:.4f}")
+          f"valid NDCG@10 = {_ndcg10(predict_gbdt('xgboost', booster, valid.features), valid):.4f}")
     print("position biases t+ (clicked, relative to 1): " + ", ".join(f"{p:.3f}" for p in info["t_plus"]))
     print("position biases t- (unclicked): " + ", ".join(f"{p:.3f}" for p in info["t_minus"]))
     if _truth_line(info):
@@ -779,7 +778,6 @@ def _train_xgboost(args, train, valid, inputs) -> int:
 
 def _train_lightgbm(args, train, valid, inputs) -> int:
     """``ltr clicks train --engine lightgbm``: a LightGBM model folder and clicks_training.json."""
-    import metrics
     from ltr.clicks.unbiased_lightgbm import LIGHTGBM_ESTIMATORS, fit_lightgbm_clicks
     from ltr.gbdt.engines import predict_gbdt, save_gbdt
     from ltr.io_utils import atomic_write_json
@@ -790,10 +788,7 @@ def _train_lightgbm(args, train, valid, inputs) -> int:
     if args.propensity != "logged" and args.estimator != "ips":
         raise LtrError(f"--propensity {args.propensity} applies to --estimator ips only")
     log = _train_log(args, train)
-    curve, source = None, None
-    if args.propensity != "logged":
-        est = _estimate(_interventions(args, train)[0], args.propensity, None, 0.95)
-        curve, source = est.curve(int(log.position.max())), f"estimated from {args.propensity} traffic"
+    curve, source = _estimated_curve(args, log)
     booster, info = fit_lightgbm_clicks(train, valid, log, args.estimator, clip=args.clip, curve=curve, curve_source=source,
                                         rounds=args.rounds, seed=args.seed, progress=_progress(args))
     info.update({"log": str(args.log), "data": str(args.data), "n_sessions": log.n_sessions, "versions": _versions()})
@@ -802,11 +797,10 @@ def _train_lightgbm(args, train, valid, inputs) -> int:
         save_gbdt("lightgbm", booster, tmp, info, n_features=train.n_features)
         # LightGBM's per-round curves and importances stay out of the record (ltr gbdt's folders keep them)
         atomic_write_json(tmp / "clicks_training.json", {k: v for k, v in info.items() if k not in ("evals_result", "importance")})
-    ev = metrics.evaluate(predict_gbdt("lightgbm", booster, valid.features), valid.labels, valid.query_offsets, ["ndcg@10"])
     rounds = f"{args.rounds} rounds" if args.estimator == "pairwise-debias" else \
         f"{info['best_iteration']} of at most {args.rounds} rounds"
     print(f"{args.estimator} (lightgbm, {rounds}): trained on {log.n_sessions} sessions; "
-          f"valid NDCG@10 = {ev.mean[ev.names['ndcg@10']]:.4f}")
+          f"valid NDCG@10 = {_ndcg10(predict_gbdt('lightgbm', booster, valid.features), valid):.4f}")
     _print_propensities(info)
     print(f"wrote {args.out} (model.txt, model.json, clicks_training.json)")
     return 0
@@ -859,15 +853,21 @@ def _fit_from_log(args, train, valid, loss, cfg):
         _record_click_model(info, agg.meta)
         return model, info, agg.n_sessions
     log = _train_log(args, train)
-    curve, source = None, None
-    if args.propensity != "logged":
-        est = _estimate(log, args.propensity, None, 0.95)
-        curve, source = est.curve(int(log.position.max())), f"estimated from {args.propensity} traffic"
+    curve, source = _estimated_curve(args, log)
     model, info = fit_on_clicks(train, valid, log, args.estimator, make, loss=loss, config=cfg, clip=args.clip,
                                 curve=curve, curve_source=source, max_weight=args.max_weight, em_relevance=args.em_relevance,
                                 propensity_update=args.dla_propensity_update)
     _record_click_model(info, log.meta)
     return model, info, log.n_sessions
+
+
+def _estimated_curve(args, log) -> tuple[np.ndarray | None, str | None]:
+    """``(curve, source)`` of --propensity randomized|swap from the intervention sessions of a log held in
+    memory, over every shown position; ``(None, None)`` for the logged propensities."""
+    if args.propensity == "logged":
+        return None, None
+    est = _estimate(log, args.propensity, None, 0.95)
+    return est.curve(int(log.position.max())), f"estimated from {args.propensity} traffic"
 
 
 def _record_click_model(info: dict, meta: dict) -> None:
@@ -900,12 +900,9 @@ def _truth_line(info: dict) -> str | None:
 
 
 def metrics_on(model, ds) -> str:
-    import metrics
     from ltr.train.trainer import predict_scores
 
-    scores = predict_scores(model, ds.features, query_offsets=ds.query_offsets)
-    ev = metrics.evaluate(scores, ds.labels, ds.query_offsets, ["ndcg@10"])
-    return f"NDCG@10 = {ev.mean[ev.names['ndcg@10']]:.4f}"
+    return f"NDCG@10 = {_ndcg10(predict_scores(model, ds.features, query_offsets=ds.query_offsets), ds):.4f}"
 
 
 def _ranker_scores(path: str, ds, option: str, data_path: str) -> np.ndarray:
@@ -915,7 +912,6 @@ def _ranker_scores(path: str, ds, option: str, data_path: str) -> np.ndarray:
 
 
 def run_interleave(args) -> int:
-    import metrics
     from ltr.checks import output_file
     from ltr.clicks.interleaving import interleave_sessions, probabilistic_sessions, sessions_to_detect, sessions_to_detect_mean
     from ltr.io_utils import write_json_report
@@ -940,8 +936,7 @@ def run_interleave(args) -> int:
         if decided and out["wins_a"] != out["wins_b"]:
             out["sessions_to_detect"] = sessions_to_detect(out["wins_a"] / decided, out["ties"] / out["sessions"])
     for name, scores in (("a", a), ("b", b)):
-        ev = metrics.evaluate(scores, ds.labels, ds.query_offsets, ["ndcg@10"])
-        out[f"ndcg@10_{name}"] = float(ev.mean[ev.names["ndcg@10"]])
+        out[f"ndcg@10_{name}"] = _ndcg10(scores, ds)
     test = "t-test of the mean outcome" if args.method == "probabilistic" else "sign test"
     say(f"{args.method} interleaving, {out['sessions']} {args.model} sessions: A wins {out['wins_a']}, B wins "
         f"{out['wins_b']}, ties {out['ties']}; preference for A {out['preference_a']:.4f} ({test} p = {out['p_value']:.3g})")
