@@ -108,6 +108,18 @@ def test_cli_engine_lightgbm_writes_a_model_folder(data, tmp_path, capsys):
     # the folder scores data like any model folder
     assert main(["clicks", "evaluate", "--log", str(sim / "clicks.npz"), "--data", str(tmp_path / "train.txt"),
                  "--ranker", str(out)]) == 0
+    # pairwise-debias by default: at most 1000 rounds, stopped early on --valid
+    common = ["--data", str(tmp_path / "train.txt"), "--valid", str(tmp_path / "valid.txt"), "--log", str(sim / "clicks.npz"),
+              "--quiet"]
+    capsys.readouterr()
+    assert main(["clicks", "train", "--engine", "lightgbm", "--estimator", "pairwise-debias", "--out", str(tmp_path / "pd"),
+                 *common]) == 0
+    info = json.loads((tmp_path / "pd" / "clicks_training.json").read_text())
+    assert info["num_boost_round"] == 1000 and 1 <= info["best_iteration"] < 1000 - 50
+    assert f"(lightgbm, {info['best_iteration']} of at most 1000 rounds)" in capsys.readouterr().out
+    # --rounds means nothing to the neural engine: refused, not ignored
+    assert main(["clicks", "train", "--estimator", "naive", "--rounds", "5", "--out", str(tmp_path / "nn"), *common]) == 2
+    assert "--rounds applies to --engine xgboost and lightgbm" in capsys.readouterr().err
 
 
 def test_pairwise_debias_is_unbiased_lambdamart_on_the_shown_lists(data):
@@ -120,3 +132,29 @@ def test_pairwise_debias_is_unbiased_lambdamart_on_the_shown_lists(data):
     np.testing.assert_array_equal(booster.predict(x), direct.predict(x))
     np.testing.assert_array_equal(info["propensity"], direct.t_plus)
     assert info["propensity"][0] == 1.0 and info["best_iteration"] == 5 and booster.current_iteration() == 5
+
+
+def test_pairwise_debias_stops_early_at_the_best_validation_round(data):
+    """The kept round is the best validation NDCG@10 (recomputed by the toolkit) of an unstopped run's
+    rounds up to the stop, with that run's trees and the position biases of that round."""
+    import metrics
+    from ltr.clicks.unbiased_lambdamart import fit_unbiased_lambdamart
+
+    train, valid, log = data
+    patience = 5
+    full = fit_unbiased_lambdamart(train, log, rounds=80, params={"learning_rate": 0.1, "num_leaves": 3}, seed=1)
+    stopped = fit_unbiased_lambdamart(train, log, rounds=80, params={"learning_rate": 0.1, "num_leaves": 3}, seed=1, valid=valid,
+                                      early_stopping_rounds=patience)
+    x = np.asarray(valid.features)
+    def ndcg10(scores):
+        ev = metrics.evaluate(scores, valid.labels, valid.query_offsets, ["ndcg@10"])
+        return ev.mean[ev.names["ndcg@10"]]
+
+    curve = [ndcg10(full.booster.predict(x, num_iteration=i)) for i in range(1, 81)]
+    kept = len(stopped.history)
+    assert 1 < kept < 80 - patience  # it stopped: the check below is about early stopping, not the last round
+    best = max(curve[: kept + patience])  # no better round within the patience after the kept one
+    assert curve[kept - 1] == best and max(curve[: kept - 1]) < best  # the first round that reached it
+    np.testing.assert_array_equal(stopped.predict(x), full.booster.predict(x, num_iteration=kept))
+    np.testing.assert_array_equal(stopped.t_plus, full.history[kept - 1][0])
+    assert not np.array_equal(stopped.t_plus, full.t_plus)  # the biases of the kept round, not of the last

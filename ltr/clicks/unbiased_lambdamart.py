@@ -85,9 +85,16 @@ class UnbiasedLambdaMART:
 
 
 def fit_unbiased_lambdamart(dataset, log, *, rounds: int = 100, params: dict | None = None, sigma: float = 1.0,
-                            power: float = 0.0, seed: int = 0, debias: bool = True) -> UnbiasedLambdaMART:
+                            power: float = 0.0, seed: int = 0, debias: bool = True, valid=None,
+                            early_stopping_rounds: int | None = None, progress: bool = False) -> UnbiasedLambdaMART:
     """Boost on the log's shown lists with the debiased lambdas; ``params`` go to ``lightgbm.train``.
-    ``debias=False`` keeps t+ = t- = 1: the same objective on raw clicks (the naive baseline)."""
+    ``debias=False`` keeps t+ = t- = 1: the same objective on raw clicks (the naive baseline).
+
+    valid: a labelled data set (None: boost exactly ``rounds`` rounds); with ``early_stopping_rounds``,
+        boosting stops when its NDCG@10 (gain 2^rel - 1) has not improved for that many rounds, and the
+        model keeps the best round (at most ``rounds``) with the position biases estimated in that round.
+    progress: a bar of boosting rounds on stderr.
+    """
     import lightgbm
 
     from ltr.clicks.logged_lists import group_sessions, pair_counts
@@ -98,7 +105,6 @@ def fit_unbiased_lambdamart(dataset, log, *, rounds: int = 100, params: dict | N
         raise LtrError("unbiased LambdaMART needs sessions with a click and an unclicked item")
     mask, pos = lists.mask, lists.positions
     k = lists.docs.shape[1]
-    rows = lists.docs[mask]
     state = {"t_plus": np.ones(k), "t_minus": np.ones(k), "history": []}
 
     def objective(preds, _data):
@@ -114,7 +120,35 @@ def fit_unbiased_lambdamart(dataset, log, *, rounds: int = 100, params: dict | N
             "num_threads": 1, "deterministic": True, "force_col_wise": True}
     base.update(params or {})
     base["objective"] = objective
-    train = lightgbm.Dataset(np.asarray(dataset.features[rows]), label=np.zeros(len(rows)),
+    train = lightgbm.Dataset(np.asarray(dataset.features[lists.docs[mask]]), label=np.zeros(int(mask.sum())),
                              group=mask.sum(axis=1), free_raw_data=False)
-    booster = lightgbm.train(base, train, num_boost_round=rounds)
-    return UnbiasedLambdaMART(booster, state["t_plus"], state["t_minus"], state["history"])
+    valid_sets, callbacks = _watch_valid(train, valid, base, early_stopping_rounds, progress, rounds)
+    try:
+        booster = lightgbm.train(base, train, num_boost_round=rounds, valid_sets=valid_sets,
+                                 valid_names=["valid"] * len(valid_sets), callbacks=callbacks)
+    finally:
+        for cb in callbacks:
+            if hasattr(cb, "bar"):
+                cb.bar.close()
+    kept = booster.best_iteration if booster.best_iteration > 0 else booster.current_iteration()
+    t_plus, t_minus = state["history"][kept - 1]
+    return UnbiasedLambdaMART(booster, t_plus, t_minus, state["history"][:kept])
+
+
+def _watch_valid(train, valid, base: dict, early_stopping_rounds, progress: bool, rounds: int) -> tuple[list, list]:
+    """The validation set LightGBM scores each round (NDCG@10 on its labels, gain 2^rel - 1, set in
+    ``base``) and the callbacks: early stopping on it, a progress bar of rounds."""
+    import lightgbm
+
+    from ltr.gbdt.lightgbm import early_stopping_callback, label_table, rounds_progress_callback
+
+    valid_sets, callbacks = [], []
+    if valid is not None and early_stopping_rounds:
+        codes, label_gain, _ = label_table(valid.labels, "exp2", where="validation labels")
+        base.update({"metric": "ndcg", "eval_at": [10], "label_gain": label_gain})
+        valid_sets.append(lightgbm.Dataset(np.asarray(valid.features), label=codes, group=np.diff(valid.query_offsets),
+                                           reference=train))
+        callbacks.append(early_stopping_callback("ndcg@10", int(early_stopping_rounds)))
+    if progress:
+        callbacks.append(rounds_progress_callback(rounds))
+    return valid_sets, callbacks

@@ -13,14 +13,15 @@ For the first three, every logged session with a click becomes one query group o
   row at position r scores ``f(x) + b_r``, and the model kept is ``f`` alone. LightGBM does not
   expose the learned ``b_r``, so no propensities are recorded for it.
 
-These stop early on the validation set's NDCG@10 (true labels), as the other ``ltr clicks train``
-estimators do; the log is held in memory as sessions x shown items rows.
-
 * ``pairwise-debias``: Hu et al.'s Unbiased LambdaMART as a LightGBM custom objective
   (:mod:`ltr.clicks.unbiased_lambdamart`) on the distinct shown lists and their click-pair counts,
   so its cost does not grow with the sessions; it learns the position biases t+ (recorded as the
-  propensities) and t-, and boosts exactly ``rounds`` rounds at learning rate 0.05, without early
-  stopping (too many rounds overfit: docs/experiments.md, "LightGBM on the clicks").
+  propensities, those of the kept round) and t-, at learning rate 0.05.
+
+All four stop early on the validation set's NDCG@10 (true labels; patience
+:data:`EARLY_STOPPING_ROUNDS`), as the other ``ltr clicks train`` estimators do, and keep the best
+round: Unbiased LambdaMART overfits when boosted too long (docs/experiments.md, "LightGBM on the
+clicks"). The first three hold the log in memory as sessions x shown items rows.
 """
 
 from __future__ import annotations
@@ -36,15 +37,17 @@ __all__ = ["LIGHTGBM_ESTIMATORS", "fit_lightgbm_clicks"]
 
 #: the estimators of ``ltr clicks train --engine lightgbm``
 LIGHTGBM_ESTIMATORS = ("naive", "ips", "position-bias", "pairwise-debias")
+#: rounds without a better validation NDCG@10 before boosting stops (train_lightgbm's default)
+EARLY_STOPPING_ROUNDS = 50
 #: Unbiased LambdaMART's learning rate (the unbiased-LTR study's)
 PAIRWISE_LEARNING_RATE = 0.05
 
 
 def fit_lightgbm_clicks(dataset, valid, log: ClickLog, estimator: str, *, clip: float = 0.01, curve: Any = None,
-                        curve_source: str | None = None, rounds: int = 100, seed: int = 0,
+                        curve_source: str | None = None, rounds: int = 1000, seed: int = 0,
                         progress: bool = False) -> tuple[Any, dict]:
-    """Boost at most ``rounds`` rounds on the sessions of ``log`` (features of ``dataset``), stopping early
-    on ``valid`` (``pairwise-debias``: exactly ``rounds`` rounds on the shown lists); ``(booster, info)``.
+    """Boost at most ``rounds`` rounds on the sessions of ``log`` (features of ``dataset``; ``pairwise-debias``:
+    on the shown lists), stopping early on ``valid``'s NDCG@10; ``(booster, info)``.
     ``curve`` (``ips`` only): propensities by position (θ_1 first) in place of the logged ones. ``info``:
     LightGBM's training record plus the estimator, the clip rule and the propensities used."""
     from ltr.clicks.ips import click_training_set
@@ -56,12 +59,13 @@ def fit_lightgbm_clicks(dataset, valid, log: ClickLog, estimator: str, *, clip: 
     if curve is not None and estimator != "ips":
         raise LtrError("estimated propensities apply to --estimator ips only")
     if estimator == "pairwise-debias":
-        return _fit_pairwise_debias(dataset, log, rounds, seed)
+        return _fit_pairwise_debias(dataset, valid, log, rounds, seed, progress)
     entry_p = None if curve is None else _curve_per_entry(log, curve)
     train_set, position = click_training_set(dataset, log, weighting="ips" if estimator == "ips" else "none",
                                              clip=clip, propensity=entry_p)
     booster, info = train_lightgbm(train_set, valid, position=position if estimator == "position-bias" else None,
-                                   num_boost_round=int(rounds), seed=seed, progress=progress)
+                                   num_boost_round=int(rounds), early_stopping_rounds=EARLY_STOPPING_ROUNDS, seed=seed,
+                                   progress=progress)
     info.update({"engine": "lightgbm", "estimator": estimator, "n_groups": int(train_set.n_queries)})
     if estimator == "ips":
         info.update({"clip": clip, "clip_rule": f"propensities floored at {clip}: weights at most {1 / clip:g}"})
@@ -74,14 +78,16 @@ def fit_lightgbm_clicks(dataset, valid, log: ClickLog, estimator: str, *, clip: 
     return booster, info
 
 
-def _fit_pairwise_debias(dataset, log: ClickLog, rounds: int, seed: int) -> tuple[Any, dict]:
-    """Unbiased LambdaMART on the shown lists: the booster and its record (t+ as the propensities)."""
+def _fit_pairwise_debias(dataset, valid, log: ClickLog, rounds: int, seed: int, progress: bool) -> tuple[Any, dict]:
+    """Unbiased LambdaMART on the shown lists: the booster and its record (t+ of the kept round as the
+    propensities)."""
     from ltr.clicks.unbiased_lambdamart import fit_unbiased_lambdamart
 
     fit = fit_unbiased_lambdamart(dataset, log, rounds=int(rounds), params={"learning_rate": PAIRWISE_LEARNING_RATE},
-                                  seed=seed)
-    info = {"engine": "lightgbm", "estimator": "pairwise-debias", "best_iteration": int(rounds),
-            "num_boost_round": int(rounds), "learning_rate": PAIRWISE_LEARNING_RATE,
+                                  seed=seed, valid=valid, early_stopping_rounds=EARLY_STOPPING_ROUNDS, progress=progress)
+    info = {"engine": "lightgbm", "estimator": "pairwise-debias", "best_iteration": len(fit.history),
+            "num_boost_round": int(rounds), "early_stopping_rounds": EARLY_STOPPING_ROUNDS,
+            "learning_rate": PAIRWISE_LEARNING_RATE,
             "propensity": [float(v) for v in fit.t_plus], "propensity_unclicked": [float(v) for v in fit.t_minus],
             "propensity_source": "Unbiased LambdaMART (t+ of clicked items, learned with the trees)"}
     return fit.booster, info

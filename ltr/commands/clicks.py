@@ -33,6 +33,10 @@ from ltr.study.report_table import markdown_table
 
 #: queries of --data the default logging ranker is fitted on (--logger-ridge)
 DEFAULT_LOGGER_QUERIES = 10
+#: ``clicks train --rounds`` by engine: XGBoost boosts exactly this many; LightGBM at most this many,
+#: stopping early on --valid (as ``ltr gbdt``'s 1000)
+XGBOOST_ROUNDS = 100
+LIGHTGBM_ROUNDS = 1000
 
 
 # long: argparse declarations of the sub-commands, one statement per option; splitting them would scatter the CLI's help
@@ -236,9 +240,10 @@ def _register_train(sub, fmt) -> None:
                    "lightgbm: LightGBM lambdarank on the sessions with raw clicks (naive), inverse-propensity item "
                    "weights (ips) or the shown positions for its position-bias model (position-bias), or Unbiased "
                    "LambdaMART on the shown lists (pairwise-debias)")
-    t.add_argument("--rounds", type=COUNT, default=100,
-                   help="--engine xgboost, and lightgbm's pairwise-debias: boosting rounds; --engine lightgbm's other "
-                   "estimators: at most this many, stopping early on --valid")
+    t.add_argument("--rounds", type=COUNT, default=None,
+                   help=f"boosting rounds: exactly this many with --engine xgboost ({XGBOOST_ROUNDS} when not given); at most "
+                   f"this many with --engine lightgbm ({LIGHTGBM_ROUNDS} when not given), stopping early on --valid's "
+                   "NDCG@10 (patience 50)")
     t.add_argument("--bias-norm", type=number(min=0), default=None,
                    help="--engine xgboost: lambdarank_bias_norm p, the position biases' exponent 1/(p+1) (default: XGBoost's)")
     _add_log_read_options(t)
@@ -727,6 +732,8 @@ def run_train(args) -> int:
         return _train_lightgbm(args, train, valid, inputs)
     if args.estimator == "position-bias":
         raise LtrError("--estimator position-bias is LightGBM's position-bias model: give --engine lightgbm")
+    if args.rounds is not None:
+        raise LtrError("--rounds applies to --engine xgboost and lightgbm: the neural engine trains --epochs")
     cfg = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
                       progress=_progress(args), metrics=("ndcg@10",))
     model, info, n_sessions = _fit_from_log(args, train, valid, loss, cfg)
@@ -755,6 +762,7 @@ def _train_xgboost(args, train, valid, inputs) -> int:
     if args.propensity != "logged":
         raise LtrError("--engine xgboost learns its position biases itself: --propensity does not apply")
     log = _train_log(args, train)
+    args.rounds = args.rounds or XGBOOST_ROUNDS
     booster, info = fit_xgboost_clicks(train, log, unbiased=args.estimator == "pairwise-debias", bias_norm=args.bias_norm,
                                        rounds=args.rounds, seed=args.seed)
     # naive uses no propensities (t+ stays 1): none is recorded, so none is set against the truth
@@ -789,6 +797,7 @@ def _train_lightgbm(args, train, valid, inputs) -> int:
         raise LtrError(f"--propensity {args.propensity} applies to --estimator ips only")
     log = _train_log(args, train)
     curve, source = _estimated_curve(args, log)
+    args.rounds = args.rounds or LIGHTGBM_ROUNDS
     booster, info = fit_lightgbm_clicks(train, valid, log, args.estimator, clip=args.clip, curve=curve, curve_source=source,
                                         rounds=args.rounds, seed=args.seed, progress=_progress(args))
     info.update({"log": str(args.log), "data": str(args.data), "n_sessions": log.n_sessions, "versions": _versions()})
@@ -797,9 +806,7 @@ def _train_lightgbm(args, train, valid, inputs) -> int:
         save_gbdt("lightgbm", booster, tmp, info, n_features=train.n_features)
         # LightGBM's per-round curves and importances stay out of the record (ltr gbdt's folders keep them)
         atomic_write_json(tmp / "clicks_training.json", {k: v for k, v in info.items() if k not in ("evals_result", "importance")})
-    rounds = f"{args.rounds} rounds" if args.estimator == "pairwise-debias" else \
-        f"{info['best_iteration']} of at most {args.rounds} rounds"
-    print(f"{args.estimator} (lightgbm, {rounds}): trained on {log.n_sessions} sessions; "
+    print(f"{args.estimator} (lightgbm, {info['best_iteration']} of at most {args.rounds} rounds): trained on {log.n_sessions} sessions; "
           f"valid NDCG@10 = {_ndcg10(predict_gbdt('lightgbm', booster, valid.features), valid):.4f}")
     _print_propensities(info)
     print(f"wrote {args.out} (model.txt, model.json, clicks_training.json)")

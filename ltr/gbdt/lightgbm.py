@@ -43,7 +43,7 @@ from ltr.errors import LtrError
 from ltr.io_utils import atomic_path, atomic_write_json
 
 __all__ = ["train_lightgbm", "label_table", "predict_booster", "save_booster", "load_booster", "booster_importance", "DEFAULT_PARAMS",
-           "histogram_choice"]
+           "histogram_choice", "early_stopping_callback", "rounds_progress_callback"]
 
 DEFAULT_PARAMS: dict[str, Any] = {
     "objective": "lambdarank",
@@ -244,12 +244,12 @@ def _valid_sets_and_callbacks(
         )
         valid_names.append("valid")
         if early_stopping_rounds:
-            callbacks.append(_early_stopping(f"ndcg@{int(monitor_k)}", int(early_stopping_rounds)))
+            callbacks.append(early_stopping_callback(f"ndcg@{int(monitor_k)}", int(early_stopping_rounds)))
     if valid_sets:
         callbacks.append(lgb.record_evaluation(evals_result))
     callbacks.extend(extra_callbacks)
     if progress:
-        callbacks.append(_tqdm_callback(num_boost_round))
+        callbacks.append(rounds_progress_callback(num_boost_round))
     return valid_sets, valid_names, callbacks
 
 
@@ -269,7 +269,7 @@ def _booster_info(booster, evals_result, merged, label_gain, values, names, num_
     }
 
 
-def _early_stopping(metric: str, rounds: int):
+def early_stopping_callback(metric: str, rounds: int):
     """Stop when validation ``metric`` has not improved for ``rounds`` rounds; keep its best round."""
     import lightgbm as lgb
 
@@ -290,7 +290,8 @@ def _early_stopping(metric: str, rounds: int):
     return callback
 
 
-def _tqdm_callback(total: int):
+def rounds_progress_callback(total: int):
+    """A tqdm bar of boosting rounds (stderr); the caller closes ``callback.bar``."""
     from tqdm.auto import tqdm
 
     bar = tqdm(total=total, desc="boosting rounds")
