@@ -158,3 +158,27 @@ def test_pairwise_debias_stops_early_at_the_best_validation_round(data):
     np.testing.assert_array_equal(stopped.predict(x), full.booster.predict(x, num_iteration=kept))
     np.testing.assert_array_equal(stopped.t_plus, full.history[kept - 1][0])
     assert not np.array_equal(stopped.t_plus, full.t_plus)  # the biases of the kept round, not of the last
+
+
+def test_pairwise_debias_streams_a_parquet_log_and_equals_the_log_in_memory(data, tmp_path, capsys):
+    """On a Parquet log, --engine lightgbm's pairwise-debias reads the shown lists in record batches (a few
+    rows each here) and trains the same booster as on the same log held whole (the .npz)."""
+    train, valid, _ = data
+    save_svmlight(train, tmp_path / "train.txt")
+    save_svmlight(valid, tmp_path / "valid.txt")
+    base = ["--data", str(tmp_path / "train.txt"), "--top-k", "8", "--sessions-per-query", "20", "--seed", "4", "--quiet"]
+    assert main(["clicks", "simulate", "--out", str(tmp_path / "npz"), *base]) == 0
+    assert main(["clicks", "simulate", "--out", str(tmp_path / "pq"), "--format", "parquet", *base]) == 0
+    models = {}
+    for name, log in (("whole", tmp_path / "npz" / "clicks.npz"), ("streamed", tmp_path / "pq" / "clicks.parquet")):
+        out = tmp_path / f"m_{name}"
+        assert main(["clicks", "train", "--engine", "lightgbm", "--estimator", "pairwise-debias", "--data",
+                     str(tmp_path / "train.txt"), "--valid", str(tmp_path / "valid.txt"), "--log", str(log),
+                     "--out", str(out), "--rounds", "30", "--read-rows", "37", "--quiet"]) == 0
+        models[name] = (lgb.Booster(model_file=str(out / "model.txt")), json.loads((out / "clicks_training.json").read_text()))
+    (whole, info_w), (streamed, info_s) = models["whole"], models["streamed"]
+    assert info_s["log_read"] == "streamed per shown list" and "log_read" not in info_w
+    assert info_s["n_sessions"] == info_w["n_sessions"] == 20 * train.n_queries
+    np.testing.assert_array_equal(info_s["propensity"], info_w["propensity"])
+    x = np.asarray(valid.features)
+    np.testing.assert_array_equal(streamed.predict(x), whole.predict(x))

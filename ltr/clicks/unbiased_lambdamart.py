@@ -28,7 +28,8 @@ import numpy as np
 
 from ltr.errors import LtrError
 
-__all__ = ["pair_lambdas", "update_position_biases", "UnbiasedLambdaMART", "fit_unbiased_lambdamart"]
+__all__ = ["pair_lambdas", "update_position_biases", "UnbiasedLambdaMART", "fit_unbiased_lambdamart",
+           "fit_unbiased_lambdamart_on_lists"]
 
 
 def _ranks(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -95,13 +96,24 @@ def fit_unbiased_lambdamart(dataset, log, *, rounds: int = 100, params: dict | N
         model keeps the best round (at most ``rounds``) with the position biases estimated in that round.
     progress: a bar of boosting rounds on stderr.
     """
-    import lightgbm
-
     from ltr.clicks.logged_lists import group_sessions, pair_counts
 
     lists = group_sessions(log)
-    pairs = pair_counts(log, lists)
-    if pairs.sum() <= 0:
+    return fit_unbiased_lambdamart_on_lists(dataset, lists, pair_counts(log, lists), rounds=rounds, params=params,
+                                            sigma=sigma, power=power, seed=seed, debias=debias, valid=valid,
+                                            early_stopping_rounds=early_stopping_rounds, progress=progress)
+
+
+def fit_unbiased_lambdamart_on_lists(dataset, lists, pairs, *, rounds: int = 100, params: dict | None = None,
+                                     sigma: float = 1.0, power: float = 0.0, seed: int = 0, debias: bool = True,
+                                     valid=None, early_stopping_rounds: int | None = None,
+                                     progress: bool = False) -> UnbiasedLambdaMART:
+    """:func:`fit_unbiased_lambdamart` on a log's distinct shown lists and their click-pair counts
+    (:func:`ltr.clicks.logged_lists.group_sessions` and ``pair_counts``, or
+    :func:`ltr.clicks.list_stream.stream_shown_lists` for a Parquet log larger than memory)."""
+    import lightgbm
+
+    if pairs is None or pairs.sum() <= 0:
         raise LtrError("unbiased LambdaMART needs sessions with a click and an unclicked item")
     mask, pos = lists.mask, lists.positions
     k = lists.docs.shape[1]

@@ -15,7 +15,8 @@ For the first three, every logged session with a click becomes one query group o
 
 * ``pairwise-debias``: Hu et al.'s Unbiased LambdaMART as a LightGBM custom objective
   (:mod:`ltr.clicks.unbiased_lambdamart`) on the distinct shown lists and their click-pair counts,
-  so its cost does not grow with the sessions; it learns the position biases t+ (recorded as the
+  so its cost does not grow with the sessions (:func:`fit_pairwise_debias_on_lists` takes the lists
+  streamed from a Parquet log); it learns the position biases t+ (recorded as the
   propensities, those of the kept round) and t-, at learning rate 0.05.
 
 All four stop early on the validation set's NDCG@10 (true labels; patience
@@ -33,7 +34,7 @@ import numpy as np
 from ltr.clicks.click_models import ClickLog
 from ltr.errors import LtrError
 
-__all__ = ["LIGHTGBM_ESTIMATORS", "fit_lightgbm_clicks"]
+__all__ = ["LIGHTGBM_ESTIMATORS", "fit_lightgbm_clicks", "fit_pairwise_debias_on_lists"]
 
 #: the estimators of ``ltr clicks train --engine lightgbm``
 LIGHTGBM_ESTIMATORS = ("naive", "ips", "position-bias", "pairwise-debias")
@@ -59,7 +60,11 @@ def fit_lightgbm_clicks(dataset, valid, log: ClickLog, estimator: str, *, clip: 
     if curve is not None and estimator != "ips":
         raise LtrError("estimated propensities apply to --estimator ips only")
     if estimator == "pairwise-debias":
-        return _fit_pairwise_debias(dataset, valid, log, rounds, seed, progress)
+        from ltr.clicks.logged_lists import group_sessions, pair_counts
+
+        lists = group_sessions(log)
+        return fit_pairwise_debias_on_lists(dataset, valid, lists, pair_counts(log, lists), rounds=rounds, seed=seed,
+                                            progress=progress)
     entry_p = None if curve is None else _curve_per_entry(log, curve)
     train_set, position = click_training_set(dataset, log, weighting="ips" if estimator == "ips" else "none",
                                              clip=clip, propensity=entry_p)
@@ -78,16 +83,19 @@ def fit_lightgbm_clicks(dataset, valid, log: ClickLog, estimator: str, *, clip: 
     return booster, info
 
 
-def _fit_pairwise_debias(dataset, valid, log: ClickLog, rounds: int, seed: int, progress: bool) -> tuple[Any, dict]:
-    """Unbiased LambdaMART on the shown lists: the booster and its record (t+ of the kept round as the
-    propensities)."""
-    from ltr.clicks.unbiased_lambdamart import fit_unbiased_lambdamart
+def fit_pairwise_debias_on_lists(dataset, valid, lists, pairs, *, rounds: int = 1000, seed: int = 0,
+                                 progress: bool = False) -> tuple[Any, dict]:
+    """``pairwise-debias`` on a log's distinct shown lists and their click-pair counts (those of
+    :func:`ltr.clicks.list_stream.stream_shown_lists` for a Parquet log read in record batches):
+    the booster and its record (t+ of the kept round as the propensities)."""
+    from ltr.clicks.unbiased_lambdamart import fit_unbiased_lambdamart_on_lists
 
-    fit = fit_unbiased_lambdamart(dataset, log, rounds=int(rounds), params={"learning_rate": PAIRWISE_LEARNING_RATE},
-                                  seed=seed, valid=valid, early_stopping_rounds=EARLY_STOPPING_ROUNDS, progress=progress)
+    fit = fit_unbiased_lambdamart_on_lists(dataset, lists, pairs, rounds=int(rounds), seed=seed, valid=valid,
+                                           params={"learning_rate": PAIRWISE_LEARNING_RATE},
+                                           early_stopping_rounds=EARLY_STOPPING_ROUNDS, progress=progress)
     info = {"engine": "lightgbm", "estimator": "pairwise-debias", "best_iteration": len(fit.history),
             "num_boost_round": int(rounds), "early_stopping_rounds": EARLY_STOPPING_ROUNDS,
-            "learning_rate": PAIRWISE_LEARNING_RATE,
+            "learning_rate": PAIRWISE_LEARNING_RATE, "n_lists": int(lists.n_groups),
             "propensity": [float(v) for v in fit.t_plus], "propensity_unclicked": [float(v) for v in fit.t_minus],
             "propensity_source": "Unbiased LambdaMART (t+ of clicked items, learned with the trees)"}
     return fit.booster, info

@@ -786,7 +786,7 @@ def _train_xgboost(args, train, valid, inputs) -> int:
 
 def _train_lightgbm(args, train, valid, inputs) -> int:
     """``ltr clicks train --engine lightgbm``: a LightGBM model folder and clicks_training.json."""
-    from ltr.clicks.unbiased_lightgbm import LIGHTGBM_ESTIMATORS, fit_lightgbm_clicks
+    from ltr.clicks.unbiased_lightgbm import LIGHTGBM_ESTIMATORS
     from ltr.gbdt.engines import predict_gbdt, save_gbdt
     from ltr.io_utils import atomic_write_json
     from ltr.runs.folder import run_folder
@@ -795,22 +795,39 @@ def _train_lightgbm(args, train, valid, inputs) -> int:
         raise LtrError(f"--engine lightgbm trains --estimator {', '.join(LIGHTGBM_ESTIMATORS)}, not {args.estimator}")
     if args.propensity != "logged" and args.estimator != "ips":
         raise LtrError(f"--propensity {args.propensity} applies to --estimator ips only")
-    log = _train_log(args, train)
-    curve, source = _estimated_curve(args, log)
     args.rounds = args.rounds or LIGHTGBM_ROUNDS
-    booster, info = fit_lightgbm_clicks(train, valid, log, args.estimator, clip=args.clip, curve=curve, curve_source=source,
-                                        rounds=args.rounds, seed=args.seed, progress=_progress(args))
-    info.update({"log": str(args.log), "data": str(args.data), "n_sessions": log.n_sessions, "versions": _versions()})
-    _record_click_model(info, log.meta)
+    booster, info, n_sessions, meta = _fit_lightgbm_from_log(args, train, valid)
+    info.update({"log": str(args.log), "data": str(args.data), "n_sessions": n_sessions, "versions": _versions()})
+    _record_click_model(info, meta)
     with run_folder(args.out, overwrite=args.force, kind="clicks-train", inputs=inputs) as tmp:
         save_gbdt("lightgbm", booster, tmp, info, n_features=train.n_features)
         # LightGBM's per-round curves and importances stay out of the record (ltr gbdt's folders keep them)
         atomic_write_json(tmp / "clicks_training.json", {k: v for k, v in info.items() if k not in ("evals_result", "importance")})
-    print(f"{args.estimator} (lightgbm, {info['best_iteration']} of at most {args.rounds} rounds): trained on {log.n_sessions} sessions; "
+    print(f"{args.estimator} (lightgbm, {info['best_iteration']} of at most {args.rounds} rounds): trained on {n_sessions} sessions; "
           f"valid NDCG@10 = {_ndcg10(predict_gbdt('lightgbm', booster, valid.features), valid):.4f}")
     _print_propensities(info)
     print(f"wrote {args.out} (model.txt, model.json, clicks_training.json)")
     return 0
+
+
+def _fit_lightgbm_from_log(args, train, valid):
+    """``(booster, info, n_sessions, log meta)`` of ``--engine lightgbm``: pairwise-debias on a Parquet log
+    from its shown lists read in record batches (bounded memory), anything else from the log in memory."""
+    from ltr.clicks.log_table import is_log_table
+    from ltr.clicks.unbiased_lightgbm import fit_lightgbm_clicks, fit_pairwise_debias_on_lists
+
+    streamed = _stream_lists(args, train) if args.estimator == "pairwise-debias" and is_log_table(args.log) else None
+    if streamed is not None:
+        lists, pairs, meta = streamed
+        booster, info = fit_pairwise_debias_on_lists(train, valid, lists, pairs, rounds=args.rounds, seed=args.seed,
+                                                     progress=_progress(args))
+        info["log_read"] = "streamed per shown list"
+        return booster, info, int(lists.sessions.sum()), meta
+    log = _train_log(args, train)
+    curve, source = _estimated_curve(args, log)
+    booster, info = fit_lightgbm_clicks(train, valid, log, args.estimator, clip=args.clip, curve=curve, curve_source=source,
+                                        rounds=args.rounds, seed=args.seed, progress=_progress(args))
+    return booster, info, log.n_sessions, log.meta
 
 
 def _stream_lists(args, train):
