@@ -76,9 +76,40 @@ def test_cli_engine_xgboost_records_the_biases(pbm, tmp_path, capsys):
     assert info["engine"] == "xgboost" and info["params"]["lambdarank_unbiased"] is True
     assert info["propensity"] == info["t_plus"] and info["t_plus"][0] == 1.0 and info["t_plus"][3] < info["t_plus"][1]
     assert json.loads((out / "model.json").read_text())["type"] == "xgboost"
-    assert "position biases t+" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "position biases t+" in printed and f"(xgboost, {info['best_iteration']} of at most 30 rounds)" in printed
+    assert info["early_stopping_rounds"] == 50 and 1 <= info["best_iteration"] <= info["rounds_run"] <= 30
     # The model folder ranks like any other.
     assert main(["clicks", "evaluate", "--log", str(sim / "clicks.npz"), "--data", str(data), "--ranker", str(out)]) == 0
     assert main(["clicks", "train", "--engine", "xgboost", "--estimator", "ips", "--data", str(data), "--valid",
                  str(data), "--log", str(sim / "clicks.npz"), "--out", str(tmp_path / "x")]) == 2
     assert "pairwise-debias" in capsys.readouterr().err
+
+
+def test_early_stopping_keeps_the_best_validation_round_and_its_biases(pbm):
+    """With a validation set, the kept round is the first with the best toolkit NDCG@10 among the rounds
+    up to the stop; the booster and the position biases are those of an unstopped run at that round.
+    Half-grade labels: XGBoost's own ndcg would refuse them, the toolkit's monitor judges the rounds."""
+    import metrics
+    import xgboost as xgb
+
+    ds, log = pbm
+    valid = RankingDataset(ds.features, ds.labels / 2, ds.query_offsets, ds.query_ids)
+    params = {"eta": 0.5, "max_depth": 4}
+    stopped, info = fit_xgboost_clicks(ds, log, rounds=200, seed=3, params=params, valid=valid, early_stopping_rounds=5)
+    full, _ = fit_xgboost_clicks(ds, log, rounds=200, seed=3, params=params)
+    x = xgb.DMatrix(ds.features)
+
+    def ndcg10(rounds):
+        ev = metrics.evaluate(full.predict(x, output_margin=True, iteration_range=(0, rounds)), valid.labels,
+                              valid.query_offsets, ["ndcg@10"])
+        return ev.mean[ev.names["ndcg@10"]]
+
+    kept, run = info["best_iteration"], info["rounds_run"]
+    assert 1 < kept < run == kept + 5 < 200  # it stopped five rounds after the best
+    curve = [ndcg10(r) for r in range(1, run + 1)]
+    assert curve[kept - 1] == max(curve) and max(curve[: kept - 1]) < curve[kept - 1]
+    np.testing.assert_array_equal(stopped.predict(x), full.predict(x, iteration_range=(0, kept)))
+    at_kept = fit_xgboost_clicks(ds, log, rounds=kept, seed=3, params=params)[1]
+    assert info["t_plus"] == at_kept["t_plus"] and info["t_minus"] == at_kept["t_minus"]
+    assert info["t_plus"] != fit_xgboost_clicks(ds, log, rounds=run, seed=3, params=params)[1]["t_plus"]

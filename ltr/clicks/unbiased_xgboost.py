@@ -9,8 +9,9 @@ relative to position 1, with the exponent ``1 / (p + 1)``, ``p = lambdarank_bias
 XGBoost takes an item's *position* from its place within its query group, so every logged session
 is one group, its items in shown order (position 1 first), labelled by their clicks (0 / 1). The
 learned ``t+`` ("ti+") and ``t-`` ("tj-") are read from the booster's saved configuration and cut
-to the shown positions; ``t+`` is the examination propensity estimate. Needs ``pip install
-'ltr[xgboost]'``; the log is held in memory as sessions x shown items rows.
+to the shown positions; ``t+`` is the examination propensity estimate. With a validation set the
+booster stops early on the toolkit's NDCG@10 and keeps the best round and its biases. Needs ``pip
+install 'ltr[xgboost]'``; the log is held in memory as sessions x shown items rows.
 """
 
 from __future__ import annotations
@@ -45,32 +46,71 @@ def session_groups(log: ClickLog) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def fit_xgboost_clicks(dataset, log: ClickLog, *, unbiased: bool = True, bias_norm: float | None = None,
                        rounds: int = 100, params: dict | None = None, seed: int = 0, threads: int = 1,
-                       objective: str = "rank:ndcg") -> tuple[Any, dict]:
+                       objective: str = "rank:ndcg", valid=None, early_stopping_rounds: int | None = None,
+                       progress: bool = False) -> tuple[Any, dict]:
     """Boost ``rounds`` rounds on the sessions of ``log`` (features of ``dataset``); ``(booster, info)`` with
     ``info["t_plus"]`` / ``["t_minus"]`` the position biases XGBoost learned (all 1 when ``unbiased`` is
-    false: plain LambdaMART on raw clicks, the naive baseline) and ``info["params"]`` what ``xgb.train`` got."""
+    false: plain LambdaMART on raw clicks, the naive baseline) and ``info["params"]`` what ``xgb.train`` got.
+
+    valid: a labelled data set; with ``early_stopping_rounds``, boosting stops when the toolkit's
+    NDCG@10 on it (gain 2^rel - 1) has not improved for that many rounds, and the booster is cut to the
+    best round, whose position biases ``info`` holds. ``progress``: a bar of boosting rounds on stderr.
+    """
+    from ltr.gbdt.common import ValidationMonitor, progress_bar
     from ltr.gbdt.engines import import_engine
+    from ltr.gbdt.xgboost import round_callback
 
     xgb = import_engine("xgboost")
     rows, clicks, group = session_groups(log)
     if rows.max() >= dataset.n_items:
         raise LtrError(f"the click log refers to rows beyond the data set ({dataset.n_items} rows)")
+    merged = _merged_params(params, seed, threads, objective, unbiased, bias_norm)
+    matrix = xgb.DMatrix(np.asarray(dataset.features)[rows], label=clicks, qid=group)
+    k = int(log.position.max())
+    biases: list = []  # (t+, t-) after each round
+    evals, monitor = [], None
+    if valid is not None and early_stopping_rounds:
+        # registered as an evaluation matrix so that XGBoost caches its predictions from round to round
+        qid = np.repeat(np.arange(valid.n_queries), np.diff(valid.query_offsets))
+        evals = [(xgb.DMatrix(np.asarray(valid.features), label=np.asarray(valid.labels, dtype=np.float32), qid=qid),
+                  "valid")]
+        monitor = ValidationMonitor(valid, 10, "exp2", early_stopping_rounds)
+        merged["disable_default_eval_metric"] = 1  # the monitor judges the rounds (any label, the toolkit's NDCG)
+    bar = progress_bar(int(rounds), progress)
+    try:
+        booster = xgb.train(merged, matrix, num_boost_round=int(rounds), evals=evals, verbose_eval=False,
+                            callbacks=[round_callback(evals, monitor, bar, lambda b: biases.append(_biases(b, k)))])
+    except xgb.core.XGBoostError as exc:
+        raise LtrError(f"XGBoost refused the data or parameters: {' '.join(str(exc).split())[:500]}") from None
+    finally:
+        if bar is not None:
+            bar.close()
+    best = monitor.best_round if monitor is not None and monitor.best_round > 0 else booster.num_boosted_rounds()
+    rounds_run = booster.num_boosted_rounds()
+    if best < rounds_run:
+        booster = booster[:best]
+    config = json.loads(booster.save_config())["learner"]["objective"]
+    t_plus, t_minus = biases[best - 1]
+    info = {"engine": "xgboost", "objective": objective, "best_iteration": int(best), "rounds_run": int(rounds_run),
+            "num_boost_round": int(rounds), "early_stopping_rounds": early_stopping_rounds if monitor else None,
+            "params": merged, "lambdarank_bias_norm": float(config["lambdarank_param"]["lambdarank_bias_norm"]),
+            "t_plus": t_plus, "t_minus": t_minus, "xgboost_version": xgb.__version__, "n_groups": int(log.n_sessions)}
+    return booster, info
+
+
+def _merged_params(params, seed: int, threads: int, objective: str, unbiased: bool, bias_norm) -> dict[str, Any]:
+    """What ``xgb.train`` gets: the caller's ``params`` under the seed, threads, objective and bias settings."""
     merged: dict[str, Any] = {"seed": int(seed), "nthread": int(threads), **(params or {}), "objective": objective,
                               "lambdarank_unbiased": bool(unbiased)}
     if bias_norm is not None:
         if bias_norm < 0:
             raise LtrError(f"lambdarank_bias_norm must be >= 0, got {bias_norm}")
         merged["lambdarank_bias_norm"] = float(bias_norm)
-    matrix = xgb.DMatrix(np.asarray(dataset.features)[rows], label=clicks, qid=group)
-    try:
-        booster = xgb.train(merged, matrix, num_boost_round=int(rounds))
-    except xgb.core.XGBoostError as exc:
-        raise LtrError(f"XGBoost refused the data or parameters: {' '.join(str(exc).split())[:500]}") from None
+    return merged
+
+
+def _biases(booster, k: int) -> tuple[list, list]:
+    """The position biases ``(t+, t-)`` of the booster's objective now, cut to ``k`` positions (all 1 when
+    the objective learns none)."""
     config = json.loads(booster.save_config())["learner"]["objective"]
-    k = int(log.position.max())
-    info = {"engine": "xgboost", "objective": objective, "best_iteration": int(rounds), "params": merged,
-            "lambdarank_bias_norm": float(config["lambdarank_param"]["lambdarank_bias_norm"]),
-            "t_plus": [float(v) for v in config.get("ti+", [1.0] * k)[:k]],
-            "t_minus": [float(v) for v in config.get("tj-", [1.0] * k)[:k]],
-            "xgboost_version": xgb.__version__, "n_groups": int(log.n_sessions)}
-    return booster, info
+    return ([float(v) for v in config.get("ti+", [1.0] * k)[:k]], [float(v) for v in config.get("tj-", [1.0] * k)[:k]])

@@ -33,10 +33,10 @@ from ltr.study.report_table import markdown_table
 
 #: queries of --data the default logging ranker is fitted on (--logger-ridge)
 DEFAULT_LOGGER_QUERIES = 10
-#: ``clicks train --rounds`` by engine: XGBoost boosts exactly this many; LightGBM at most this many,
-#: stopping early on --valid (as ``ltr gbdt``'s 1000)
-XGBOOST_ROUNDS = 100
-LIGHTGBM_ROUNDS = 1000
+#: ``clicks train --rounds`` of the GBDT engines: at most this many, stopping early on --valid (as ``ltr gbdt``)
+GBDT_ROUNDS = 1000
+#: rounds without a better --valid NDCG@10 before a GBDT engine stops (as ``ltr gbdt``)
+GBDT_PATIENCE = 50
 
 
 # long: argparse declarations of the sub-commands, one statement per option; splitting them would scatter the CLI's help
@@ -241,9 +241,8 @@ def _register_train(sub, fmt) -> None:
                    "weights (ips) or the shown positions for its position-bias model (position-bias), or Unbiased "
                    "LambdaMART on the shown lists (pairwise-debias)")
     t.add_argument("--rounds", type=COUNT, default=None,
-                   help=f"boosting rounds: exactly this many with --engine xgboost ({XGBOOST_ROUNDS} when not given); at most "
-                   f"this many with --engine lightgbm ({LIGHTGBM_ROUNDS} when not given), stopping early on --valid's "
-                   "NDCG@10 (patience 50)")
+                   help=f"--engine xgboost and lightgbm: at most this many boosting rounds (default {GBDT_ROUNDS}), "
+                   f"stopping early on --valid's NDCG@10 (patience {GBDT_PATIENCE}); the model keeps the best round")
     t.add_argument("--bias-norm", type=number(min=0), default=None,
                    help="--engine xgboost: lambdarank_bias_norm p, the position biases' exponent 1/(p+1) (default: XGBoost's)")
     _add_log_read_options(t)
@@ -762,9 +761,10 @@ def _train_xgboost(args, train, valid, inputs) -> int:
     if args.propensity != "logged":
         raise LtrError("--engine xgboost learns its position biases itself: --propensity does not apply")
     log = _train_log(args, train)
-    args.rounds = args.rounds or XGBOOST_ROUNDS
+    args.rounds = args.rounds or GBDT_ROUNDS
     booster, info = fit_xgboost_clicks(train, log, unbiased=args.estimator == "pairwise-debias", bias_norm=args.bias_norm,
-                                       rounds=args.rounds, seed=args.seed)
+                                       rounds=args.rounds, seed=args.seed, valid=valid, early_stopping_rounds=GBDT_PATIENCE,
+                                       progress=_progress(args))
     # naive uses no propensities (t+ stays 1): none is recorded, so none is set against the truth
     info.update({"estimator": args.estimator, "propensity": info["t_plus"] if args.estimator != "naive" else None,
                  "log": str(args.log), "data": str(args.data),
@@ -774,7 +774,7 @@ def _train_xgboost(args, train, valid, inputs) -> int:
     with run_folder(args.out, overwrite=args.force, kind="clicks-train", inputs=inputs) as tmp:
         save_gbdt("xgboost", booster, tmp, info, n_features=train.n_features)
         atomic_write_json(tmp / "clicks_training.json", info)
-    print(f"{args.estimator} (xgboost, {args.rounds} rounds): trained on {log.n_sessions} sessions; "
+    print(f"{args.estimator} (xgboost, {info['best_iteration']} of at most {args.rounds} rounds): trained on {log.n_sessions} sessions; "
           f"valid NDCG@10 = {_ndcg10(predict_gbdt('xgboost', booster, valid.features), valid):.4f}")
     print("position biases t+ (clicked, relative to 1): " + ", ".join(f"{p:.3f}" for p in info["t_plus"]))
     print("position biases t- (unclicked): " + ", ".join(f"{p:.3f}" for p in info["t_minus"]))
@@ -795,7 +795,7 @@ def _train_lightgbm(args, train, valid, inputs) -> int:
         raise LtrError(f"--engine lightgbm trains --estimator {', '.join(LIGHTGBM_ESTIMATORS)}, not {args.estimator}")
     if args.propensity != "logged" and args.estimator != "ips":
         raise LtrError(f"--propensity {args.propensity} applies to --estimator ips only")
-    args.rounds = args.rounds or LIGHTGBM_ROUNDS
+    args.rounds = args.rounds or GBDT_ROUNDS
     booster, info, n_sessions, meta = _fit_lightgbm_from_log(args, train, valid)
     info.update({"log": str(args.log), "data": str(args.data), "n_sessions": n_sessions, "versions": _versions()})
     _record_click_model(info, meta)

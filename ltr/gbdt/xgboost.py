@@ -204,7 +204,7 @@ def _fit(merged, train_ds, valid_ds, gain, cache: Path | None, monitor, bar, num
         evals = [] if dvalid is None else [(dvalid, "valid")]
         external = _cache_facts(cache)
         booster = xgb.train(merged, dtrain, num_boost_round=int(num_boost_round), evals=evals, evals_result=evals_log,
-                            verbose_eval=False, callbacks=[_callback(evals, monitor, bar)])  # fmt: skip
+                            verbose_eval=False, callbacks=[round_callback(evals, monitor, bar)])  # fmt: skip
     except xgb.core.XGBoostError as exc:  # raised below, once this traceback (and its hold on the matrices) is gone
         error = " ".join(str(exc).split())[:500]
     del dtrain, dvalid, evals
@@ -214,14 +214,17 @@ def _fit(merged, train_ds, valid_ds, gain, cache: Path | None, monitor, bar, num
     return booster, evals_log, external
 
 
-def _callback(evals, monitor, bar):
-    """An XGBoost callback: progress, and the toolkit's early stopping on the validation matrix."""
+def round_callback(evals, monitor, bar, on_round=None):
+    """An XGBoost callback: progress, ``on_round(booster)`` after each round, and the toolkit's early
+    stopping (a :class:`~ltr.gbdt.common.ValidationMonitor`) on the first evaluation matrix."""
     import xgboost as xgb
 
     class _Monitor(xgb.callback.TrainingCallback):
         def after_iteration(self, model, epoch, evals_log) -> bool:
             if bar is not None:
                 bar.update(1)
+            if on_round is not None:
+                on_round(model)
             if monitor is None:
                 return False
             return monitor.update(model.predict(evals[0][0], output_margin=True))
