@@ -16,7 +16,12 @@ each boosted for at most ``--rounds`` rounds with early stopping on the validati
 of ``experiments/unbiased_ltr_study.py``, which it reproduces). Gap closed = (estimator − naive) /
 (full − naive), per seed and of the means.
 
+``--engine xgboost`` runs the XGBoost side instead: XGBoost ``rank:ndcg`` on the true labels
+(the toolkit's defaults, early stopping on valid) against ``--engine xgboost --estimator naive`` and
+``pairwise-debias`` (its ``lambdarank_unbiased``), each stopped early on valid the same way.
+
     python experiments/gbdt_clicks_study.py --out runs/gbdt_clicks --seeds 3 --sessions 1000000
+    python experiments/gbdt_clicks_study.py --out runs/gbdt_clicks_xgb --seeds 3 --sessions 1000000 --engine xgboost
 
 Writes ``results.json`` (after every seed) and ``results.md`` under ``--out``.
 """
@@ -38,39 +43,57 @@ from unbiased_ltr_grid import _t_interval, load_data, shown_k, simulate_log  # n
 from unbiased_ltr_study import ndcg10, production_ranker  # noqa: E402
 
 ESTIMATORS = ("naive", "ips", "position-bias", "pairwise-debias")
+#: the estimators of each engine (``--engine``); XGBoost's pairwise-debias is its ``lambdarank_unbiased``
+ENGINE_ESTIMATORS = {"lightgbm": ESTIMATORS, "xgboost": ("naive", "pairwise-debias")}
+ENGINE_NAMES = {"lightgbm": "LightGBM", "xgboost": "XGBoost"}
 
 
 def run_seed(name: str, seed: int, args) -> dict:
-    """One seed: the log, LightGBM on the labels and on the clicks by each estimator (test NDCG@10)."""
-    from ltr.clicks.unbiased_lightgbm import fit_lightgbm_clicks
-    from ltr.gbdt.engines import predict_gbdt
-    from ltr.gbdt.lightgbm import train_lightgbm
+    """One seed: the log, the engine on the labels and on the clicks by each estimator (test NDCG@10)."""
+    from ltr.gbdt.engines import predict_gbdt, train_gbdt
 
+    engine = getattr(args, "engine", "lightgbm")
     train, valid, test, max_label = load_data(name, seed)
     logger = production_ranker(train, 10, seed)
     log = simulate_log(train, logger(train), max_label, args.model, args.sessions, seed, eps=0.1, shown=shown_k(args))
     row = {"data": name, "seed": seed, "sessions": log.n_sessions, "clicks": log.n_clicks, "logger": ndcg10(logger(test), test)}
     t0 = time.time()
-    booster, _ = train_lightgbm(train, valid, seed=seed)
-    row["full"], row["full_s"] = ndcg10(predict_gbdt("lightgbm", booster, test.features), test), round(time.time() - t0, 1)
+    model, _ = train_gbdt(engine, train, valid, seed=seed, threads=1 if engine == "xgboost" else None)  # defaults
+    row["full"], row["full_s"] = ndcg10(predict_gbdt(engine, model, test.features), test), round(time.time() - t0, 1)
     for est in chosen(args):
         t0 = time.time()
-        exact = est == "pairwise-debias" and args.pairwise_rounds is not None
-        booster, info = fit_lightgbm_clicks(train, None if exact else valid, log, est,
-                                            rounds=args.pairwise_rounds if exact else args.rounds, seed=seed)
-        row[est] = ndcg10(predict_gbdt("lightgbm", booster, test.features), test)
+        model, info = fit_clicks(engine, train, valid, log, est, args, seed)
+        row[est] = ndcg10(predict_gbdt(engine, model, test.features), test)
         row[f"{est}_s"], row[f"{est}_rounds"] = round(time.time() - t0, 1), int(info["best_iteration"])
-        print(f"  {name} seed {seed} {est}: {row[est]:.4f} ({row[f'{est}_s']} s, {row[f'{est}_rounds']} rounds)", flush=True)
+        print(f"  {name} seed {seed} {engine} {est}: {row[est]:.4f} ({row[f'{est}_s']} s, {row[f'{est}_rounds']} rounds)",
+              flush=True)
     return row
+
+
+def fit_clicks(engine: str, train, valid, log, est: str, args, seed: int):
+    """``(model, info)`` of ``ltr clicks train --engine ENGINE --estimator EST`` on ``log`` (at most
+    ``--rounds`` rounds, early stopping on ``valid``; ``--pairwise-rounds N``: LightGBM's
+    pairwise-debias boosts exactly N rounds)."""
+    if engine == "xgboost":
+        from ltr.clicks.unbiased_xgboost import fit_xgboost_clicks
+
+        return fit_xgboost_clicks(train, log, unbiased=est == "pairwise-debias", rounds=args.rounds, seed=seed,
+                                  valid=valid, early_stopping_rounds=50)
+    from ltr.clicks.unbiased_lightgbm import fit_lightgbm_clicks
+
+    exact = est == "pairwise-debias" and args.pairwise_rounds is not None
+    return fit_lightgbm_clicks(train, None if exact else valid, log, est,
+                               rounds=args.pairwise_rounds if exact else args.rounds, seed=seed)
 
 
 def chosen(args) -> list[str]:
     """The estimators of ``--estimators`` in the study's order, naive first (every gap is measured from it)."""
-    asked = set(getattr(args, "estimators", ",".join(ESTIMATORS)).split(","))
-    unknown = asked - set(ESTIMATORS)
+    offered = ENGINE_ESTIMATORS[getattr(args, "engine", "lightgbm")]
+    asked = set((getattr(args, "estimators", None) or ",".join(offered)).split(","))
+    unknown = asked - set(offered)
     if unknown:
-        raise SystemExit(f"--estimators: unknown {', '.join(sorted(unknown))} (choose from {', '.join(ESTIMATORS)})")
-    return [e for e in ESTIMATORS if e in asked | {"naive"}]
+        raise SystemExit(f"--estimators: unknown {', '.join(sorted(unknown))} (choose from {', '.join(offered)})")
+    return [e for e in offered if e in asked | {"naive"}]
 
 
 def markdown(rows: list[dict], args) -> str:
@@ -87,7 +110,8 @@ def markdown(rows: list[dict], args) -> str:
     means = {c: float(np.mean([r[c] for r in rows])) for c in ["logger", *cols]}
     body.append(["mean", f"{len(rows)} seeds", f"{means['logger']:.4f}", *(f"{means[c]:.4f}" for c in cols),
                  *(f"{(means[e] - means['naive']) / (means['full'] - means['naive']):.0%}" for e in ests[1:])])
-    head = ["data", "seed", "logger", "LightGBM on labels", *ests, *(f"{e} gap closed" for e in ests[1:])]
+    on_labels = f"{ENGINE_NAMES[getattr(args, 'engine', 'lightgbm')]} on labels"
+    head = ["data", "seed", "logger", on_labels, *ests, *(f"{e} gap closed" for e in ests[1:])]
     lines = [f"{args.model} clicks, {rows[0]['sessions']:,} sessions, the logger shows the top {args.shown}; "
              "NDCG@10 on the test labels", "", markdown_table(head, body), ""]
     for est in ests[1:]:
@@ -108,8 +132,13 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=300, help="at most this many boosting rounds on the clicks")
     p.add_argument("--pairwise-rounds", type=int, default=None,
                    help="pairwise-debias: exactly this many boosting rounds, without early stopping")
-    p.add_argument("--estimators", default=",".join(ESTIMATORS), help="comma-separated subset (naive always runs)")
+    p.add_argument("--engine", default="lightgbm", choices=sorted(ENGINE_ESTIMATORS),
+                   help="the GBDT engine, on the labels and on the clicks (xgboost: naive and pairwise-debias)")
+    p.add_argument("--estimators", default=None, help="comma-separated subset of the engine's (naive always runs)")
     args = p.parse_args(argv)
+    chosen(args)  # unknown estimators refused before any work
+    if args.engine == "xgboost" and args.pairwise_rounds is not None:
+        raise SystemExit("--pairwise-rounds applies to --engine lightgbm")
     if min(args.seeds, args.sessions, args.rounds, 1 if args.pairwise_rounds is None else args.pairwise_rounds) < 1:
         raise SystemExit("--seeds, --sessions, --rounds and --pairwise-rounds must be positive")
     out = Path(args.out)

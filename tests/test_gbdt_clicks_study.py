@@ -46,3 +46,18 @@ def test_a_subset_of_estimators_keeps_naive(study, tmp_path):
     rows = [{"data": "synthetic", "seed": 0, "sessions": 10, "logger": 0.5, "full": 0.7, "naive": 0.5, "pairwise-debias": 0.6}]
     text = study.markdown(rows, argparse.Namespace(model="pbm:1", shown="10", estimators="pairwise-debias"))
     assert "| synthetic | 0 | 0.5000 | 0.7000 | 0.5000 | 0.6000 | 50% |" in text and "ips" not in text
+
+
+def test_the_xgboost_side_end_to_end(study, tmp_path):
+    pytest.importorskip("xgboost")
+    assert study.main(["--out", str(tmp_path), "--seeds", "1", "--sessions", "3000", "--rounds", "5",
+                       "--engine", "xgboost"]) == 0
+    row = json.loads((tmp_path / "results.json").read_text())["rows"][0]
+    assert all(0.0 < row[k] <= 1.0 for k in ("full", "naive", "pairwise-debias")) and "ips" not in row
+    assert all(1 <= row[f"{e}_rounds"] <= 5 for e in ("naive", "pairwise-debias"))
+    text = (tmp_path / "results.md").read_text()
+    assert "XGBoost on labels" in text and "pairwise-debias gap closed" in text
+    with pytest.raises(SystemExit, match="unknown position-bias"):
+        study.main(["--out", str(tmp_path), "--engine", "xgboost", "--estimators", "position-bias"])
+    with pytest.raises(SystemExit, match="--pairwise-rounds applies to --engine lightgbm"):
+        study.main(["--out", str(tmp_path), "--engine", "xgboost", "--pairwise-rounds", "3"])

@@ -212,7 +212,8 @@ def _register_train(sub, fmt) -> None:
     t.add_argument("--data", required=True, metavar="FILE", help="the labelled file the log was simulated on (its features train the model)")
     add_format_options(t)
     t.add_argument("--log", required=True, metavar="FILE", help="clicks.npz or clicks.parquet written by `ltr clicks simulate` on --data")
-    t.add_argument("--valid", required=True, metavar="FILE", help="labelled validation file for early stopping (naive, ips, rem, affine)")
+    t.add_argument("--valid", required=True, metavar="FILE",
+                   help="labelled validation file: every estimator and engine keeps its epoch or round of best NDCG@10 on it")
     t.add_argument("--out", required=True, metavar="DIR", help="model folder to create")
     t.add_argument("--estimator", default="ips", choices=("naive", "ips", "dla", "rem", "pairwise-debias", "affine", "position-bias"),
                    help="how clicks are de-biased (position-bias: LightGBM's own position-bias model, --engine lightgbm)")
