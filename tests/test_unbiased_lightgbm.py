@@ -117,6 +117,11 @@ def test_cli_engine_lightgbm_writes_a_model_folder(data, tmp_path, capsys):
     info = json.loads((tmp_path / "pd" / "clicks_training.json").read_text())
     assert info["num_boost_round"] == 1000 and 1 <= info["best_iteration"] < 1000 - 50
     assert f"(lightgbm, {info['best_iteration']} of at most 1000 rounds)" in capsys.readouterr().out
+    # without --quiet, the rounds bar (stderr) notes LightGBM's validation NDCG@10 and the kept round
+    assert main(["clicks", "train", "--engine", "lightgbm", "--estimator", "pairwise-debias", "--out", str(tmp_path / "pd2"),
+                 *common[:-1]]) == 0
+    bars = capsys.readouterr().err
+    assert "boosting rounds" in bars and "valid ndcg@10 (LightGBM's)" in bars and f"at round {info['best_iteration']}" in bars
     # --rounds means nothing to the neural engine: refused, not ignored
     assert main(["clicks", "train", "--estimator", "naive", "--rounds", "5", "--out", str(tmp_path / "nn"), *common]) == 2
     assert "--rounds applies to --engine xgboost and lightgbm" in capsys.readouterr().err

@@ -76,8 +76,10 @@ def test_cli_engine_xgboost_records_the_biases(pbm, tmp_path, capsys):
     assert info["engine"] == "xgboost" and info["params"]["lambdarank_unbiased"] is True
     assert info["propensity"] == info["t_plus"] and info["t_plus"][0] == 1.0 and info["t_plus"][3] < info["t_plus"][1]
     assert json.loads((out / "model.json").read_text())["type"] == "xgboost"
-    printed = capsys.readouterr().out
+    printed, bars = capsys.readouterr()
     assert "position biases t+" in printed and f"(xgboost, {info['best_iteration']} of at most 30 rounds)" in printed
+    # the rounds bar (stderr) notes the toolkit's validation NDCG@10 and the best round so far
+    assert "boosting rounds" in bars and f"at round {info['best_iteration']}" in bars and "valid ndcg@10 0." in bars
     assert info["early_stopping_rounds"] == 50 and 1 <= info["best_iteration"] <= info["rounds_run"] <= 30
     # The model folder ranks like any other.
     assert main(["clicks", "evaluate", "--log", str(sim / "clicks.npz"), "--data", str(data), "--ranker", str(out)]) == 0

@@ -162,5 +162,5 @@ def _watch_valid(train, valid, base: dict, early_stopping_rounds, progress: bool
                                            reference=train))
         callbacks.append(early_stopping_callback("ndcg@10", int(early_stopping_rounds)))
     if progress:
-        callbacks.append(rounds_progress_callback(rounds))
+        callbacks.append(rounds_progress_callback(rounds, "ndcg@10" if valid_sets else None))
     return valid_sets, callbacks

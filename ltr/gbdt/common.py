@@ -80,6 +80,12 @@ class ValidationMonitor:
         return self.rounds is not None and len(self.curve) - max(self.best_round, 1) >= self.rounds
 
 
+def rounds_note(metric: str, value: float, best: float, best_round: int) -> str:
+    """A rounds bar's note after a round: the validation value and the best so far (1-based round), as the
+    neural trainers' epoch bars show theirs."""
+    return f"valid {metric} {value:.4f}, best {best:.4f} at round {best_round}"
+
+
 def progress_bar(total: int, enabled: bool):
     """A tqdm bar over boosting rounds, or None."""
     if not enabled:

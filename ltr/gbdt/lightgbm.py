@@ -249,7 +249,7 @@ def _valid_sets_and_callbacks(
         callbacks.append(lgb.record_evaluation(evals_result))
     callbacks.extend(extra_callbacks)
     if progress:
-        callbacks.append(rounds_progress_callback(num_boost_round))
+        callbacks.append(rounds_progress_callback(num_boost_round, f"ndcg@{int(monitor_k)}" if valid_ds is not None else None))
     return valid_sets, valid_names, callbacks
 
 
@@ -290,13 +290,22 @@ def early_stopping_callback(metric: str, rounds: int):
     return callback
 
 
-def rounds_progress_callback(total: int):
-    """A tqdm bar of boosting rounds (stderr); the caller closes ``callback.bar``."""
+def rounds_progress_callback(total: int, metric: str | None = None):
+    """A tqdm bar of boosting rounds (stderr), noting LightGBM's validation ``metric`` and its best
+    round when given; the caller closes ``callback.bar``."""
     from tqdm.auto import tqdm
 
+    from ltr.gbdt.common import rounds_note
+
     bar = tqdm(total=total, desc="boosting rounds")
+    best = {"value": -np.inf, "round": 0}
 
     def callback(env) -> None:
+        value = next((v for data, name, v, _ in env.evaluation_result_list if data == "valid" and name == metric), None)
+        if value is not None:
+            if value > best["value"]:
+                best.update(value=value, round=env.iteration + 1)
+            bar.set_postfix_str(rounds_note(f"{metric} (LightGBM's)", value, best["value"], best["round"]), refresh=False)
         bar.update(1)
 
     callback.bar = bar  # type: ignore[attr-defined]

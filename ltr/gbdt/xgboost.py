@@ -219,15 +219,19 @@ def round_callback(evals, monitor, bar, on_round=None):
     stopping (a :class:`~ltr.gbdt.common.ValidationMonitor`) on the first evaluation matrix."""
     import xgboost as xgb
 
+    from ltr.gbdt.common import rounds_note
+
     class _Monitor(xgb.callback.TrainingCallback):
         def after_iteration(self, model, epoch, evals_log) -> bool:
-            if bar is not None:
-                bar.update(1)
             if on_round is not None:
                 on_round(model)
-            if monitor is None:
-                return False
-            return monitor.update(model.predict(evals[0][0], output_margin=True))
+            stop = monitor is not None and monitor.update(model.predict(evals[0][0], output_margin=True))
+            if bar is not None:
+                if monitor is not None:
+                    bar.set_postfix_str(rounds_note(monitor.metric, monitor.curve[-1], monitor.best_value,
+                                                    monitor.best_round), refresh=False)
+                bar.update(1)
+            return stop
 
     return _Monitor()
 
