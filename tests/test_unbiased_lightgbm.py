@@ -187,3 +187,25 @@ def test_pairwise_debias_streams_a_parquet_log_and_equals_the_log_in_memory(data
     np.testing.assert_array_equal(info_s["propensity"], info_w["propensity"])
     x = np.asarray(valid.features)
     np.testing.assert_array_equal(streamed.predict(x), whole.predict(x))
+
+
+def test_a_large_session_matrix_is_announced_before_it_is_built(data, tmp_path, capsys, monkeypatch):
+    """Above SESSION_MATRIX_NOTE_BYTES the session estimators say on stderr how many rows x features they
+    hold (counted by hand here: the shown items of the sessions with a click); pairwise-debias says nothing."""
+    from ltr.commands import clicks as clicks_cli
+
+    train, valid, log = data
+    save_svmlight(train, tmp_path / "train.txt")
+    save_svmlight(valid, tmp_path / "valid.txt")
+    log.save(tmp_path / "clicks.npz")
+    rows = sum(int((log.session == s).sum()) for s in np.unique(log.session[log.click > 0]))
+    common = ["clicks", "train", "--engine", "lightgbm", "--data", str(tmp_path / "train.txt"), "--valid",
+              str(tmp_path / "valid.txt"), "--log", str(tmp_path / "clicks.npz"), "--rounds", "3", "--quiet"]
+    monkeypatch.setattr(clicks_cli, "SESSION_MATRIX_NOTE_BYTES", rows * train.n_features * 4 - 1)
+    assert main([*common, "--estimator", "naive", "--out", str(tmp_path / "n")]) == 0
+    assert f"{rows:,} rows x {train.n_features} features" in capsys.readouterr().err
+    assert main([*common, "--estimator", "pairwise-debias", "--out", str(tmp_path / "p")]) == 0
+    assert "rows x" not in capsys.readouterr().err
+    monkeypatch.setattr(clicks_cli, "SESSION_MATRIX_NOTE_BYTES", rows * train.n_features * 4)
+    assert main([*common, "--estimator", "ips", "--out", str(tmp_path / "i")]) == 0
+    assert "rows x" not in capsys.readouterr().err  # at the threshold: no note

@@ -37,6 +37,9 @@ DEFAULT_LOGGER_QUERIES = 10
 GBDT_ROUNDS = 1000
 #: rounds without a better --valid NDCG@10 before a GBDT engine stops (as ``ltr gbdt``)
 GBDT_PATIENCE = 50
+#: ``clicks train --engine lightgbm``'s session estimators say on stderr how large their training matrix is
+#: above this many bytes
+SESSION_MATRIX_NOTE_BYTES = 1 << 30
 
 
 # long: argparse declarations of the sub-commands, one statement per option; splitting them would scatter the CLI's help
@@ -825,10 +828,28 @@ def _fit_lightgbm_from_log(args, train, valid):
         info["log_read"] = "streamed per shown list"
         return booster, info, int(lists.sessions.sum()), meta
     log = _train_log(args, train)
+    if args.estimator != "pairwise-debias":
+        _note_session_matrix(log, train.n_features, args.estimator)
     curve, source = _estimated_curve(args, log)
     booster, info = fit_lightgbm_clicks(train, valid, log, args.estimator, clip=args.clip, curve=curve, curve_source=source,
                                         rounds=args.rounds, seed=args.seed, progress=_progress(args))
     return booster, info, log.n_sessions, log.meta
+
+
+def _note_session_matrix(log, n_features: int, estimator: str) -> None:
+    """A note on stderr when LightGBM's training matrix (one float32 row per shown item of every session
+    with a click) passes SESSION_MATRIX_NOTE_BYTES, before it is built."""
+    import sys
+
+    if log.n_entries == 0:
+        return
+    clicked = np.bincount(log.session, weights=log.click, minlength=log.n_sessions) > 0
+    rows = int(clicked[log.session].sum())
+    size = rows * n_features * 4
+    if size > SESSION_MATRIX_NOTE_BYTES:
+        print(f"note: --estimator {estimator} trains on one row per shown item of every session with a click: "
+              f"{rows:,} rows x {n_features} features, {size / 2**30:.1f} GiB of float32 (pairwise-debias "
+              "trains on the distinct shown lists instead)", file=sys.stderr)
 
 
 def _stream_lists(args, train):
