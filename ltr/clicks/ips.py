@@ -45,6 +45,7 @@ __all__ = [
     "expected_click_dcg",
     "logged_support",
     "click_training_set",
+    "sessions_with_click",
 ]
 
 ESTIMATORS = ("naive", "ips", "snips")
@@ -180,6 +181,11 @@ def expected_click_dcg(
         return num / np.bincount(qidx, weights=a, minlength=len(offsets) - 1)
 
 
+def sessions_with_click(log: ClickLog) -> np.ndarray:
+    """[S] bool: the sessions of ``log`` with at least one click (the ones that carry a pair)."""
+    return np.bincount(log.session, weights=log.click, minlength=log.n_sessions) > 0
+
+
 def click_training_set(
     dataset,
     log: ClickLog,
@@ -205,9 +211,7 @@ def click_training_set(
         raise LtrError(f"unknown weighting {weighting!r}: use 'ips' or 'none'")
     if log.n_entries and np.any(np.diff(log.session) < 0):
         raise ValueError("the log's entries must be grouped by session (as the simulator writes them)")
-    keep = np.ones(log.n_sessions, dtype=bool)
-    if drop_no_click:
-        keep = np.bincount(log.session, weights=log.click, minlength=log.n_sessions) > 0
+    keep = sessions_with_click(log) if drop_no_click else np.ones(log.n_sessions, dtype=bool)
     if not keep.any():
         raise LtrError("the click log has no session with a click")
     p = _entry_propensity(log, propensity)

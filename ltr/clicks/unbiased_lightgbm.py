@@ -19,8 +19,8 @@ For the first three, every logged session with a click becomes one query group o
   streamed from a Parquet log); it learns the position biases t+ (recorded as the
   propensities, those of the kept round) and t-, at learning rate 0.05.
 
-All four stop early on the validation set's NDCG@10 (true labels; patience
-:data:`EARLY_STOPPING_ROUNDS`), as the other ``ltr clicks train`` estimators do, and keep the best
+All four stop early on the validation set's NDCG@10 (true labels; ``early_stopping_rounds``, 50 by
+default, as ``train_lightgbm``'s), as the other ``ltr clicks train`` estimators do, and keep the best
 round: Unbiased LambdaMART overfits when boosted too long (docs/experiments.md, "LightGBM on the
 clicks"). The first three hold the log in memory as sessions x shown items rows.
 """
@@ -38,15 +38,13 @@ __all__ = ["LIGHTGBM_ESTIMATORS", "fit_lightgbm_clicks", "fit_pairwise_debias_on
 
 #: the estimators of ``ltr clicks train --engine lightgbm``
 LIGHTGBM_ESTIMATORS = ("naive", "ips", "position-bias", "pairwise-debias")
-#: rounds without a better validation NDCG@10 before boosting stops (train_lightgbm's default)
-EARLY_STOPPING_ROUNDS = 50
 #: Unbiased LambdaMART's learning rate (the unbiased-LTR study's)
 PAIRWISE_LEARNING_RATE = 0.05
 
 
 def fit_lightgbm_clicks(dataset, valid, log: ClickLog, estimator: str, *, clip: float = 0.01, curve: Any = None,
-                        curve_source: str | None = None, rounds: int = 1000, seed: int = 0,
-                        progress: bool = False) -> tuple[Any, dict]:
+                        curve_source: str | None = None, rounds: int = 1000, early_stopping_rounds: int | None = 50,
+                        seed: int = 0, progress: bool = False) -> tuple[Any, dict]:
     """Boost at most ``rounds`` rounds on the sessions of ``log`` (features of ``dataset``; ``pairwise-debias``:
     on the shown lists), stopping early on ``valid``'s NDCG@10; ``(booster, info)``.
     ``curve`` (``ips`` only): propensities by position (θ_1 first) in place of the logged ones. ``info``:
@@ -63,13 +61,13 @@ def fit_lightgbm_clicks(dataset, valid, log: ClickLog, estimator: str, *, clip: 
         from ltr.clicks.logged_lists import group_sessions, pair_counts
 
         lists = group_sessions(log)
-        return fit_pairwise_debias_on_lists(dataset, valid, lists, pair_counts(log, lists), rounds=rounds, seed=seed,
-                                            progress=progress)
+        return fit_pairwise_debias_on_lists(dataset, valid, lists, pair_counts(log, lists), rounds=rounds,
+                                            early_stopping_rounds=early_stopping_rounds, seed=seed, progress=progress)
     entry_p = None if curve is None else _curve_per_entry(log, curve)
     train_set, position = click_training_set(dataset, log, weighting="ips" if estimator == "ips" else "none",
                                              clip=clip, propensity=entry_p)
     booster, info = train_lightgbm(train_set, valid, position=position if estimator == "position-bias" else None,
-                                   num_boost_round=int(rounds), early_stopping_rounds=EARLY_STOPPING_ROUNDS, seed=seed,
+                                   num_boost_round=int(rounds), early_stopping_rounds=early_stopping_rounds, seed=seed,
                                    progress=progress)
     info.update({"engine": "lightgbm", "estimator": estimator, "n_groups": int(train_set.n_queries)})
     if estimator == "ips":
@@ -83,7 +81,8 @@ def fit_lightgbm_clicks(dataset, valid, log: ClickLog, estimator: str, *, clip: 
     return booster, info
 
 
-def fit_pairwise_debias_on_lists(dataset, valid, lists, pairs, *, rounds: int = 1000, seed: int = 0,
+def fit_pairwise_debias_on_lists(dataset, valid, lists, pairs, *, rounds: int = 1000,
+                                 early_stopping_rounds: int | None = 50, seed: int = 0,
                                  progress: bool = False) -> tuple[Any, dict]:
     """``pairwise-debias`` on a log's distinct shown lists and their click-pair counts (those of
     :func:`ltr.clicks.list_stream.stream_shown_lists` for a Parquet log read in record batches):
@@ -92,9 +91,9 @@ def fit_pairwise_debias_on_lists(dataset, valid, lists, pairs, *, rounds: int = 
 
     fit = fit_unbiased_lambdamart_on_lists(dataset, lists, pairs, rounds=int(rounds), seed=seed, valid=valid,
                                            params={"learning_rate": PAIRWISE_LEARNING_RATE},
-                                           early_stopping_rounds=EARLY_STOPPING_ROUNDS, progress=progress)
+                                           early_stopping_rounds=early_stopping_rounds, progress=progress)
     info = {"engine": "lightgbm", "estimator": "pairwise-debias", "best_iteration": len(fit.history),
-            "num_boost_round": int(rounds), "early_stopping_rounds": EARLY_STOPPING_ROUNDS,
+            "num_boost_round": int(rounds), "early_stopping_rounds": early_stopping_rounds,
             "learning_rate": PAIRWISE_LEARNING_RATE, "n_lists": int(lists.n_groups),
             "propensity": [float(v) for v in fit.t_plus], "propensity_unclicked": [float(v) for v in fit.t_minus],
             "propensity_source": "Unbiased LambdaMART (t+ of clicked items, learned with the trees)"}

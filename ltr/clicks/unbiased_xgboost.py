@@ -85,15 +85,15 @@ def fit_xgboost_clicks(dataset, log: ClickLog, *, unbiased: bool = True, bias_no
     finally:
         if bar is not None:
             bar.close()
-    best = monitor.best_round if monitor is not None and monitor.best_round > 0 else booster.num_boosted_rounds()
     rounds_run = booster.num_boosted_rounds()
+    best = monitor.best_round if monitor is not None and monitor.best_round > 0 else rounds_run
     if best < rounds_run:
         booster = booster[:best]
-    config = json.loads(booster.save_config())["learner"]["objective"]
+    bias_norm_used = _objective_config(booster)["lambdarank_param"]["lambdarank_bias_norm"]
     t_plus, t_minus = biases[best - 1]
     info = {"engine": "xgboost", "objective": objective, "best_iteration": int(best), "rounds_run": int(rounds_run),
             "num_boost_round": int(rounds), "early_stopping_rounds": early_stopping_rounds if monitor else None,
-            "params": merged, "lambdarank_bias_norm": float(config["lambdarank_param"]["lambdarank_bias_norm"]),
+            "params": merged, "lambdarank_bias_norm": float(bias_norm_used),
             "t_plus": t_plus, "t_minus": t_minus, "xgboost_version": xgb.__version__, "n_groups": int(log.n_sessions)}
     return booster, info
 
@@ -109,8 +109,13 @@ def _merged_params(params, seed: int, threads: int, objective: str, unbiased: bo
     return merged
 
 
+def _objective_config(booster) -> dict:
+    """The booster's objective section of its saved configuration (parameters and learned biases)."""
+    return json.loads(booster.save_config())["learner"]["objective"]
+
+
 def _biases(booster, k: int) -> tuple[list, list]:
     """The position biases ``(t+, t-)`` of the booster's objective now, cut to ``k`` positions (all 1 when
     the objective learns none)."""
-    config = json.loads(booster.save_config())["learner"]["objective"]
+    config = _objective_config(booster)
     return ([float(v) for v in config.get("ti+", [1.0] * k)[:k]], [float(v) for v in config.get("tj-", [1.0] * k)[:k]])

@@ -729,10 +729,9 @@ def run_train(args) -> int:
         loss = losses.get_loss(args.loss)
     except (ValueError, TypeError) as exc:
         raise LtrError(f"--loss: {exc}") from None
-    if args.engine == "xgboost":
-        return _train_xgboost(args, train, valid, inputs)
-    if args.engine == "lightgbm":
-        return _train_lightgbm(args, train, valid, inputs)
+    if args.engine != "neural":
+        args.rounds = args.rounds or GBDT_ROUNDS
+        return (_train_xgboost if args.engine == "xgboost" else _train_lightgbm)(args, train, valid, inputs)
     if args.estimator == "position-bias":
         raise LtrError("--estimator position-bias is LightGBM's position-bias model: give --engine lightgbm")
     if args.rounds is not None:
@@ -765,7 +764,6 @@ def _train_xgboost(args, train, valid, inputs) -> int:
     if args.propensity != "logged":
         raise LtrError("--engine xgboost learns its position biases itself: --propensity does not apply")
     log = _train_log(args, train)
-    args.rounds = args.rounds or GBDT_ROUNDS
     booster, info = fit_xgboost_clicks(train, log, unbiased=args.estimator == "pairwise-debias", bias_norm=args.bias_norm,
                                        rounds=args.rounds, seed=args.seed, valid=valid, early_stopping_rounds=GBDT_PATIENCE,
                                        progress=_progress(args))
@@ -782,8 +780,7 @@ def _train_xgboost(args, train, valid, inputs) -> int:
           f"valid NDCG@10 = {_ndcg10(predict_gbdt('xgboost', booster, valid.features), valid):.4f}")
     print("position biases t+ (clicked, relative to 1): " + ", ".join(f"{p:.3f}" for p in info["t_plus"]))
     print("position biases t- (unclicked): " + ", ".join(f"{p:.3f}" for p in info["t_minus"]))
-    if _truth_line(info):
-        print(_truth_line(info))
+    _print_truth(info)
     print(f"wrote {args.out} (xgboost.json, model.json, clicks_training.json)")
     return 0
 
@@ -799,7 +796,6 @@ def _train_lightgbm(args, train, valid, inputs) -> int:
         raise LtrError(f"--engine lightgbm trains --estimator {', '.join(LIGHTGBM_ESTIMATORS)}, not {args.estimator}")
     if args.propensity != "logged" and args.estimator != "ips":
         raise LtrError(f"--propensity {args.propensity} applies to --estimator ips only")
-    args.rounds = args.rounds or GBDT_ROUNDS
     booster, info, n_sessions, meta = _fit_lightgbm_from_log(args, train, valid)
     info.update({"log": str(args.log), "data": str(args.data), "n_sessions": n_sessions, "versions": _versions()})
     _record_click_model(info, meta)
@@ -823,7 +819,8 @@ def _fit_lightgbm_from_log(args, train, valid):
     streamed = _stream_lists(args, train) if args.estimator == "pairwise-debias" and is_log_table(args.log) else None
     if streamed is not None:
         lists, pairs, meta = streamed
-        booster, info = fit_pairwise_debias_on_lists(train, valid, lists, pairs, rounds=args.rounds, seed=args.seed,
+        booster, info = fit_pairwise_debias_on_lists(train, valid, lists, pairs, rounds=args.rounds,
+                                                     early_stopping_rounds=GBDT_PATIENCE, seed=args.seed,
                                                      progress=_progress(args))
         info["log_read"] = "streamed per shown list"
         return booster, info, int(lists.sessions.sum()), meta
@@ -832,7 +829,8 @@ def _fit_lightgbm_from_log(args, train, valid):
         _note_session_matrix(log, train.n_features, args.estimator)
     curve, source = _estimated_curve(args, log)
     booster, info = fit_lightgbm_clicks(train, valid, log, args.estimator, clip=args.clip, curve=curve, curve_source=source,
-                                        rounds=args.rounds, seed=args.seed, progress=_progress(args))
+                                        rounds=args.rounds, early_stopping_rounds=GBDT_PATIENCE, seed=args.seed,
+                                        progress=_progress(args))
     return booster, info, log.n_sessions, log.meta
 
 
@@ -841,10 +839,11 @@ def _note_session_matrix(log, n_features: int, estimator: str) -> None:
     with a click) passes SESSION_MATRIX_NOTE_BYTES, before it is built."""
     import sys
 
+    from ltr.clicks.ips import sessions_with_click
+
     if log.n_entries == 0:
         return
-    clicked = np.bincount(log.session, weights=log.click, minlength=log.n_sessions) > 0
-    rows = int(clicked[log.session].sum())
+    rows = int(sessions_with_click(log)[log.session].sum())
     size = rows * n_features * 4
     if size > SESSION_MATRIX_NOTE_BYTES:
         print(f"note: --estimator {estimator} trains on one row per shown item of every session with a click: "
@@ -928,8 +927,14 @@ def _print_propensities(info: dict) -> None:
     """The propensities the estimator learned or used and, on a simulated PBM log, the truth beside them."""
     if info.get("propensity") is not None:
         print("propensities by position (relative to 1): " + ", ".join(f"{p:.3f}" for p in info["propensity"]))
-    if _truth_line(info):
-        print(_truth_line(info))
+    _print_truth(info)
+
+
+def _print_truth(info: dict) -> None:
+    """The line of :func:`_truth_line`, when the log carries a truth."""
+    line = _truth_line(info)
+    if line:
+        print(line)
 
 
 def _truth_line(info: dict) -> str | None:
