@@ -58,7 +58,7 @@ def fit_xgboost_clicks(dataset, log: ClickLog, *, unbiased: bool = True, bias_no
     """
     from ltr.gbdt.common import ValidationMonitor, progress_bar
     from ltr.gbdt.engines import import_engine
-    from ltr.gbdt.xgboost import round_callback
+    from ltr.gbdt.xgboost import cut_to_best_round, round_callback
 
     xgb = import_engine("xgboost")
     rows, clicks, group = session_groups(log)
@@ -85,10 +85,7 @@ def fit_xgboost_clicks(dataset, log: ClickLog, *, unbiased: bool = True, bias_no
     finally:
         if bar is not None:
             bar.close()
-    rounds_run = booster.num_boosted_rounds()
-    best = monitor.best_round if monitor is not None and monitor.best_round > 0 else rounds_run
-    if best < rounds_run:
-        booster = booster[:best]
+    booster, best, rounds_run = cut_to_best_round(booster, monitor)
     bias_norm_used = _objective_config(booster)["lambdarank_param"]["lambdarank_bias_norm"]
     t_plus, t_minus = biases[best - 1]
     info = {"engine": "xgboost", "objective": objective, "best_iteration": int(best), "rounds_run": int(rounds_run),

@@ -171,10 +171,7 @@ def train_xgboost(train_ds, valid_ds=None, params: dict[str, Any] | None = None,
     finally:
         if bar is not None:
             bar.close()
-    rounds_run = booster.num_boosted_rounds()
-    best = monitor.best_round if monitor is not None and monitor.best_round > 0 else rounds_run
-    if best < rounds_run:
-        booster = booster[:best]
+    booster, best, rounds_run = cut_to_best_round(booster, monitor)
     info = {
         "best_iteration": int(best), "rounds_run": int(rounds_run), "objective": objective,
         "best_score": None if monitor is None else monitor.best_value,
@@ -212,6 +209,14 @@ def _fit(merged, train_ds, valid_ds, gain, cache: Path | None, monitor, bar, num
     if error is not None:
         raise LtrError(f"XGBoost refused the data or parameters: {error}")
     return booster, evals_log, external
+
+
+def cut_to_best_round(booster, monitor) -> tuple[Any, int, int]:
+    """``(booster, best round, rounds run)``: the booster cut to the monitor's best round (1-based), whole
+    when there is no monitor or no round improved on it."""
+    rounds_run = booster.num_boosted_rounds()
+    best = monitor.best_round if monitor is not None and monitor.best_round > 0 else rounds_run
+    return (booster[:best] if best < rounds_run else booster), best, rounds_run
 
 
 def round_callback(evals, monitor, bar, on_round=None):
