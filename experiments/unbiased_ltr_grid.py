@@ -195,16 +195,19 @@ def mean_scores(models, ds) -> np.ndarray:
     return np.mean([predict_scores(m, ds.features, query_offsets=ds.query_offsets) for m in models], axis=0)
 
 
-def simulate_log(train, logger_scores, max_label, spec: str, n_sessions: int, seed: int, *, eps: float, shown):
+def simulate_log(train, logger_scores, max_label, spec: str, n_sessions: int, seed: int, *, eps: float, shown,
+                 temperature: float = 0.0):
     """A cell's click log: the logger's scores of ``train`` shown to about ``n_sessions`` users (a whole number
     per query) clicking under ``spec`` (:func:`parse_model`); ``shown``: the top k shown, or None for all
-    (:func:`shown_k`). ``experiments/gbdt_clicks_study.py`` draws its logs here too, so they are the grid's."""
+    (:func:`shown_k`); ``temperature`` > 0: a Plackett-Luce logger drawing each session's ranking (0: the
+    ranking by the scores). ``experiments/gbdt_clicks_study.py`` draws its logs here too, so they are the grid's."""
     from ltr.clicks.click_models import simulate_clicks
 
     model_name, eta = parse_model(spec)
     spq = max(1, int(round(n_sessions / train.n_queries)))
     return simulate_clicks(train.labels, train.query_offsets, logger_scores, model=model_name, eta=eta, eps=eps,
-                           max_label=max_label, top_k=shown, sessions_per_query=spq, seed=seed)
+                           max_label=max_label, top_k=shown, sessions_per_query=spq, seed=seed,
+                           logger_temperature=temperature)
 
 
 def run_cell(data, name, spec, n_sessions, seed, args, cache):
@@ -214,7 +217,9 @@ def run_cell(data, name, spec, n_sessions, seed, args, cache):
 
     train, valid, test, max_label, logger, logger_on_test = data
     model_name, _ = parse_model(spec)
-    log = simulate_log(train, logger, max_label, spec, n_sessions, seed, eps=args.eps, shown=shown_k(args))
+    temperature = getattr(args, "logger_temperature", 0.0)
+    log = simulate_log(train, logger, max_label, spec, n_sessions, seed, eps=args.eps, shown=shown_k(args),
+                       temperature=temperature)
     cfg = TrainConfig(epochs=args.epochs, batch_size=64, lr=args.lr, patience=args.patience, seed=seed, progress=False,
                       metrics=("ndcg@10",))
     make = make_factory(train, tuple(args.hidden))
@@ -224,7 +229,12 @@ def run_cell(data, name, spec, n_sessions, seed, args, cache):
                                                  test), test)
     row = {"data": name, "click_model": spec, "sessions": log.n_sessions, "seed": seed, "clicks": log.n_clicks,
            "shown": getattr(args, "shown", "10"), "full": cache[(name, seed)],
-           "logger": ndcg10(logger_on_test, test)}
+           "logger": ndcg10(logger_on_test, test), "logger_temperature": temperature}
+    if temperature:  # what the stochastic logger's users see, on the training queries it ranked
+        from ltr.clicks.logging_ranker import plackett_luce_ndcg
+
+        row["logger_seen"] = plackett_luce_ndcg(logger, train, temperature, seed=seed)
+        row["logger_seen_deterministic"] = ndcg10(logger, train)
     ests = [e for e in args.estimators.split(",") if e != "affine" or model_name == "trust"]
     em = None
     if any(e in ("rem", "dm", "dr", "dr-true") for e in ests):
@@ -296,7 +306,9 @@ def markdown(rows, args) -> str:
                      + ["" if np.isnan(means[e]) else f"{means[e]:.4f}" for e in ests]
                      + [best, gap, "/".join(dict.fromkeys(picks)) + f" {pick_mean:.4f}", pick_gap])
     shown = getattr(args, "shown", "10")
-    lines = [f"logger shows {'the whole list' if shown == 'all' else f'the top {shown}'}; "
+    temperature = getattr(args, "logger_temperature", 0.0)
+    drawn = f" of a Plackett-Luce draw at temperature {temperature:g}" if temperature else ""
+    lines = [f"logger shows {'the whole list' if shown == 'all' else f'the top {shown}'}{drawn}; "
              f"ε = {args.eps}; MLP {tuple(args.hidden)}, softmax cross-entropy, {args.epochs} epochs at most "
              f"(patience {args.patience}); NDCG@10 on the test labels, mean over seeds", "", markdown_table(head, table)]
     diffs = []
@@ -365,6 +377,9 @@ def main(argv=None) -> int:
     p.add_argument("--hidden", type=int, nargs="+", default=[64, 32])
     p.add_argument("--shown", default="10",
                    help="how many items of each list the logger shows: the top k, or 'all' (examination stays θ_r = r^-η)")
+    p.add_argument("--logger-temperature", type=float, default=0.0,
+                   help="0 (default): the logger shows its ranking in every session; T > 0: a Plackett-Luce logger "
+                        "(each session ranks by score/T + Gumbel noise before the top k is cut)")
     p.add_argument("--restarts", type=int, default=1,
                    help="train every model this many times on the same log (seeds s + 10007 j) and score the mean "
                         "of their scores (default 1)")

@@ -376,12 +376,33 @@ def _draw_clicks(rng, spec: dict, a, s, valid) -> tuple[np.ndarray, np.ndarray]:
     return browsing.add_noise(rng, click, spec["noise"], valid), prop
 
 
-def _simulate_chunk(rng, spec, start, sq, mode, base, n_shown, rows, session_swap) -> tuple[np.ndarray, ...]:
+def _plackett_luce_lists(scores: Any, query_offsets: np.ndarray, temperature: float) -> tuple[np.ndarray, np.ndarray]:
+    """What a Plackett-Luce logger draws from: each query's whole list [Q, L] (row indices, -1 = padding,
+    :func:`top_k_matrix`) and its keys ``score / temperature`` (-inf on padding, so padding sorts last)."""
+    if not np.isfinite(temperature) or temperature < 0:
+        raise LtrError(f"logger_temperature must be a finite number >= 0, got {temperature}")
+    full, _ = top_k_matrix(scores, query_offsets, None)
+    s = np.asarray(scores, dtype=np.float64)
+    keys = np.where(full >= 0, s[np.maximum(full, 0)] / temperature, -np.inf)
+    return full, keys
+
+
+def _plackett_luce_draw(rng, plackett, sq, k: int) -> np.ndarray:
+    """The top ``k`` of one Plackett-Luce ranking per session of queries ``sq`` [B, k] (row indices, -1 =
+    padding): the Gumbel-max trick, sorting ``score / T + Gumbel noise`` in descending order."""
+    full, keys = plackett
+    noisy = keys[sq] + rng.gumbel(size=(len(sq), keys.shape[1]))
+    order = np.argsort(-noisy, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(full[sq], order, axis=1)
+
+
+def _simulate_chunk(rng, spec, start, sq, mode, base, n_shown, rows, session_swap, plackett=None) -> tuple[np.ndarray, ...]:
     """Sessions ``start..start+len(sq)-1`` (queries ``sq``, modes ``mode``): their log entries as a tuple
     (session, query, doc, position, logged_rank, click, propensity); swap positions go into ``session_swap``.
-    ``rows``: per data-set row, its attraction and its relevance probability (``(attr, rho)``)."""
+    ``rows``: per data-set row, its attraction and its relevance probability (``(attr, rho)``); ``plackett``:
+    a stochastic logger's lists and keys (:func:`_plackett_luce_lists`), None for the deterministic ``base``."""
     k = base.shape[1]
-    shown = base[sq]
+    shown = base[sq] if plackett is None else _plackett_luce_draw(rng, plackett, sq, k)
     slen = n_shown[sq]
     valid = np.arange(k)[None, :] < slen[:, None]
     rank = np.broadcast_to(np.arange(1, k + 1), shown.shape).copy()
@@ -417,12 +438,13 @@ def _session_chunks(setup: dict, chunk_sessions: int | None, progress: bool) -> 
     those S draws; so the log is the same as drawing all modes first and then the chunks, and for a
     fixed chunk size the chunks never depend on how many are kept in memory.
     """
-    spec, base, n_shown, rows = setup["spec"], setup["base"], setup["n_shown"], setup["rows"]
+    spec, base, n_shown, rows, plackett = setup["spec"], setup["base"], setup["n_shown"], setup["rows"], setup["plackett"]
     nonempty, per_query = setup["nonempty"], setup["sessions_per_query"]
     n_sessions = len(nonempty) * per_query
     mode_rng, rng = np.random.default_rng(setup["seed"]), np.random.default_rng(setup["seed"])
     rng.bit_generator.advance(n_sessions)
-    chunk = int(chunk_sessions) if chunk_sessions else max(1, _CHUNK_CELLS // max(base.shape[1], 1))
+    width = base.shape[1] if plackett is None else plackett[0].shape[1]  # a stochastic logger sorts whole lists
+    chunk = int(chunk_sessions) if chunk_sessions else max(1, _CHUNK_CELLS // max(width, 1))
     if chunk < 1:
         raise LtrError(f"chunk_sessions must be >= 1, got {chunk_sessions}")
     starts = range(0, n_sessions, chunk)
@@ -435,7 +457,7 @@ def _session_chunks(setup: dict, chunk_sessions: int | None, progress: bool) -> 
         sq = nonempty[np.arange(start, stop) // per_query]
         mode = _session_modes(mode_rng, stop - start, setup["randomize_fraction"], setup["swap_fraction"])
         swap = np.zeros(stop - start, dtype=np.int64)
-        part = _simulate_chunk(rng, spec, 0, sq, mode, base, n_shown, rows, swap)
+        part = _simulate_chunk(rng, spec, 0, sq, mode, base, n_shown, rows, swap, plackett)
         yield start, _assemble_log([part], sq, mode, swap, setup["meta"])
 
 
@@ -530,6 +552,7 @@ def simulate_clicks(
     eps_plus: Any = None,
     eps_minus: Any = None,
     noise: float = 0.0,
+    logger_temperature: float = 0.0,
 ) -> ClickLog:
     """Simulate click sessions on each query's ranking by ``scores`` (the logging ranker).
 
@@ -557,6 +580,13 @@ def simulate_clicks(
     eps_plus, eps_minus : trust bias click probabilities of an examined relevant / non-relevant
         item (scalars or curves over positions; defaults 1 and 0.65 / r).
     noise : probability of a spurious click on every shown item, after the model's clicks.
+    logger_temperature : 0 (default): every session of a query shows the same ranking, by ``scores``.
+        T > 0: a stochastic (Plackett-Luce) logger; each session ranks the query's items by
+        ``scores / T + G`` with G standard Gumbel noise, which draws the ranking item by item with
+        ``P(d next) = exp(s_d / T) / sum of exp(s / T) over the items not yet placed``, then shows its
+        top ``top_k``. Every item then reaches the top k with a positive probability, so the log
+        carries evidence about items a deterministic logger never shows (see the ``policy-aware``
+        estimator of :mod:`ltr.clicks.unbiased`). The logged rank of such a session is its shown rank.
 
     Expected click rates (what the tests check): under PBM, ``P(click at r) = theta_r * a(item at r)``;
     under the cascade model, ``a_r * prod_{j<r} (1 - a_j)``; the others in :mod:`ltr.clicks.browsing`.
@@ -566,7 +596,8 @@ def simulate_clicks(
     setup = _setup(labels, query_offsets, scores, dict(
         model=model, eta=eta, examination=examination, eps=eps, max_label=max_label, gain=gain, top_k=top_k,
         sessions_per_query=sessions_per_query, randomize_fraction=randomize_fraction, swap_fraction=swap_fraction,
-        seed=seed, gamma=gamma, ubm_xi=ubm_xi, ubm_matrix=ubm_matrix, eps_plus=eps_plus, eps_minus=eps_minus, noise=noise))
+        seed=seed, gamma=gamma, ubm_xi=ubm_xi, ubm_matrix=ubm_matrix, eps_plus=eps_plus, eps_minus=eps_minus, noise=noise,
+        logger_temperature=logger_temperature))
     return concat_logs([log for _, log in _session_chunks(setup, None, progress)], setup["meta"])
 
 
@@ -591,7 +622,7 @@ def simulate_click_chunks(labels: Any, query_offsets: Any, scores: Any, *, chunk
 
 _OPTIONS = dict(model="pbm", eta=1.0, examination=None, eps=0.1, max_label=None, gain="exp2", top_k=10,
                 sessions_per_query=1, randomize_fraction=0.0, swap_fraction=0.0, seed=0, gamma=0.9, ubm_xi=None,
-                ubm_matrix=None, eps_plus=None, eps_minus=None, noise=0.0)
+                ubm_matrix=None, eps_plus=None, eps_minus=None, noise=0.0, logger_temperature=0.0)
 
 
 def _setup(labels: Any, query_offsets: Any, scores: Any, o: dict) -> dict:
@@ -612,8 +643,11 @@ def _setup(labels: Any, query_offsets: Any, scores: Any, o: dict) -> dict:
                        o["eps_plus"], o["eps_minus"], o["noise"])
     meta = _click_meta(spec, o["eta"], o["examination"], eps, max_label, gain, k, o["sessions_per_query"],
                        o["randomize_fraction"], o["swap_fraction"], o["seed"], offsets)
+    temperature = float(o["logger_temperature"])
+    plackett = _plackett_luce_lists(scores, offsets, temperature) if temperature != 0 else None
+    meta["logger_temperature"] = temperature
     return {"spec": spec, "base": base, "n_shown": n_shown, "rows": rows, "nonempty": np.flatnonzero(n_shown > 0),
-            "sessions_per_query": int(o["sessions_per_query"]), "seed": o["seed"], "meta": meta,
+            "sessions_per_query": int(o["sessions_per_query"]), "seed": o["seed"], "meta": meta, "plackett": plackett,
             "randomize_fraction": o["randomize_fraction"], "swap_fraction": o["swap_fraction"]}
 
 

@@ -8,6 +8,7 @@ Reading: :func:`aggregate_log` reads a Parquet log (a file or a folder) in recor
 
     n[c]      = impressions                      clicks[c] = sum of the clicks
     ips[c]    = sum of click / max(p, clip)      (p the logged propensity; 1 when the log has none)
+    examined[c] = sum of p                       (the expected examinations of the cell)
 
 so its memory is the number of distinct cells (at most rows x positions of the data set), however
 many sessions the log holds. The counts are exact whatever the batch size; ``ips`` is a float sum
@@ -163,7 +164,8 @@ def _total_rows(files: list[str]) -> int | None:
 @dataclass
 class LogAggregate:
     """Per (row, position) cell, sorted by (row, position): ``doc`` (data-set row), ``query`` (its query
-    index), ``position``, ``n`` impressions, ``clicks``, ``ips`` (sum of click / max(p, clip))."""
+    index), ``position``, ``n`` impressions, ``clicks``, ``ips`` (sum of click / max(p, clip)), ``examined``
+    (sum of the logged propensities p: the cell's expected examinations)."""
 
     doc: np.ndarray
     query: np.ndarray
@@ -171,6 +173,7 @@ class LogAggregate:
     n: np.ndarray
     clicks: np.ndarray
     ips: np.ndarray
+    examined: np.ndarray
     clip: float
     meta: dict = field(default_factory=dict)
     n_entries: int = 0
@@ -229,10 +232,11 @@ def _batch_rows(cols: dict, ids, where) -> tuple[np.ndarray, np.ndarray, np.ndar
 
 
 def _batch_cells(cols: dict, ids, where, modes, clip) -> tuple[np.ndarray, list[np.ndarray]]:
-    """One batch's cell keys and (n, clicks, ips) sums (:func:`_batch_rows`), keeping the sessions of ``modes``."""
+    """One batch's cell keys and (n, clicks, ips, examined) sums (:func:`_batch_rows`), keeping the sessions of
+    ``modes``."""
     _, rows, pos, click, p = _batch_rows(cols, ids, where)
     key = cell_key(rows, pos)
-    values = [np.ones(len(key)), click, click / np.maximum(p, clip)]
+    values = [np.ones(len(key)), click, click / np.maximum(p, clip), p]
     if modes is not None:
         mode = cols.get("session_mode", np.zeros(len(pos), dtype=np.int8))
         keep = np.isin(mode, modes)
@@ -243,7 +247,7 @@ def _batch_cells(cols: dict, ids, where, modes, clip) -> tuple[np.ndarray, list[
 def _finish(key, sums, ids, clip, meta, n_entries, n_batches) -> LogAggregate:
     doc, position = cell_of(key)
     return LogAggregate(doc=doc, query=ids.row_query[doc], position=position,
-                        n=sums[0], clicks=sums[1], ips=sums[2], clip=clip, meta=meta, n_entries=n_entries,
+                        n=sums[0], clicks=sums[1], ips=sums[2], examined=sums[3], clip=clip, meta=meta, n_entries=n_entries,
                         n_batches=n_batches)
 
 
@@ -256,7 +260,7 @@ def aggregate_log(path: str | os.PathLike, dataset, *, ids: str = "auto", batch_
     from ltr.clicks.log_ids import LogIds
 
     mapper = LogIds(dataset, id_mode(path, ids))
-    key, sums = np.zeros(0, dtype=np.int64), [np.zeros(0)] * 3
+    key, sums = np.zeros(0, dtype=np.int64), [np.zeros(0)] * 4
     n_entries = n_batches = 0
     columns = ["query", "doc", "position", "click", "propensity", "session_mode"]
     for where, cols in iter_log_batches(path, columns, batch_size, progress):

@@ -59,3 +59,33 @@ def ridge_logger(train: Any, n_queries: int, seed: Any) -> Callable[[Any], np.nd
                                for i in range(0, len(features), SCORE_BLOCK_ROWS)] or [np.zeros(0)])
 
     return score
+
+
+def plackett_luce_ndcg(scores: Any, dataset: Any, temperature: float, *, draws: int = 20, seed: Any = 0,
+                       k: int = 10) -> float:
+    """The mean NDCG@k that users see from a Plackett-Luce logger (``simulate_clicks(...,
+    logger_temperature=temperature)``): the mean over ``draws`` rankings per query, each by
+    ``scores / temperature + G`` (G standard Gumbel), of the toolkit's NDCG@k on the labels of ``dataset``.
+    ``temperature`` 0 is the deterministic ranking by ``scores``. What stochastic logging costs users.
+
+    >>> from ltr.data.synthetic import make_mslr_like
+    >>> ds = make_mslr_like(n_queries=20, n_features=5, seed=0)
+    >>> plackett_luce_ndcg(ds.labels, ds, 0.0) == 1.0   # ranking by the labels: the ideal order
+    True
+    >>> 0 < plackett_luce_ndcg(ds.labels, ds, 1.0) < 1.0
+    True
+    """
+    import metrics
+
+    s = np.asarray(scores, dtype=np.float64)
+    if temperature < 0 or draws < 1:
+        raise ValueError(f"need temperature >= 0 and draws >= 1, got {temperature}, {draws}")
+
+    def ndcg(keys: np.ndarray) -> float:
+        ev = metrics.evaluate(keys, dataset.labels, dataset.query_offsets, [f"ndcg@{k}"])
+        return float(ev.mean[ev.names[f"ndcg@{k}"]])
+
+    if temperature == 0:
+        return ndcg(s)
+    rng = np.random.default_rng(seed)
+    return float(np.mean([ndcg(s / temperature + rng.gumbel(size=len(s))) for _ in range(draws)]))

@@ -30,7 +30,7 @@ from ltr.errors import LtrError
 __all__ = ["fit_on_clicks", "fit_on_aggregate", "fit_on_lists", "estimate_rem_curve", "STREAMED", "LISTED"]
 
 # the estimators that train from a log's per-cell sums (ltr.clicks.log_stream), so from a log larger than memory
-STREAMED = ("naive", "ips", "rem", "affine")
+STREAMED = ("naive", "ips", "rem", "affine", "policy-aware")
 # the estimators that train from a log's shown lists (ltr.clicks.list_stream), streamed from a Parquet log too
 LISTED = ("dla", "pairwise-debias")
 
@@ -125,10 +125,16 @@ def fit_on_clicks(
     elif estimator == "affine":
         affine = trust_parameters(log)
         info["alpha"], info["beta"] = affine[0].tolist(), affine[1].tolist()
-    if estimator in ("ips", "rem"):
+    if estimator in ("ips", "rem", "policy-aware"):
         _record_propensity(info, curve, curve_source, lambda: _logged_curve(log))
-    values = corrected_clicks(log, estimator, clip=clip, curve=curve, affine=affine)
-    model, fit_info = _trainer_fit(lists_dataset(train, log, values), valid, make_model, loss, config)
+    if estimator == "policy-aware":
+        from ltr.clicks.log_stream import aggregate_from_log
+        from ltr.clicks.policy_aware import policy_aware_dataset
+
+        lists = policy_aware_dataset(train, aggregate_from_log(log, train, clip=clip), clip=clip, curve=curve)
+    else:
+        lists = lists_dataset(train, log, corrected_clicks(log, estimator, clip=clip, curve=curve, affine=affine))
+    model, fit_info = _trainer_fit(lists, valid, make_model, loss, config)
     info.update(fit_info)
     return model, info
 
@@ -205,10 +211,15 @@ def fit_on_aggregate(train, valid, agg, estimator: str, make_model: Callable[[An
 
         affine = trust_parameters(SimpleNamespace(meta=agg.meta))  # it reads the simulator's settings only
         info["alpha"], info["beta"] = affine[0].tolist(), affine[1].tolist()
-    if estimator in ("ips", "rem"):
+    if estimator in ("ips", "rem", "policy-aware"):
         _record_propensity(info, curve, curve_source, lambda: _aggregate_curve(agg))
-    values = cell_values(agg, estimator, clip=clip, curve=curve, affine=affine)
-    model, fit_info = _trainer_fit(aggregate_dataset(train, agg, values), valid, make_model, loss, config)
+    if estimator == "policy-aware":
+        from ltr.clicks.policy_aware import policy_aware_dataset
+
+        lists = policy_aware_dataset(train, agg, clip=clip, curve=curve)
+    else:
+        lists = aggregate_dataset(train, agg, cell_values(agg, estimator, clip=clip, curve=curve, affine=affine))
+    model, fit_info = _trainer_fit(lists, valid, make_model, loss, config)
     info.update(fit_info)
     return model, info
 

@@ -87,6 +87,10 @@ def register(subparsers) -> None:
                    help="logging ranker = labels + N(0, SIGMA^2) noise (sees the labels: confounds EM and DLA)")
     g.add_argument("--logger-scores", default=None, metavar="FILE", help="logging ranker scores, one number per row of --data (text, one per line, or a .npy 1-D array)")
     g.add_argument("--logger-model", default=None, metavar="DIR", help="logging ranker = a model folder from ltr train / ltr gbdt")
+    s.add_argument("--logger-temperature", type=number(min=0), default=0.0, metavar="T",
+                   help="0: every session of a query shows the logger's ranking; T > 0: a stochastic (Plackett-Luce) "
+                   "logger, each session ranks by score/T + Gumbel noise before the top k is cut, so every item is "
+                   "shown now and then (train with --estimator policy-aware)")
     s.add_argument("--seed", type=SEED, default=0, help="random seed (the log is a deterministic function of it)")
     s.add_argument("--force", action="store_true", help="replace --out if it is a run folder made by ltr (never any other folder)")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -208,9 +212,10 @@ def _register_train(sub, fmt) -> None:
                        description="Train a linear or MLP scorer on the clicks of --log (simulated on --data) with one "
                        "estimator: naive (raw clicks), ips (clicks / max(p, clip), p the logged or an estimated "
                        "propensity), rem (ips with propensities from regression EM on the same log), dla (ranker and "
-                       "propensities learned together), pairwise-debias (Hu et al.'s t+ / t- position biases) or affine "
-                       "(trust-bias correction (c - beta_r) / alpha_r). The log is grouped by shown list: label = mean "
-                       "corrected click, item weight = number of sessions. Writes a model folder (model.pt, model.json) "
+                       "propensities learned together), pairwise-debias (Hu et al.'s t+ / t- position biases), affine "
+                       "(trust-bias correction (c - beta_r) / alpha_r) or policy-aware (for a stochastic top-k logger: "
+                       "one list per query of every item ever shown, label = its clicks / its expected examinations). "
+                       "The others group the log by shown list: label = mean corrected click, item weight = number of sessions. Writes a model folder (model.pt, model.json) "
                        "with clicks_training.json: the estimator, the clip rule and the propensities used.")
     t.add_argument("--data", required=True, metavar="FILE", help="the labelled file the log was simulated on (its features train the model)")
     add_format_options(t)
@@ -218,10 +223,10 @@ def _register_train(sub, fmt) -> None:
     t.add_argument("--valid", required=True, metavar="FILE",
                    help="labelled validation file: every estimator and engine keeps its epoch or round of best NDCG@10 on it")
     t.add_argument("--out", required=True, metavar="DIR", help="model folder to create")
-    t.add_argument("--estimator", default="ips", choices=("naive", "ips", "dla", "rem", "pairwise-debias", "affine", "position-bias"),
+    t.add_argument("--estimator", default="ips", choices=("naive", "ips", "dla", "rem", "pairwise-debias", "affine", "policy-aware", "position-bias"),
                    help="how clicks are de-biased (position-bias: LightGBM's own position-bias model, --engine lightgbm)")
     t.add_argument("--propensity", default="logged", choices=("logged", "randomized", "swap"),
-                   help="ips only: the logged (true) propensities, or estimated from the log's intervention traffic")
+                   help="ips and policy-aware: the logged (true) propensities, or estimated from the log's intervention traffic")
     t.add_argument("--clip", type=number(above=0, max=1), default=0.01, help="propensities (and trust alpha) floored at this value: weights at most 1/clip")
     t.add_argument("--max-weight", type=number(min=1), default=100.0, help="dla: clip of its inverse-propensity and inverse-relevance weights")
     t.add_argument("--dla-propensity-update", default="sgd", choices=("sgd", "full"),
@@ -378,7 +383,8 @@ def run_simulate(args) -> int:
     options = dict(model=args.model, eta=args.eta, eps=args.eps, max_label=args.max_label, top_k=args.top_k or None,
                    sessions_per_query=args.sessions_per_query, randomize_fraction=args.randomize_fraction,
                    swap_fraction=args.swap_fraction, seed=args.seed, gamma=args.gamma, ubm_xi=args.ubm_xi,
-                   eps_plus=args.eps_plus, eps_minus=args.eps_minus, noise=args.noise)
+                   eps_plus=args.eps_plus, eps_minus=args.eps_minus, noise=args.noise,
+                   logger_temperature=args.logger_temperature)
     extra = {"logger": logger, "data": str(args.data)}
     name = f"clicks.{args.format}"
     with run_folder(args.out, overwrite=args.force, kind="clicks-simulate", inputs=inputs) as tmp:
@@ -394,7 +400,7 @@ def run_simulate(args) -> int:
                          "ctr": log.ctr_by_position()}
         except ValueError as exc:
             raise LtrError(str(exc)) from None
-        summary, report = _simulation_summary(args, meta, stats, interventions, logger, _ndcg10(scores, ds))
+        summary, report = _simulation_summary(args, meta, stats, interventions, logger, _logger_ndcg(args, scores, ds))
         atomic_write_json(tmp / "summary.json", summary)
     # printed once the folder is in place: a reader that stops early (`| head`) loses nothing
     print("\n".join(report))
@@ -429,10 +435,20 @@ def _simulate_parquet(ds, scores, options, extra, path, progress):
     return meta, stats, kept[0] if kept else sums_from_rows(*(np.zeros(0, dtype=np.int64),) * 6)
 
 
+def _logger_ndcg(args, scores, ds) -> float:
+    """The NDCG@10 users see from the logger on the labels of --data: its ranking's, or with
+    --logger-temperature the mean over 20 Plackett-Luce draws per query."""
+    if args.logger_temperature == 0:
+        return _ndcg10(scores, ds)
+    from ltr.clicks.logging_ranker import plackett_luce_ndcg
+
+    return plackett_luce_ndcg(scores, ds, args.logger_temperature, seed=[args.seed, 2])
+
+
 def _simulation_summary(args, meta, stats, interventions, logger, logger_ndcg: float) -> tuple[dict, list[str]]:
     """The summary.json object and the report's lines: the counts, CTR by position and the intervention
     estimates. ``logger_ndcg``: the logging ranker's NDCG@10 on the labels of --data (how good the
-    production ranker is)."""
+    production ranker is; :func:`_logger_ndcg`)."""
     clicks, shown = stats["ctr"]
     ctr = [{"position": r, "impressions": int(n), "clicks": int(c), "ctr": c / n if n else float("nan")}
            for r, (c, n) in enumerate(zip(clicks, shown), 1)]
@@ -441,8 +457,11 @@ def _simulation_summary(args, meta, stats, interventions, logger, logger_ndcg: f
     summary = {"meta": meta, "n_sessions": stats["n_sessions"], "n_entries": stats["n_entries"],
                "n_clicks": stats["n_clicks"], "ctr_by_position": ctr, "logger_ndcg@10": logger_ndcg,
                "versions": _versions()}
+    if args.logger_temperature:
+        logger = f"{logger} drawn by Plackett-Luce at temperature {args.logger_temperature:g}"
+    seen = " (the mean of 20 draws per query)" if args.logger_temperature else ""
     lines = [f"{stats['n_sessions']} sessions, {stats['n_entries']} impressions, {stats['n_clicks']} clicks "
-             f"({args.model}, logger {logger}: NDCG@10 {logger_ndcg:.4f} on the labels of --data)",
+             f"({args.model}, logger {logger}: NDCG@10 {logger_ndcg:.4f}{seen} on the labels of --data)",
              _table(ctr, ["position", "impressions", "clicks", "ctr"])]
     for method, share in (("randomized", args.randomize_fraction), ("swap", args.swap_fraction)):
         if share > 0:
@@ -721,8 +740,8 @@ def run_train(args) -> int:
     check_destination(args.out, overwrite=args.force, inputs=inputs)
     train = load_data_file(args.data, "data", None, data_options(args), **format_options(args, "data"))
     valid = load_data_file(args.valid, "valid", train.n_features, data_options(args), **format_options(args, "data"))
-    if args.propensity != "logged" and args.estimator != "ips":
-        raise LtrError(f"--propensity {args.propensity} applies to --estimator ips only")
+    if args.propensity != "logged" and args.estimator not in ("ips", "policy-aware"):
+        raise LtrError(f"--propensity {args.propensity} applies to --estimator ips and policy-aware only")
     if args.em_relevance != "logistic" and args.estimator != "rem":
         raise LtrError(f"--em-relevance {args.em_relevance} applies to --estimator rem only")
     try:

@@ -1,0 +1,111 @@
+"""Policy-aware inverse propensity scoring for a logger that shows a top k (Oosterhuis and de Rijke,
+"Policy-Aware Unbiased Learning to Rank for Top-k Rankings", SIGIR 2020).
+
+Per-position IPS divides a click at position r by the examination ``theta_r``; its expectation for an
+item d is ``a(d) * P(d shown in the top k)``: an item the logger rarely shows looks irrelevant, and
+one it never shows is never seen. The policy-aware estimator divides the item's clicks instead by
+its expected examination under the logging policy,
+
+    rho(d)   = sum over positions r of P(the logger puts d at r) * theta_r
+    label(d) = (1 / S_q) * sum over the query's S_q sessions of c_s(d) / max(rho(d), tau)
+
+whose expectation is ``a(d)`` for every item with ``rho(d) > 0``. Here ``rho`` is read off the log
+itself, ``rho_hat(d) = (1 / S_q) * sum_s theta_{r_s(d)}`` (0 in the sessions that do not show d), so
+no model of the logger is needed: ``label(d) = C(d) / max(E(d), tau S_q)`` with ``C`` the item's
+clicks and ``E`` its expected examinations over the log. ``theta`` is the logged propensity of each
+entry, or a curve by position (estimated by regression EM or from interventions). ``rho_hat`` is
+floored at ``tau`` (the clip of :mod:`ltr.clicks.unbiased`): an item with ``rho < tau`` is
+under-weighted.
+
+With a deterministic logger (one shown list per query) this is per-position IPS on that list. With a
+stochastic one (``simulate_clicks(..., logger_temperature=T)``, a Plackett-Luce logger) every item
+of a query reaches the top k now and then, and the training list of the query holds every item shown
+at least once in its sessions (the items never shown carry no evidence and are left out).
+
+Four sessions of one query with two items under theta = (1, 0.5): d0 was shown first three times
+(two clicks) and second once, d1 first once (one click) and second three times.
+
+>>> import numpy as np
+>>> from types import SimpleNamespace
+>>> agg = SimpleNamespace(doc=np.array([0, 0, 1, 1]), query=np.array([0, 0, 0, 0]),
+...                       position=np.array([1, 2, 1, 2]), n=np.array([3.0, 1.0, 1.0, 3.0]),
+...                       clicks=np.array([2.0, 0.0, 1.0, 0.0]), examined=np.array([3.0, 0.5, 1.0, 1.5]))
+>>> labels, weights = policy_aware_labels(agg, n_queries=1)   # 2 / (3 + 0.5), 1 / (1 + 1.5)
+>>> labels.round(4).tolist(), weights.tolist()
+([0.5714, 0.4], [4.0, 4.0])
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ltr.errors import LtrError
+
+__all__ = ["policy_aware_labels", "policy_aware_dataset", "item_examinations"]
+
+
+def item_examinations(agg, curve: Any = None) -> np.ndarray:
+    """Per cell of ``agg`` (:class:`ltr.clicks.log_stream.LogAggregate`): its expected examinations, the sum of
+    the logged propensities, or ``n * curve[position - 1]`` with a curve by position."""
+    if curve is None:
+        return np.asarray(agg.examined, dtype=np.float64)
+    c = np.asarray(curve, dtype=np.float64).ravel()
+    if len(agg.position) and agg.position.max() > len(c):
+        raise LtrError(f"the propensity curve has {len(c)} positions, the log shows up to {agg.position.max()}")
+    return agg.n * c[agg.position - 1]
+
+
+def _sessions_per_query(agg, n_queries: int) -> np.ndarray:
+    """S_q: the impressions of the query's most shown position (every session shows position 1)."""
+    from ltr.clicks.log_stream import cell_key, cell_of
+
+    uniq, inv = np.unique(cell_key(agg.query, agg.position), return_inverse=True)
+    per_cell = np.bincount(inv.ravel(), weights=agg.n)
+    sessions = np.zeros(n_queries)
+    np.maximum.at(sessions, cell_of(uniq)[0], per_cell)
+    return sessions
+
+
+def policy_aware_labels(agg, *, n_queries: int, clip: float = 0.01, curve: Any = None,
+                        rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(label, weight)`` per distinct item of ``agg`` in ascending row order (module docstring): label =
+    C / max(E, clip S_q), weight = S_q, the sessions of its query. ``rows`` (out): filled with the items' rows."""
+    from ltr.clicks.unbiased import _check_clip
+
+    clip = _check_clip(clip)
+    item, inv = np.unique(agg.doc, return_inverse=True)
+    inv = inv.ravel()
+    clicks = np.bincount(inv, weights=agg.clicks, minlength=len(item))
+    examined = np.bincount(inv, weights=item_examinations(agg, curve), minlength=len(item))
+    query = np.zeros(len(item), dtype=np.int64)
+    query[inv] = agg.query
+    sessions = _sessions_per_query(agg, n_queries)[query]
+    if rows is not None:
+        rows[:] = item
+    return clicks / np.maximum(examined, clip * sessions), sessions
+
+
+def policy_aware_dataset(dataset, agg, *, clip: float = 0.01, curve: Any = None):
+    """The policy-aware training set as a :class:`ltr.data.RankingDataset`: one list per query of ``dataset``
+    with its items shown at least once (in data-set order), label and weight of :func:`policy_aware_labels`."""
+    from ltr.data import RankingDataset
+
+    if len(agg.n) == 0:
+        raise LtrError("the click log is empty")
+    n_items = len(np.unique(agg.doc))
+    rows = np.zeros(n_items, dtype=np.int64)
+    labels, weights = policy_aware_labels(agg, n_queries=dataset.n_queries, clip=clip, curve=curve, rows=rows)
+    if rows.max() >= dataset.n_items:
+        raise LtrError(f"the click log refers to rows beyond the data set ({dataset.n_items} rows): was it simulated on other data?")
+    # Rows of one query are contiguous in the data set, so ascending rows group the lists by query.
+    query = np.searchsorted(dataset.query_offsets, rows, side="right") - 1
+    queries, lengths = np.unique(query, return_counts=True)
+    return RankingDataset(
+        features=np.ascontiguousarray(dataset.features[rows], dtype=np.float32),
+        labels=labels,
+        query_offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+        query_ids=queries.astype(np.int64),
+        weights=weights,
+    )

@@ -1,0 +1,153 @@
+"""A stochastic (Plackett-Luce) logger in the simulator and the policy-aware estimator that learns from it."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from ltr.cli import main
+from ltr.clicks.click_models import attraction, simulate_click_chunks, simulate_clicks
+from ltr.clicks.log_stream import aggregate_from_log, aggregate_log, cell_values, write_log_stream
+from ltr.clicks.logging_ranker import plackett_luce_ndcg
+from ltr.clicks.policy_aware import policy_aware_dataset, policy_aware_labels
+from ltr.clicks.unbiased import corrected_clicks, lists_dataset
+from ltr.data import RankingDataset
+from ltr.errors import LtrError
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(7)
+    lengths = rng.integers(6, 15, 25)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    labels = rng.integers(0, 5, offsets[-1]).astype(float)
+    features = np.column_stack([labels + rng.normal(0, 1, offsets[-1]), rng.normal(size=(offsets[-1], 2))])
+    ds = RankingDataset(features.astype(np.float32), labels, offsets, np.arange(len(lengths)))
+    scores = labels + rng.normal(0, 1.5, offsets[-1])
+    return ds, scores
+
+
+def _pl_position_probabilities(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """P(item first) and P(item second) of a Plackett-Luce ranking with weights ``w``, by hand."""
+    first = w / w.sum()
+    second = np.array([sum(first[i] * w[d] / (w.sum() - w[i]) for i in range(len(w)) if i != d)
+                       for d in range(len(w))])
+    return first, second
+
+
+def test_plackett_luce_logger_draws_positions_with_their_closed_form_probabilities():
+    scores = np.array([0.0, 1.0, 2.0, 0.5])
+    log = simulate_clicks(np.zeros(4), np.array([0, 4]), scores, top_k=2, sessions_per_query=40_000, seed=3,
+                          logger_temperature=0.8)
+    first, second = _pl_position_probabilities(np.exp(scores / 0.8))
+    for position, expect in ((1, first), (2, second)):
+        docs = log.doc[log.position == position]
+        got = np.bincount(docs, minlength=4) / len(docs)
+        # 40,000 draws: the standard error of each share is below 0.0025
+        np.testing.assert_allclose(got, expect, atol=0.01)
+    assert log.meta["logger_temperature"] == 0.8
+    np.testing.assert_array_equal(log.logged_rank, log.position)  # a drawn ranking is the logged one
+
+
+def test_zero_temperature_is_the_deterministic_logger_and_a_negative_one_is_refused(data):
+    ds, scores = data
+    base = simulate_clicks(ds.labels, ds.query_offsets, scores, top_k=5, sessions_per_query=3, seed=1)
+    same = simulate_clicks(ds.labels, ds.query_offsets, scores, top_k=5, sessions_per_query=3, seed=1,
+                           logger_temperature=0.0)
+    np.testing.assert_array_equal(base.doc, same.doc)
+    np.testing.assert_array_equal(base.click, same.click)
+    drawn = simulate_clicks(ds.labels, ds.query_offsets, scores, top_k=5, sessions_per_query=3, seed=1,
+                            logger_temperature=1.0)
+    assert not np.array_equal(base.doc, drawn.doc)
+    with pytest.raises(LtrError, match="logger_temperature"):
+        simulate_clicks(ds.labels, ds.query_offsets, scores, logger_temperature=-1.0)
+
+
+def test_policy_aware_labels_are_unbiased_where_per_position_ips_is_not(data):
+    """Under a top-5 Plackett-Luce logger, the policy-aware label of every item estimates its attraction a(rel);
+    per-position IPS (the streamed ips list of a query) estimates a(rel) * P(shown), far below for deep items."""
+    ds, scores = data
+    log = simulate_clicks(ds.labels, ds.query_offsets, scores, top_k=5, sessions_per_query=6_000, seed=2,
+                          logger_temperature=1.5)
+    agg = aggregate_from_log(log, ds)
+    rows = np.zeros(len(np.unique(agg.doc)), dtype=np.int64)
+    labels, weights = policy_aware_labels(agg, n_queries=ds.n_queries, rows=rows)
+    assert len(rows) == ds.n_items  # every item reached the top 5 at least once
+    a = attraction(ds.labels, max_label=4.0, eps=0.1)[rows]
+    shown_share = np.bincount(log.doc, minlength=ds.n_items)[rows] / weights
+    often = shown_share > 0.1
+    assert np.abs(labels - a)[often].max() < 0.12
+    assert abs(np.mean(labels - a)) < 0.01
+    rare = shown_share < 0.2
+    # per-position IPS (clicks / theta_r summed over the query's sessions, the streamed ips label of
+    # aggregate_dataset) shrinks a rarely shown item toward 0; the policy-aware label does not
+    ips_sums = np.bincount(agg.doc, weights=cell_values(agg, "ips", clip=0.01), minlength=ds.n_items)[rows] / weights
+    assert np.mean(ips_sums[rare]) < 0.5 * np.mean(a[rare])
+    assert np.mean(labels[rare]) == pytest.approx(np.mean(a[rare]), rel=0.15)
+
+
+def test_policy_aware_equals_ips_lists_under_a_deterministic_logger(data):
+    ds, scores = data
+    log = simulate_clicks(ds.labels, ds.query_offsets, scores, top_k=6, sessions_per_query=30, seed=4)
+    pa = policy_aware_dataset(ds, aggregate_from_log(log, ds))
+    ips = lists_dataset(ds, log, corrected_clicks(log, "ips"))
+    np.testing.assert_array_equal(pa.query_ids, ips.query_ids)
+    np.testing.assert_array_equal(pa.query_offsets, ips.query_offsets)
+    for q in range(len(pa.query_ids)):  # the same items with the same labels and weights, in another order
+        a, b = slice(*pa.query_offsets[q:q + 2]), slice(*ips.query_offsets[q:q + 2])
+        order_a, order_b = np.lexsort(pa.features[a].T), np.lexsort(ips.features[b].T)
+        np.testing.assert_allclose(pa.labels[a][order_a], ips.labels[b][order_b], rtol=1e-12)
+        np.testing.assert_array_equal(pa.weights[a], ips.weights[b])
+
+
+def test_policy_aware_from_a_streamed_parquet_log_equals_the_log_in_memory(data, tmp_path):
+    ds, scores = data
+    opts = dict(top_k=5, sessions_per_query=50, seed=5, logger_temperature=1.0)
+    log = simulate_clicks(ds.labels, ds.query_offsets, scores, **opts)
+    meta, chunks = simulate_click_chunks(ds.labels, ds.query_offsets, scores, **opts)
+    write_log_stream(chunks, tmp_path / "c.parquet", meta)
+    whole = policy_aware_dataset(ds, aggregate_from_log(log, ds), clip=0.05)
+    streamed = policy_aware_dataset(ds, aggregate_log(tmp_path / "c.parquet", ds, batch_size=333), clip=0.05)
+    np.testing.assert_array_equal(streamed.query_offsets, whole.query_offsets)
+    np.testing.assert_array_equal(streamed.features, whole.features)
+    np.testing.assert_allclose(streamed.labels, whole.labels, rtol=1e-12)
+    # a curve by position replaces the logged propensities: theta = 1 everywhere makes the label the CTR
+    ctr = policy_aware_dataset(ds, aggregate_from_log(log, ds), curve=np.ones(5))
+    shown = np.bincount(log.doc, minlength=ds.n_items)
+    clicks = np.bincount(log.doc, weights=log.click, minlength=ds.n_items)
+    rows = np.flatnonzero(shown)
+    np.testing.assert_allclose(ctr.labels, clicks[rows] / np.maximum(shown[rows], 0.01 * 50), rtol=1e-12)
+
+
+def test_plackett_luce_ndcg_falls_with_the_temperature(data):
+    ds, scores = data
+    values = [plackett_luce_ndcg(scores, ds, t, draws=30, seed=0) for t in (0.0, 0.5, 2.0, 50.0)]
+    assert values[0] > values[1] > values[2] > values[3]
+    random_order = plackett_luce_ndcg(np.zeros(ds.n_items), ds, 1.0, draws=30, seed=0)
+    assert values[3] == pytest.approx(random_order, abs=0.03)  # a very hot logger shows a random order
+
+
+def test_cli_simulates_a_stochastic_logger_and_trains_policy_aware(data, tmp_path, capsys):
+    from ltr.data import save_svmlight
+
+    ds, _ = data
+    path = tmp_path / "d.txt"
+    save_svmlight(ds, path)
+    sim = tmp_path / "sim"
+    assert main(["clicks", "simulate", "--data", str(path), "--out", str(sim), "--sessions-per-query", "40",
+                 "--top-k", "5", "--logger-temperature", "1", "--quiet"]) == 0
+    assert "drawn by Plackett-Luce at temperature 1" in capsys.readouterr().out
+    summary = json.loads((sim / "summary.json").read_text())
+    assert summary["meta"]["logger_temperature"] == 1.0
+    out = tmp_path / "m"
+    assert main(["clicks", "train", "--data", str(path), "--valid", str(path), "--log", str(sim / "clicks.npz"),
+                 "--estimator", "policy-aware", "--epochs", "2", "--out", str(out), "--quiet"]) == 0
+    info = json.loads((out / "clicks_training.json").read_text())
+    assert info["estimator"] == "policy-aware"
+    np.testing.assert_allclose(info["propensity"], 1.0 / np.arange(1, 6))  # the logged PBM curve
+    capsys.readouterr()
+    assert main(["clicks", "train", "--data", str(path), "--valid", str(path), "--log", str(sim / "clicks.npz"),
+                 "--estimator", "policy-aware", "--engine", "lightgbm", "--out", str(tmp_path / "g"), "--quiet"]) == 2
+    assert "--engine lightgbm trains" in capsys.readouterr().err
