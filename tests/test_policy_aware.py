@@ -88,18 +88,23 @@ def test_policy_aware_labels_are_unbiased_where_per_position_ips_is_not(data):
     assert np.mean(labels[rare]) == pytest.approx(np.mean(a[rare]), rel=0.15)
 
 
-def test_policy_aware_equals_ips_lists_under_a_deterministic_logger(data):
+def test_policy_aware_is_ips_on_the_shown_items_of_a_deterministic_logger_and_zero_elsewhere(data):
     ds, scores = data
     log = simulate_clicks(ds.labels, ds.query_offsets, scores, top_k=6, sessions_per_query=30, seed=4)
-    pa = policy_aware_dataset(ds, aggregate_from_log(log, ds))
+    pa, never_shown = policy_aware_dataset(ds, aggregate_from_log(log, ds))
     ips = lists_dataset(ds, log, corrected_clicks(log, "ips"))
     np.testing.assert_array_equal(pa.query_ids, ips.query_ids)
-    np.testing.assert_array_equal(pa.query_offsets, ips.query_offsets)
-    for q in range(len(pa.query_ids)):  # the same items with the same labels and weights, in another order
+    np.testing.assert_array_equal(pa.features, ds.features)  # every item of every logged query, in data-set order
+    assert never_shown == ds.n_items - 6 * ds.n_queries  # each list is longer than the top 6 shown
+    shown = np.zeros(ds.n_items, dtype=bool)
+    shown[log.doc] = True
+    assert (pa.labels[~shown] == 0).all()
+    for q in range(len(pa.query_ids)):  # on the shown items: the IPS list's labels and weights, in another order
         a, b = slice(*pa.query_offsets[q:q + 2]), slice(*ips.query_offsets[q:q + 2])
-        order_a, order_b = np.lexsort(pa.features[a].T), np.lexsort(ips.features[b].T)
-        np.testing.assert_allclose(pa.labels[a][order_a], ips.labels[b][order_b], rtol=1e-12)
-        np.testing.assert_array_equal(pa.weights[a], ips.weights[b])
+        keep = shown[a]
+        order_a, order_b = np.lexsort(pa.features[a][keep].T), np.lexsort(ips.features[b].T)
+        np.testing.assert_allclose(pa.labels[a][keep][order_a], ips.labels[b][order_b], rtol=1e-12)
+        np.testing.assert_array_equal(pa.weights[a][keep], ips.weights[b])
 
 
 def test_policy_aware_from_a_streamed_parquet_log_equals_the_log_in_memory(data, tmp_path):
@@ -108,17 +113,16 @@ def test_policy_aware_from_a_streamed_parquet_log_equals_the_log_in_memory(data,
     log = simulate_clicks(ds.labels, ds.query_offsets, scores, **opts)
     meta, chunks = simulate_click_chunks(ds.labels, ds.query_offsets, scores, **opts)
     write_log_stream(chunks, tmp_path / "c.parquet", meta)
-    whole = policy_aware_dataset(ds, aggregate_from_log(log, ds), clip=0.05)
-    streamed = policy_aware_dataset(ds, aggregate_log(tmp_path / "c.parquet", ds, batch_size=333), clip=0.05)
+    whole, _ = policy_aware_dataset(ds, aggregate_from_log(log, ds), clip=0.05)
+    streamed, _ = policy_aware_dataset(ds, aggregate_log(tmp_path / "c.parquet", ds, batch_size=333), clip=0.05)
     np.testing.assert_array_equal(streamed.query_offsets, whole.query_offsets)
     np.testing.assert_array_equal(streamed.features, whole.features)
     np.testing.assert_allclose(streamed.labels, whole.labels, rtol=1e-12)
     # a curve by position replaces the logged propensities: theta = 1 everywhere makes the label the CTR
-    ctr = policy_aware_dataset(ds, aggregate_from_log(log, ds), curve=np.ones(5))
+    ctr, _ = policy_aware_dataset(ds, aggregate_from_log(log, ds), curve=np.ones(5))
     shown = np.bincount(log.doc, minlength=ds.n_items)
     clicks = np.bincount(log.doc, weights=log.click, minlength=ds.n_items)
-    rows = np.flatnonzero(shown)
-    np.testing.assert_allclose(ctr.labels, clicks[rows] / np.maximum(shown[rows], 0.01 * 50), rtol=1e-12)
+    np.testing.assert_allclose(ctr.labels, clicks / np.maximum(shown, 0.01 * 50), rtol=1e-12)
 
 
 def test_plackett_luce_ndcg_falls_with_the_temperature(data):
@@ -147,7 +151,36 @@ def test_cli_simulates_a_stochastic_logger_and_trains_policy_aware(data, tmp_pat
     info = json.loads((out / "clicks_training.json").read_text())
     assert info["estimator"] == "policy-aware"
     np.testing.assert_allclose(info["propensity"], 1.0 / np.arange(1, 6))  # the logged PBM curve
-    capsys.readouterr()
+    never = np.bincount(np.load(sim / "clicks.npz")["doc"], minlength=ds.n_items) == 0
+    assert info["never_shown"] == int(never.sum())
+    assert f"policy-aware: {int(never.sum())} items of the logged queries were never shown" in capsys.readouterr().out
     assert main(["clicks", "train", "--data", str(path), "--valid", str(path), "--log", str(sim / "clicks.npz"),
                  "--estimator", "policy-aware", "--engine", "lightgbm", "--out", str(tmp_path / "g"), "--quiet"]) == 2
     assert "--engine lightgbm trains" in capsys.readouterr().err
+
+
+def test_policy_aware_click_dcg_finds_the_truth_of_a_stochastic_log_where_ips_does_not(data, tmp_path):
+    from ltr.clicks.ips import click_dcg, expected_click_dcg
+    from ltr.clicks.ips_stream import click_dcg_from_cells, stream_click_cells
+
+    ds, scores = data
+    new = ds.labels + np.random.default_rng(0).normal(0, 1, ds.n_items)  # the ranker judged on the log
+    a = attraction(ds.labels, max_label=4.0, eps=0.1)
+    fixed = simulate_clicks(ds.labels, ds.query_offsets, scores, top_k=5, sessions_per_query=200, seed=6)
+    np.testing.assert_allclose(click_dcg(fixed, new, ds.query_offsets, estimator="policy-aware", k=5),
+                               click_dcg(fixed, new, ds.query_offsets, estimator="ips", k=5), rtol=1e-12)
+    opts = dict(top_k=5, sessions_per_query=4_000, seed=6, logger_temperature=1.5)
+    log = simulate_clicks(ds.labels, ds.query_offsets, scores, **opts)
+    truth = expected_click_dcg(new, a, ds.query_offsets, k=5).mean()
+    pa = click_dcg(log, new, ds.query_offsets, estimator="policy-aware", k=5)
+    ips = click_dcg(log, new, ds.query_offsets, estimator="ips", k=5).mean()
+    assert pa.mean() == pytest.approx(truth, rel=0.03)
+    assert ips < 0.8 * truth  # short by the sessions that did not show each item
+    meta, chunks = simulate_click_chunks(ds.labels, ds.query_offsets, scores, **opts)
+    write_log_stream(chunks, tmp_path / "e.parquet", meta)
+    cells = stream_click_cells(tmp_path / "e.parquet", ds, batch_size=1_000)
+    np.testing.assert_allclose(click_dcg_from_cells(cells, new, ds.query_offsets, estimator="policy-aware", k=5), pa,
+                               rtol=1e-10)
+    curve = 1.0 / np.arange(1, 6)  # the PBM truth as a curve gives the same numbers as the logged propensities
+    np.testing.assert_allclose(click_dcg_from_cells(cells, new, ds.query_offsets, estimator="policy-aware", k=5,
+                                                    curve=curve), pa, rtol=1e-10)

@@ -8,6 +8,8 @@ scores ``s`` is judged by a click-based DCG, with the discount ``d`` of :mod:`me
     naive(q) = 1/n_q * sum_{sessions of q} sum_{clicked i} d(rank_s(i))
     IPS(q)   = 1/n_q * sum_{sessions of q} sum_{clicked i} d(rank_s(i)) * w_i,   w_i = 1 / max(p_i, tau)
     SNIPS(q) = sum_{sessions} sum_{clicked} d(rank_s(i)) w_i  /  sum_{sessions} sum_{clicked} w_i
+    policy-aware(q) = 1/n_q * sum_{sessions of q} sum_{clicked i} d(rank_s(i)) / max(rho_i, tau),
+               rho_i = 1/n_q * sum over the impressions of i of their propensity p
 
 Under the position-based model ``E[click_i] = p_i a_i``, so without clipping (``tau = 0``) IPS is
 unbiased for the attraction-weighted DCG ``sum_i a_i d(rank_s(i))`` over the items that can be
@@ -19,6 +21,13 @@ attraction, so it targets ``sum_i a_i d(rank_s(i)) / sum_i a_i`` (consistent, sl
 few sessions) and is unchanged when all propensities are scaled by a constant, which is what
 relative propensities from :mod:`ltr.clicks.propensity` give. Clipping at ``tau`` bounds the weights by
 ``1/tau``: less variance, a downward bias on items with ``p < tau``.
+
+A stochastic logger (``simulate_clicks(..., logger_temperature=T)``) shows an item in some sessions
+only; IPS then targets ``sum_i a_i P(i shown) d(rank_s(i))``, short of the target above by the share
+of sessions that did not show each item. The policy-aware estimate (Oosterhuis and de Rijke, SIGIR
+2020) divides by the item's expected examination over all the query's sessions, ``rho_i``, and
+targets ``sum_i a_i d(rank_s(i))`` over every item the logger can show; under a deterministic logger
+``rho_i`` is the propensity of the item's one position and it equals IPS.
 
 Training (:func:`click_training_set`): each session becomes a list with labels = clicks and
 per-item weights ``w_i`` on clicked items (1 elsewhere); a pairwise loss multiplies the pair
@@ -48,7 +57,7 @@ __all__ = [
     "sessions_with_click",
 ]
 
-ESTIMATORS = ("naive", "ips", "snips")
+ESTIMATORS = ("naive", "ips", "snips", "policy-aware")
 
 
 def ranks_within_queries(scores: Any, query_offsets: Any) -> np.ndarray:
@@ -92,6 +101,16 @@ def _entry_propensity(log: ClickLog, propensity: Any) -> np.ndarray:
     return p
 
 
+def _item_examination(log: ClickLog, propensity: Any, offsets: np.ndarray) -> np.ndarray:
+    """rho per row: the sum of its impressions' propensities over its query's sessions (0 for a row never shown)."""
+    n_queries = len(offsets) - 1
+    examined = np.bincount(log.doc, weights=_entry_propensity(log, propensity), minlength=offsets[-1])
+    sessions = log.sessions_per_query(n_queries).astype(np.float64)
+    row_query = np.repeat(np.arange(n_queries), np.diff(offsets))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(examined > 0, examined / sessions[row_query], 0.0)
+
+
 def _check_log_fits(log: ClickLog, offsets: np.ndarray) -> None:
     """The log must refer to this data set: doc rows inside it and each doc inside its query."""
     if not log.n_entries:
@@ -131,6 +150,8 @@ def click_dcg(
     gain = discount_values(ranks[doc], discount, k)
     if estimator == "naive":
         w = np.ones(len(doc))
+    elif estimator == "policy-aware":
+        w = inverse_propensity_weights(_item_examination(log, propensity, offsets)[doc], clip)
     else:
         w = inverse_propensity_weights(_entry_propensity(log, propensity)[clicked], clip)
         if not np.isfinite(w).all():

@@ -7,9 +7,12 @@ i's rank under the new scores, C[i] the clicks of row i, W[i] = sum over its cli
     naive(q) = 1/n_q * sum_{rows i of q} d(rank_s(i)) C[i]
     IPS(q)   = 1/n_q * sum_{rows i of q} d(rank_s(i)) W[i]
     SNIPS(q) = sum_{rows i of q} d(rank_s(i)) W[i]  /  sum_{rows i of q} W[i]
+    policy-aware(q) = 1/n_q * sum_{rows i of q} d(rank_s(i)) C[i] / max(E[i] / n_q, clip)
+
+with E[i] the sum of the propensities of row i's impressions (clicked or not).
 
 :func:`stream_click_cells` keeps per (row, position) cell the clicks and the sum of click / max(p,
-clip) with the logged p, and per query its number of sessions (distinct session ids, counted batch by
+clip) with the logged p, the impressions and the sum of their propensities, and per query its number of sessions (distinct session ids, counted batch by
 batch, so session ids must not go back: :class:`ltr.clicks.list_stream.UnsortedSessionsError`
 otherwise). :func:`click_dcg_from_cells` then gives what ``click_dcg`` gives on the log read whole, up
 to the order of the float additions (~1e-15 relative). Memory: one batch plus the distinct cells.
@@ -30,12 +33,15 @@ __all__ = ["ClickCells", "stream_click_cells", "click_dcg_from_cells"]
 @dataclass
 class ClickCells:
     """Per (row, position) cell: ``doc`` (row), ``position``, ``clicks``, ``ips`` (sum of click / max(p, clip),
-    logged p; inf where a clicked entry has p = 0 and no clip); ``sessions`` [Q] per query; the log's ``meta``."""
+    logged p; inf where a clicked entry has p = 0 and no clip), ``shown`` (impressions), ``examined`` (sum of
+    their logged p); ``sessions`` [Q] per query; the log's ``meta``."""
 
     doc: np.ndarray
     position: np.ndarray
     clicks: np.ndarray
     ips: np.ndarray
+    shown: np.ndarray
+    examined: np.ndarray
     sessions: np.ndarray
     clip: float | None
     meta: dict
@@ -64,7 +70,7 @@ def stream_click_cells(path: str | os.PathLike, dataset, *, ids: str = "auto", b
     from ltr.clicks.log_stream import _batch_rows, _reduce, cell_key, cell_of, id_mode, iter_log_batches, merge_cells, read_log_meta
 
     mapper = LogIds(dataset, id_mode(path, ids))
-    key, sums = np.zeros(0, dtype=np.int64), [np.zeros(0)] * 2
+    key, sums = np.zeros(0, dtype=np.int64), [np.zeros(0)] * 4
     sessions = np.zeros(dataset.n_queries, dtype=np.int64)
     last = None
     columns = ["session", "query", "doc", "position", "click", "propensity"]
@@ -77,10 +83,10 @@ def stream_click_cells(path: str | os.PathLike, dataset, *, ids: str = "auto", b
         new = np.r_[session[0] != last, session[1:] != session[:-1]]  # the first row of each session not yet counted
         sessions += np.bincount(query[new], minlength=dataset.n_queries)
         last = int(session[-1])
-        k, s = _reduce(cell_key(rows, pos), [click, _inverse(click, p, clip)])
+        k, s = _reduce(cell_key(rows, pos), [click, _inverse(click, p, clip), np.ones(len(pos)), p])
         key, sums = merge_cells(key, sums, k, s)
     doc, position = cell_of(key)
-    return ClickCells(doc=doc, position=position, clicks=sums[0], ips=sums[1],
+    return ClickCells(doc=doc, position=position, clicks=sums[0], ips=sums[1], shown=sums[2], examined=sums[3],
                       sessions=sessions, clip=clip, meta=read_log_meta(path))
 
 
@@ -98,12 +104,18 @@ def click_dcg_from_cells(cells: ClickCells, scores, query_offsets, *, estimator:
     n_queries = len(offsets) - 1
     query = np.searchsorted(offsets, cells.doc, side="right") - 1
     gain = discount_values(ranks_within_queries(scores, offsets)[cells.doc], discount, k)
-    if estimator == "naive":
-        w = cells.clicks
-    elif curve is not None:
+    c = None
+    if curve is not None:
         c = np.asarray(curve, dtype=np.float64).ravel()
         if len(cells.position) and cells.position.max() > len(c):
             raise LtrError(f"the propensity curve has {len(c)} positions, the log shows up to {cells.position.max()}")
+    if estimator == "naive":
+        w = cells.clicks
+    elif estimator == "policy-aware":
+        examined = cells.examined if c is None else cells.shown * c[cells.position - 1]
+        rho = np.bincount(cells.doc, weights=examined, minlength=offsets[-1])[cells.doc] / cells.sessions[query]
+        w = _inverse(cells.clicks, rho, cells.clip)
+    elif c is not None:
         w = _inverse(cells.clicks, c[cells.position - 1], cells.clip)
     else:
         w = cells.ips

@@ -17,10 +17,13 @@ entry, or a curve by position (estimated by regression EM or from interventions)
 floored at ``tau`` (the clip of :mod:`ltr.clicks.unbiased`): an item with ``rho < tau`` is
 under-weighted.
 
-With a deterministic logger (one shown list per query) this is per-position IPS on that list. With a
-stochastic one (``simulate_clicks(..., logger_temperature=T)``, a Plackett-Luce logger) every item
-of a query reaches the top k now and then, and the training list of the query holds every item shown
-at least once in its sessions (the items never shown carry no evidence and are left out).
+The training list of a query holds all its items, as the estimator's sum runs over every item the
+logger can show: an item never shown in the log has no click and label 0. With a stochastic logger
+(``simulate_clicks(..., logger_temperature=T)``, a Plackett-Luce logger) every item reaches the top k
+now and then, and an item never shown in many sessions had a small rho, so 0 is its estimate. With a
+deterministic logger (one shown list per query) the labels of the shown items are per-position IPS
+on that list, but the items below its top k were never shown and are taken as non-relevant: use
+``ips`` there, which leaves them out.
 
 Four sessions of one query with two items under theta = (1, 0.5): d0 was shown first three times
 (two clicks) and second once, d1 first once (one click) and second three times.
@@ -88,24 +91,30 @@ def policy_aware_labels(agg, *, n_queries: int, clip: float = 0.01, curve: Any =
 
 
 def policy_aware_dataset(dataset, agg, *, clip: float = 0.01, curve: Any = None):
-    """The policy-aware training set as a :class:`ltr.data.RankingDataset`: one list per query of ``dataset``
-    with its items shown at least once (in data-set order), label and weight of :func:`policy_aware_labels`."""
+    """The policy-aware training set: ``(RankingDataset, never_shown)``. One list per query of ``dataset`` with a
+    logged session, holding all its items in data-set order: the label of :func:`policy_aware_labels` for the
+    items shown at least once, 0 for the ``never_shown`` others (no click; the estimator assumes the logger could
+    have shown them, as a stochastic logger can), every item weighted by the query's sessions S_q."""
     from ltr.data import RankingDataset
 
     if len(agg.n) == 0:
         raise LtrError("the click log is empty")
-    n_items = len(np.unique(agg.doc))
-    rows = np.zeros(n_items, dtype=np.int64)
+    rows = np.zeros(len(np.unique(agg.doc)), dtype=np.int64)
     labels, weights = policy_aware_labels(agg, n_queries=dataset.n_queries, clip=clip, curve=curve, rows=rows)
     if rows.max() >= dataset.n_items:
         raise LtrError(f"the click log refers to rows beyond the data set ({dataset.n_items} rows): was it simulated on other data?")
-    # Rows of one query are contiguous in the data set, so ascending rows group the lists by query.
-    query = np.searchsorted(dataset.query_offsets, rows, side="right") - 1
-    queries, lengths = np.unique(query, return_counts=True)
-    return RankingDataset(
-        features=np.ascontiguousarray(dataset.features[rows], dtype=np.float32),
-        labels=labels,
+    offsets = np.asarray(dataset.query_offsets, dtype=np.int64)
+    row_query = np.searchsorted(offsets, rows, side="right") - 1
+    queries = np.unique(row_query)
+    every = dataset.row_indices(queries)
+    label, sessions = np.zeros(dataset.n_items), np.zeros(dataset.n_queries)
+    label[rows], sessions[row_query] = labels, weights
+    lengths = np.diff(offsets)[queries]
+    lists = RankingDataset(
+        features=np.ascontiguousarray(dataset.features[every], dtype=np.float32),
+        labels=label[every],
         query_offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
         query_ids=queries.astype(np.int64),
-        weights=weights,
+        weights=np.repeat(sessions[queries], lengths),
     )
+    return lists, len(every) - len(rows)

@@ -15,8 +15,8 @@ position r:
 * ``ips``:   ``v = c / max(p, tau)``, p the logged (true) propensity of the entry, or a curve;
 * ``rem``:   ``v = c / max(theta_r, tau)``, theta estimated by regression EM on the same log;
 * ``policy-aware`` (Oosterhuis and de Rijke, SIGIR 2020, for a stochastic top-k logger): one list per
-  query of every item shown at least once, label = its clicks / its expected examinations over the
-  log (:mod:`ltr.clicks.policy_aware`), weight = the query's sessions;
+  query of all its items, label = the item's clicks / its expected examinations over the log (0 for
+  an item never shown; :mod:`ltr.clicks.policy_aware`), weight = the query's sessions;
 * ``affine`` (Vardasbi et al., CIKM 2020, for trust bias ``P(c) = alpha_r rho + beta_r``):
   ``v = (c - beta_r) / max(alpha_r, tau)``; E[v] = rho, and the list means are cut at 0 (a
   negative mean label has no meaning for a ranking loss; the cut only moves lists whose sample

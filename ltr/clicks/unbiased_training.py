@@ -131,7 +131,8 @@ def fit_on_clicks(
         from ltr.clicks.log_stream import aggregate_from_log
         from ltr.clicks.policy_aware import policy_aware_dataset
 
-        lists = policy_aware_dataset(train, aggregate_from_log(log, train, clip=clip), clip=clip, curve=curve)
+        lists, info["never_shown"] = policy_aware_dataset(train, aggregate_from_log(log, train, clip=clip), clip=clip,
+                                                          curve=curve)
     else:
         lists = lists_dataset(train, log, corrected_clicks(log, estimator, clip=clip, curve=curve, affine=affine))
     model, fit_info = _trainer_fit(lists, valid, make_model, loss, config)
@@ -216,7 +217,7 @@ def fit_on_aggregate(train, valid, agg, estimator: str, make_model: Callable[[An
     if estimator == "policy-aware":
         from ltr.clicks.policy_aware import policy_aware_dataset
 
-        lists = policy_aware_dataset(train, agg, clip=clip, curve=curve)
+        lists, info["never_shown"] = policy_aware_dataset(train, agg, clip=clip, curve=curve)
     else:
         lists = aggregate_dataset(train, agg, cell_values(agg, estimator, clip=clip, curve=curve, affine=affine))
     model, fit_info = _trainer_fit(lists, valid, make_model, loss, config)

@@ -214,7 +214,7 @@ def _register_train(sub, fmt) -> None:
                        "propensity), rem (ips with propensities from regression EM on the same log), dla (ranker and "
                        "propensities learned together), pairwise-debias (Hu et al.'s t+ / t- position biases), affine "
                        "(trust-bias correction (c - beta_r) / alpha_r) or policy-aware (for a stochastic top-k logger: "
-                       "one list per query of every item ever shown, label = its clicks / its expected examinations). "
+                       "one list per query of all its items, label = its clicks / its expected examinations, 0 if never shown). "
                        "The others group the log by shown list: label = mean corrected click, item weight = number of sessions. Writes a model folder (model.pt, model.json) "
                        "with clicks_training.json: the estimator, the clip rule and the propensities used.")
     t.add_argument("--data", required=True, metavar="FILE", help="the labelled file the log was simulated on (its features train the model)")
@@ -593,10 +593,14 @@ def run_evaluate(args) -> int:
     rows = [{"estimate": k, "value": v} for k, v in out.items()]
     say(f"click-DCG@{args.k} of the ranker from {int(sessions_q.sum())} sessions (propensity: {args.propensity}, clip: {args.clip}):")
     say(_table(rows, ["estimate", "value"]))
-    say("IPS targets true_click_dcg (over items the log showed); SNIPS targets true_click_dcg_normalized.")
+    say("IPS and policy-aware target true_click_dcg (over items the log showed; IPS falls short of it when the "
+        "logger is stochastic); SNIPS targets true_click_dcg_normalized.")
     if args.json:
         write_json_report(args.json, out)
     return 0
+
+
+ESTIMATES = ("naive", "ips", "snips", "policy-aware")  # what ltr clicks evaluate prints (ltr.clicks.ips)
 
 
 def _click_estimates(args, ds, get_scores):
@@ -626,7 +630,7 @@ def _click_estimates(args, ds, get_scores):
         curve = _estimate(inter, args.propensity, None, 0.95).curve(int(cells.position.max()))
     out = {name: float(np.nanmean(click_dcg_from_cells(cells, scores, ds.query_offsets, estimator=name, k=args.k,
                                                         curve=curve)))
-           for name in ("naive", "ips", "snips")}
+           for name in ESTIMATES}
     support = np.zeros(ds.n_items, dtype=bool)
     support[cells.doc] = True
     return out, scores, support, cells.sessions, cells.meta
@@ -648,7 +652,7 @@ def _click_estimates_whole(args, ds, get_scores):
         prop = propensities_from_curve(log, est.curve(int(log.position.max())))
     out = {name: float(np.nanmean(click_dcg(log, scores, ds.query_offsets, estimator=name, k=args.k, clip=args.clip,
                                             propensity=prop)))
-           for name in ("naive", "ips", "snips")}
+           for name in ESTIMATES}
     return out, scores, logged_support(log, ds.n_items), log.sessions_per_query(ds.n_queries), log.meta
 
 
@@ -765,6 +769,9 @@ def run_train(args) -> int:
         atomic_write_json(tmp / "clicks_training.json", info)
     ev = metrics_on(model, valid)
     print(f"{args.estimator}: trained on {n_sessions} sessions; valid {ev}")
+    if "never_shown" in info:
+        print(f"policy-aware: {info['never_shown']} items of the logged queries were never shown, labelled 0 (it assumes "
+              "the logger could show every item, as a stochastic one can; --estimator ips leaves them out)")
     _print_propensities(info)
     print(f"wrote {args.out} (model.pt, model.json, clicks_training.json)")
     return 0
