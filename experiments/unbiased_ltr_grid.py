@@ -11,7 +11,7 @@ attraction a(rel) = eps + (1 - eps)(2^rel - 1)/(2^max - 1)), run over
   rows each of train and test; 8 train queries held out for validation);
 * click models given as ``name[:eta]``: ``pbm:0.5``, ``pbm:2`` (theta_r = r^-eta), ``trust:1`` (PBM
   with trust bias), ``cascade``, ``dbn`` (these two have no eta);
-* estimators of ``ltr clicks train`` (naive, ips with the simulator's propensities, dla, rem, affine
+* estimators of ``ltr clicks train`` (naive, ips with the simulator's propensities, dla, rem, policy-aware, affine
   on trust logs; rem-gbdt is rem with ``--em-relevance gbdt``) and three that also label the items the logger did not show, from regression EM
   (logistic relevance gamma(x), propensities theta_r) fitted on the same log:
 
@@ -21,6 +21,8 @@ attraction a(rel) = eps + (1 - eps)(2^rel - 1)/(2^max - 1)), run over
       dr-mlp:  IPS labels (logged propensities) on shown items; on the others the prediction of the same
                MLP fitted by squared error to those IPS labels (a direct model as flexible as the ranker)
       dr-zero: IPS labels (logged propensities) on shown items, 0 on the others (the unshown taken as non-relevant)
+      policy-aware-shown: policy-aware (``ltr clicks train --estimator policy-aware``) with the items never
+               shown left out of the lists instead of labelled 0
       shown-oracle: not an estimator, a ceiling: the true attraction a(rel) as the label of the shown lists
                (what a perfect de-biasing of the clicks would give, without the items never shown)
 
@@ -142,16 +144,17 @@ def mlp_direct_labels(train, valid, log, make, cfg, clip: float = 0.01) -> np.nd
 
 def click_estimators(train, valid, log, est, make, cfg, em, args):
     """(model, propensity curve or None) of one estimator."""
-    from ltr.clicks.unbiased_training import fit_on_clicks
+    import losses
+    from ltr.clicks.unbiased_training import _trainer_fit, fit_on_clicks
 
     if est == "shown-oracle":  # not an estimator: the true attraction on the shown lists only (the support ceiling)
         from ltr.clicks.click_models import attraction
         from ltr.clicks.unbiased import lists_dataset
-        from ltr.clicks.unbiased_training import _trainer_fit
-        import losses
 
         a = attraction(train.labels, max_label=float(log.meta["max_label"]), eps=args.eps)
         return _trainer_fit(lists_dataset(train, log, a[log.doc]), valid, make, losses.get_loss("softmax"), cfg)[0], None
+    if est == "policy-aware-shown":  # policy-aware with the items never shown left out of the lists, not labelled 0
+        return _trainer_fit(shown_items(*_policy_aware_lists(train, log)), valid, make, losses.get_loss("softmax"), cfg)[0], None
     if est == "dr-mlp":
         return fit_full(train, valid, make, cfg, args.eps, None, mlp_direct_labels(train, valid, log, make, cfg)), None
     if est == "dr-zero":  # IPS labels (logged propensities) on shown items, 0 on the items never shown
@@ -167,6 +170,27 @@ def click_estimators(train, valid, log, est, make, cfg, em, args):
         return model, info["propensity"]
     model, info = fit_on_clicks(train, valid, log, est, make, config=cfg, clip=0.01)
     return model, info.get("propensity") if est == "dla" else None
+
+
+def _policy_aware_lists(train, log):
+    """The policy-aware training lists of ``log`` (every item of the logged queries) and the rows they hold."""
+    from ltr.clicks.log_stream import aggregate_from_log
+    from ltr.clicks.policy_aware import policy_aware_dataset
+
+    lists, _ = policy_aware_dataset(train, aggregate_from_log(log, train))
+    shown = np.zeros(train.n_items, dtype=bool)
+    shown[log.doc] = True
+    return lists, shown[train.row_indices(lists.query_ids)]
+
+
+def shown_items(lists, keep):
+    """``lists`` with only the items of ``keep`` (a query keeps its place while it has one)."""
+    from ltr.data import RankingDataset
+
+    q = np.repeat(np.arange(lists.n_queries), np.diff(lists.query_offsets))[keep]
+    lengths = np.bincount(q, minlength=lists.n_queries)
+    return RankingDataset(lists.features[keep], lists.labels[keep], np.concatenate([[0], np.cumsum(lengths[lengths > 0])]),
+                          lists.query_ids[lengths > 0], weights=lists.weights[keep])
 
 
 def shown_k(args) -> int | None:

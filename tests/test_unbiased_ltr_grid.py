@@ -46,3 +46,17 @@ def test_restarts_below_one_are_refused(grid, tmp_path, capsys):
     with pytest.raises(SystemExit) as info:
         grid.main(["--out", str(tmp_path / "o"), "--restarts", "0"])
     assert info.value.code == 2 and "--restarts 0" in capsys.readouterr().err
+
+
+def test_shown_items_keeps_the_marked_items_and_drops_emptied_queries(grid):
+    from ltr.data import RankingDataset
+
+    lists = RankingDataset(np.arange(7, dtype=np.float32)[:, None], np.array([1, 0, 2, 0, 0, 3, 1.0]),
+                           np.array([0, 3, 5, 7]), np.array([10, 11, 12]), weights=np.array([4, 4, 4, 6, 6, 2, 2.0]))
+    keep = np.array([True, False, True, False, False, True, True])
+    sub = grid.shown_items(lists, keep)
+    np.testing.assert_array_equal(sub.features[:, 0], [0, 2, 5, 6])
+    np.testing.assert_array_equal(sub.labels, [1, 2, 3, 1])
+    np.testing.assert_array_equal(sub.query_offsets, [0, 2, 4])  # query 11 lost both items
+    np.testing.assert_array_equal(sub.query_ids, [10, 12])
+    np.testing.assert_array_equal(sub.weights, [4, 4, 2, 2])
