@@ -150,10 +150,10 @@ def click_dcg(
     gain = discount_values(ranks[doc], discount, k)
     if estimator == "naive":
         w = np.ones(len(doc))
-    elif estimator == "policy-aware":
-        w = inverse_propensity_weights(_item_examination(log, propensity, offsets)[doc], clip)
     else:
-        w = inverse_propensity_weights(_entry_propensity(log, propensity)[clicked], clip)
+        p = (_item_examination(log, propensity, offsets)[doc] if estimator == "policy-aware"
+             else _entry_propensity(log, propensity)[clicked])
+        w = inverse_propensity_weights(p, clip)
         if not np.isfinite(w).all():
             raise LtrError("a clicked entry has propensity 0: IPS is undefined (clip the propensities)")
     q = log.query[clicked]

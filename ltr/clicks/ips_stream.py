@@ -11,10 +11,10 @@ i's rank under the new scores, C[i] the clicks of row i, W[i] = sum over its cli
 
 with E[i] the sum of the propensities of row i's impressions (clicked or not).
 
-:func:`stream_click_cells` keeps per (row, position) cell the clicks and the sum of click / max(p,
-clip) with the logged p, the impressions and the sum of their propensities, and per query its number of sessions (distinct session ids, counted batch by
-batch, so session ids must not go back: :class:`ltr.clicks.list_stream.UnsortedSessionsError`
-otherwise). :func:`click_dcg_from_cells` then gives what ``click_dcg`` gives on the log read whole, up
+:func:`stream_click_cells` keeps per (row, position) cell the clicks, the sum of click / max(p, clip)
+with the logged p, the impressions and the sum of their propensities, and per query its number of
+sessions (distinct session ids, counted batch by batch, so session ids must not go back:
+:class:`ltr.clicks.list_stream.UnsortedSessionsError` otherwise). :func:`click_dcg_from_cells` then gives what ``click_dcg`` gives on the log read whole, up
 to the order of the float additions (~1e-15 relative). Memory: one batch plus the distinct cells.
 """
 

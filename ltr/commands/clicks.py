@@ -125,9 +125,11 @@ def register(subparsers) -> None:
     add_json_option(e, "the estimate")
     e.set_defaults(func=run_estimate)
 
-    v = sub.add_parser("evaluate", help="naive / IPS / SNIPS click-DCG of a ranker from a click log", formatter_class=fmt,
+    v = sub.add_parser("evaluate", help="naive / IPS / SNIPS / policy-aware click-DCG of a ranker from a click log", formatter_class=fmt,
                        description="Judge a new ranker on a click log: naive click-DCG@k, IPS and SNIPS (weights "
-                       "1/max(p, clip)), beside the true expected click-DCG and NDCG@k from the labels of --data.")
+                       "1/max(p, clip)) and policy-aware (weights 1/max(rho, clip), rho an item's expected examination "
+                       "over its query's sessions: for a stochastic logger), beside the true expected click-DCG and "
+                       "NDCG@k from the labels of --data.")
     v.add_argument("--log", required=True, metavar="FILE", help="clicks.npz written by `ltr clicks simulate` on --data")
     v.add_argument("--data", required=True, metavar="FILE", help="the labelled file the log was simulated on")
     add_format_options(v)
