@@ -746,8 +746,9 @@ def run_train(args) -> int:
     check_destination(args.out, overwrite=args.force, inputs=inputs)
     train = load_data_file(args.data, "data", None, data_options(args), **format_options(args, "data"))
     valid = load_data_file(args.valid, "valid", train.n_features, data_options(args), **format_options(args, "data"))
-    if args.propensity != "logged" and args.estimator not in ("ips", "policy-aware"):
-        raise LtrError(f"--propensity {args.propensity} applies to --estimator ips and policy-aware only")
+    with_curve = ("ips", "policy-aware") if args.engine == "neural" else ("ips",)
+    if args.propensity != "logged" and args.estimator not in with_curve:
+        raise LtrError(f"--propensity {args.propensity} applies to --estimator {' and '.join(with_curve)} only")
     if args.em_relevance != "logistic" and args.estimator != "rem":
         raise LtrError(f"--em-relevance {args.em_relevance} applies to --estimator rem only")
     try:
