@@ -643,6 +643,8 @@ CASES: list[Case] = [
     Case("simulate-sessions-0", S + ["--sessions-per-query", "0"], ("--sessions-per-query",)),
     Case("simulate-randomize-1.5", S + ["--randomize-fraction", "1.5"], ("--randomize-fraction",)),
     Case("simulate-swap-nan", S + ["--swap-fraction", "nan"], ("--swap-fraction",)),
+    Case("simulate-logger-temperature-negative", S + ["--logger-temperature", "-1"], ("--logger-temperature",)),
+    Case("simulate-logger-temperature-inf", S + ["--logger-temperature", "inf"], ("--logger-temperature",)),
     Case("simulate-fractions-sum", S + ["--swap-fraction", "0.6", "--randomize-fraction", "0.6"], ("fraction",)),
     Case("simulate-noise-negative", S + ["--logger-noise", "-1"], ("--logger-noise",)),
     Case("simulate-noise-nan", S + ["--logger-noise", "nan"], ("--logger-noise",)),

@@ -216,9 +216,10 @@ def _register_train(sub, fmt) -> None:
                        "propensity), rem (ips with propensities from regression EM on the same log), dla (ranker and "
                        "propensities learned together), pairwise-debias (Hu et al.'s t+ / t- position biases), affine "
                        "(trust-bias correction (c - beta_r) / alpha_r) or policy-aware (for a stochastic top-k logger: "
-                       "one list per query of all its items, label = its clicks / its expected examinations, 0 if never shown). "
-                       "The others group the log by shown list: label = mean corrected click, item weight = number of sessions. Writes a model folder (model.pt, model.json) "
-                       "with clicks_training.json: the estimator, the clip rule and the propensities used.")
+                       "one list per query of all its items, label = its clicks / its expected examinations, 0 if never "
+                       "shown). The others group the log by shown list: label = mean corrected click, item weight = "
+                       "number of sessions. Writes a model folder (model.pt, model.json) with clicks_training.json: "
+                       "the estimator, the clip rule and the propensities used.")
     t.add_argument("--data", required=True, metavar="FILE", help="the labelled file the log was simulated on (its features train the model)")
     add_format_options(t)
     t.add_argument("--log", required=True, metavar="FILE", help="clicks.npz or clicks.parquet written by `ltr clicks simulate` on --data")
