@@ -72,8 +72,7 @@ def test_policy_aware_labels_are_unbiased_where_per_position_ips_is_not(data):
     log = simulate_clicks(ds.labels, ds.query_offsets, scores, top_k=5, sessions_per_query=6_000, seed=2,
                           logger_temperature=1.5)
     agg = aggregate_from_log(log, ds)
-    rows = np.zeros(len(np.unique(agg.doc)), dtype=np.int64)
-    labels, weights = policy_aware_labels(agg, n_queries=ds.n_queries, rows=rows)
+    rows, labels, weights = policy_aware_labels(agg, n_queries=ds.n_queries)
     assert len(rows) == ds.n_items  # every item reached the top 5 at least once
     a = attraction(ds.labels, max_label=4.0, eps=0.1)[rows]
     shown_share = np.bincount(log.doc, minlength=ds.n_items)[rows] / weights

@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from ltr.clicks.click_models import ClickLog
+from ltr.clicks.click_models import ClickLog, _query_index
 from ltr.errors import LtrError
 from metrics.discounts import discount_values
 
@@ -70,7 +70,7 @@ def ranks_within_queries(scores: Any, query_offsets: Any) -> np.ndarray:
     offsets = np.asarray(query_offsets, dtype=np.int64)
     if len(s) != offsets[-1]:
         raise ValueError(f"scores has {len(s)} entries, query_offsets covers {offsets[-1]} rows")
-    qidx = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+    qidx = _query_index(offsets)
     order = np.lexsort((-s, qidx))  # stable: equal scores keep input order
     ranks = np.empty(len(s), dtype=np.int64)
     ranks[order] = np.arange(len(s)) - offsets[qidx[order]] + 1
@@ -106,7 +106,7 @@ def _item_examination(log: ClickLog, propensity: Any, offsets: np.ndarray) -> np
     n_queries = len(offsets) - 1
     examined = np.bincount(log.doc, weights=_entry_propensity(log, propensity), minlength=offsets[-1])
     sessions = log.sessions_per_query(n_queries).astype(np.float64)
-    row_query = np.repeat(np.arange(n_queries), np.diff(offsets))
+    row_query = _query_index(offsets)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(examined > 0, examined / sessions[row_query], 0.0)
 
@@ -193,7 +193,7 @@ def expected_click_dcg(
     a = np.asarray(attraction, dtype=np.float64)
     if support is not None:
         a = np.where(np.asarray(support, dtype=bool), a, 0.0)
-    qidx = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+    qidx = _query_index(offsets)
     d = discount_values(ranks_within_queries(scores, offsets), discount, k)
     num = np.bincount(qidx, weights=a * d, minlength=len(offsets) - 1)
     if not normalize:

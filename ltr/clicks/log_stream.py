@@ -43,7 +43,7 @@ from ltr.clicks.click_models import ClickLog
 from ltr.errors import LtrError
 
 __all__ = ["write_log_stream", "read_log_meta", "iter_log_batches", "LogAggregate", "aggregate_log",
-           "aggregate_from_log", "aggregate_dataset", "cell_values", "id_mode"]
+           "aggregate_from_log", "aggregate_dataset", "cell_values", "id_mode", "query_sessions"]
 
 _POS_BITS = 20  # a cell key is row * 2^20 + (position - 1)
 
@@ -331,8 +331,7 @@ def aggregate_dataset(dataset, agg: LogAggregate, values: np.ndarray):
 
     if len(agg.n) == 0:
         raise LtrError("the click log is empty")
-    n_q = np.zeros(dataset.n_queries)
-    np.maximum.at(n_q, agg.query, _per_query_position(agg))
+    n_q = query_sessions(agg, dataset.n_queries)
     # One item per (query, row): its value summed over positions, ordered by first position.
     order = np.lexsort((agg.position, agg.doc))
     doc, pos, v = agg.doc[order], agg.position[order], values[order]
@@ -349,6 +348,14 @@ def aggregate_dataset(dataset, agg: LogAggregate, values: np.ndarray):
         query_ids=queries.astype(np.int64),
         weights=n_q[q].astype(np.float64),
     )
+
+
+def query_sessions(agg: LogAggregate, n_queries: int) -> np.ndarray:
+    """n_q per query [Q]: the impressions of the query's most shown position (its sessions, when every session
+    shows position 1; 0 for a query not in the log)."""
+    n_q = np.zeros(n_queries)
+    np.maximum.at(n_q, agg.query, _per_query_position(agg))
+    return n_q
 
 
 def _per_query_position(agg: LogAggregate) -> np.ndarray:

@@ -33,9 +33,9 @@ Four sessions of one query with two items under theta = (1, 0.5): d0 was shown f
 >>> agg = SimpleNamespace(doc=np.array([0, 0, 1, 1]), query=np.array([0, 0, 0, 0]),
 ...                       position=np.array([1, 2, 1, 2]), n=np.array([3.0, 1.0, 1.0, 3.0]),
 ...                       clicks=np.array([2.0, 0.0, 1.0, 0.0]), examined=np.array([3.0, 0.5, 1.0, 1.5]))
->>> labels, weights = policy_aware_labels(agg, n_queries=1)   # 2 / (3 + 0.5), 1 / (1 + 1.5)
->>> labels.round(4).tolist(), weights.tolist()
-([0.5714, 0.4], [4.0, 4.0])
+>>> rows, labels, weights = policy_aware_labels(agg, n_queries=1)   # 2 / (3 + 0.5), 1 / (1 + 1.5)
+>>> rows.tolist(), labels.round(4).tolist(), weights.tolist()
+([0, 1], [0.5714, 0.4], [4.0, 4.0])
 """
 
 from __future__ import annotations
@@ -60,21 +60,11 @@ def item_examinations(agg, curve: Any = None) -> np.ndarray:
     return agg.n * c[agg.position - 1]
 
 
-def _sessions_per_query(agg, n_queries: int) -> np.ndarray:
-    """S_q: the impressions of the query's most shown position (every session shows position 1)."""
-    from ltr.clicks.log_stream import cell_key, cell_of
-
-    uniq, inv = np.unique(cell_key(agg.query, agg.position), return_inverse=True)
-    per_cell = np.bincount(inv.ravel(), weights=agg.n)
-    sessions = np.zeros(n_queries)
-    np.maximum.at(sessions, cell_of(uniq)[0], per_cell)
-    return sessions
-
-
-def policy_aware_labels(agg, *, n_queries: int, clip: float = 0.01, curve: Any = None,
-                        rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """``(label, weight)`` per distinct item of ``agg`` in ascending row order (module docstring): label =
-    C / max(E, clip S_q), weight = S_q, the sessions of its query. ``rows`` (out): filled with the items' rows."""
+def policy_aware_labels(agg, *, n_queries: int, clip: float = 0.01,
+                        curve: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(rows, label, weight)`` of the distinct items of ``agg`` in ascending row order (module docstring):
+    label = C / max(E, clip S_q), weight = S_q, the sessions of its query."""
+    from ltr.clicks.log_stream import query_sessions
     from ltr.clicks.unbiased import _check_clip
 
     clip = _check_clip(clip)
@@ -84,10 +74,8 @@ def policy_aware_labels(agg, *, n_queries: int, clip: float = 0.01, curve: Any =
     examined = np.bincount(inv, weights=item_examinations(agg, curve), minlength=len(item))
     query = np.zeros(len(item), dtype=np.int64)
     query[inv] = agg.query
-    sessions = _sessions_per_query(agg, n_queries)[query]
-    if rows is not None:
-        rows[:] = item
-    return clicks / np.maximum(examined, clip * sessions), sessions
+    sessions = query_sessions(agg, n_queries)[query]
+    return item, clicks / np.maximum(examined, clip * sessions), sessions
 
 
 def policy_aware_dataset(dataset, agg, *, clip: float = 0.01, curve: Any = None):
@@ -99,8 +87,7 @@ def policy_aware_dataset(dataset, agg, *, clip: float = 0.01, curve: Any = None)
 
     if len(agg.n) == 0:
         raise LtrError("the click log is empty")
-    rows = np.zeros(len(np.unique(agg.doc)), dtype=np.int64)
-    labels, weights = policy_aware_labels(agg, n_queries=dataset.n_queries, clip=clip, curve=curve, rows=rows)
+    rows, labels, weights = policy_aware_labels(agg, n_queries=dataset.n_queries, clip=clip, curve=curve)
     if rows.max() >= dataset.n_items:
         raise LtrError(f"the click log refers to rows beyond the data set ({dataset.n_items} rows): was it simulated on other data?")
     offsets = np.asarray(dataset.query_offsets, dtype=np.int64)

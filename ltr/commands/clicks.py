@@ -441,8 +441,6 @@ def _simulate_parquet(ds, scores, options, extra, path, progress):
 def _logger_ndcg(args, scores, ds) -> float:
     """The NDCG@10 users see from the logger on the labels of --data: its ranking's, or with
     --logger-temperature the mean over 20 Plackett-Luce draws per query."""
-    if args.logger_temperature == 0:
-        return _ndcg10(scores, ds)
     from ltr.clicks.logging_ranker import plackett_luce_ndcg
 
     return plackett_luce_ndcg(scores, ds, args.logger_temperature, seed=[args.seed, 2])
