@@ -10,11 +10,16 @@ with θ_r = r^-η and ε = 0.1; NDCG@10 on the test labels), with the GBDT side 
     ips            ``--estimator ips``: clicked items weighted by 1 / max(θ_r, 0.01) (the simulator's θ)
     position-bias  ``--estimator position-bias``: LightGBM's position-bias model on the shown positions
     pairwise-debias  ``--estimator pairwise-debias``: Unbiased LambdaMART on the shown lists
+    policy-aware   ``--estimator policy-aware``: lambdarank on one list per query of all its items, labelled by
+                   their clicks over their expected examinations (for a stochastic logger, ``--logger-temperature``)
 
 each boosted for at most ``--rounds`` rounds with early stopping on the validation labels (patience
 50); ``--pairwise-rounds N`` boosts pairwise-debias exactly N rounds instead (200: the LightGBM rows
 of ``experiments/unbiased_ltr_study.py``, which it reproduces). Gap closed = (estimator − naive) /
 (full − naive), per seed and of the means.
+
+``--logger-temperature T`` makes the logger stochastic: each session shows the top of a Plackett-Luce
+ranking drawn from the logger's scores at temperature T (the grid's logs at that temperature).
 
 ``--engine xgboost`` runs the XGBoost side instead: XGBoost ``rank:ndcg`` on the true labels
 (the toolkit's defaults, early stopping on valid) against ``--engine xgboost --estimator naive`` and
@@ -22,6 +27,8 @@ of ``experiments/unbiased_ltr_study.py``, which it reproduces). Gap closed = (es
 
     python experiments/gbdt_clicks_study.py --out runs/gbdt_clicks --seeds 3 --sessions 1000000
     python experiments/gbdt_clicks_study.py --out runs/gbdt_clicks_xgb --seeds 3 --sessions 1000000 --engine xgboost
+    python experiments/gbdt_clicks_study.py --out runs/gbdt_clicks_pl --seeds 3 --sessions 1000000 \
+        --logger-temperature 1 --estimators naive,position-bias,policy-aware
 
 Writes ``results.json`` (after every seed) and ``results.md`` under ``--out``.
 """
@@ -42,7 +49,7 @@ sys.path.insert(0, str(ROOT / "experiments"))
 from unbiased_ltr_grid import _t_interval, load_data, shown_k, simulate_log  # noqa: E402
 from unbiased_ltr_study import ndcg10, production_ranker  # noqa: E402
 
-ESTIMATORS = ("naive", "ips", "position-bias", "pairwise-debias")
+ESTIMATORS = ("naive", "ips", "position-bias", "pairwise-debias", "policy-aware")
 #: the estimators of each engine (``--engine``); XGBoost's pairwise-debias is its ``lambdarank_unbiased``
 ENGINE_ESTIMATORS = {"lightgbm": ESTIMATORS, "xgboost": ("naive", "pairwise-debias")}
 ENGINE_NAMES = {"lightgbm": "LightGBM", "xgboost": "XGBoost"}
@@ -55,8 +62,15 @@ def run_seed(name: str, seed: int, args) -> dict:
     engine = getattr(args, "engine", "lightgbm")
     train, valid, test, max_label = load_data(name, seed)
     logger = production_ranker(train, 10, seed)
-    log = simulate_log(train, logger(train), max_label, args.model, args.sessions, seed, eps=0.1, shown=shown_k(args))
-    row = {"data": name, "seed": seed, "sessions": log.n_sessions, "clicks": log.n_clicks, "logger": ndcg10(logger(test), test)}
+    temperature = getattr(args, "logger_temperature", 0.0)
+    log = simulate_log(train, logger(train), max_label, args.model, args.sessions, seed, eps=0.1, shown=shown_k(args),
+                       temperature=temperature)
+    row = {"data": name, "seed": seed, "sessions": log.n_sessions, "clicks": log.n_clicks, "logger": ndcg10(logger(test), test),
+           "logger_temperature": temperature}
+    if temperature:  # what the stochastic logger's users see, on the training queries it ranked
+        from ltr.clicks.logging_ranker import plackett_luce_ndcg
+
+        row["logger_seen"] = plackett_luce_ndcg(logger(train), train, temperature, seed=seed)
     t0 = time.time()
     model, _ = train_gbdt(engine, train, valid, seed=seed, threads=1 if engine == "xgboost" else None)  # defaults
     row["full"], row["full_s"] = ndcg10(predict_gbdt(engine, model, test.features), test), round(time.time() - t0, 1)
@@ -112,7 +126,9 @@ def markdown(rows: list[dict], args) -> str:
                  *(f"{(means[e] - means['naive']) / (means['full'] - means['naive']):.0%}" for e in ests[1:])])
     on_labels = f"{ENGINE_NAMES[getattr(args, 'engine', 'lightgbm')]} on labels"
     head = ["data", "seed", "logger", on_labels, *ests, *(f"{e} gap closed" for e in ests[1:])]
-    lines = [f"{args.model} clicks, {rows[0]['sessions']:,} sessions, the logger shows the top {args.shown}; "
+    temperature = getattr(args, "logger_temperature", 0.0)
+    drawn = f" of a Plackett-Luce ranking at temperature {temperature:g}" if temperature else ""
+    lines = [f"{args.model} clicks, {rows[0]['sessions']:,} sessions, the logger shows the top {args.shown}{drawn}; "
              "NDCG@10 on the test labels", "", markdown_table(head, body), ""]
     for est in ests[1:]:
         lines.append(f"- {est} − naive, paired by seed: {_t_interval([r[est] - r['naive'] for r in rows])}")
@@ -135,7 +151,11 @@ def main(argv=None) -> int:
     p.add_argument("--engine", default="lightgbm", choices=sorted(ENGINE_ESTIMATORS),
                    help="the GBDT engine, on the labels and on the clicks (xgboost: naive and pairwise-debias)")
     p.add_argument("--estimators", default=None, help="comma-separated subset of the engine's (naive always runs)")
+    p.add_argument("--logger-temperature", type=float, default=0.0,
+                   help="> 0: a Plackett-Luce logger drawing each session's ranking at this temperature (0: fixed)")
     args = p.parse_args(argv)
+    if not (np.isfinite(args.logger_temperature) and args.logger_temperature >= 0):
+        raise SystemExit("--logger-temperature must be a finite number >= 0")
     chosen(args)  # unknown estimators refused before any work
     if args.engine == "xgboost" and args.pairwise_rounds is not None:
         raise SystemExit("--pairwise-rounds applies to --engine lightgbm")

@@ -75,6 +75,26 @@ def test_non_integer_labels_mapped_with_their_gains():
     lightgbm_matches_project(booster, info, valid, (1, 3, 5, 10))
 
 
+def test_a_training_gain_of_its_own_keeps_the_validation_grades_gain():
+    """train_gain="linear" (policy-aware click labels): the training values keep their value as gain, the validation
+    grades their 2^rel - 1, each under codes of its own, so LightGBM's early-stopping NDCG is the project's."""
+    rates = lambda y, rng: np.round(y * rng.uniform(0.05, 0.3, len(y)), 4)  # click-rate-like values in [0, 0.9]
+    train, valid = make_ds(40, 6, rates), make_ds(20, 7)
+    booster, info = train_lightgbm(train, valid, SMALL, train_gain="linear", num_boost_round=15, early_stopping_rounds=None)
+    values = np.unique(train.labels)
+    m = len(values)
+    assert info["label_values"][:m] == values.tolist() and info["label_values"][m:] == [0.0, 1.0, 2.0, 3.0]
+    np.testing.assert_allclose(info["label_gain"][:m], values)
+    assert info["label_gain"][m:] == [0.0, 1.0, 3.0, 7.0]
+    lightgbm_matches_project(booster, info, valid, (1, 3, 5, 10))
+    # the gradients read the training gains: the same trees as gain="linear" for both sets, others than exp2
+    same, _ = train_lightgbm(train, None, SMALL, gain="linear", num_boost_round=15, early_stopping_rounds=None)
+    exp2, _ = train_lightgbm(train, None, SMALL, gain="exp2", num_boost_round=15, early_stopping_rounds=None)
+    ours = predict_booster(booster, valid.features, num_iteration=15)
+    np.testing.assert_allclose(ours, predict_booster(same, valid.features), rtol=1e-12)
+    assert np.abs(ours - predict_booster(exp2, valid.features)).max() > 1e-3
+
+
 def test_label_table_rules():
     codes, gains, values = label_table(np.array([2.0, 0.0, 1.0]), "linear")
     assert codes.tolist() == [2, 0, 1] and gains == [0.0, 1.0, 2.0] and values is None

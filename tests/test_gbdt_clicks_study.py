@@ -15,16 +15,17 @@ def test_gap_closed_by_hand(study):
     import argparse
 
     rows = [{"data": "synthetic", "seed": 0, "sessions": 1000, "logger": 0.5, "full": 0.70, "naive": 0.50, "ips": 0.55,
-             "position-bias": 0.65, "pairwise-debias": 0.60},
+             "position-bias": 0.65, "pairwise-debias": 0.60, "policy-aware": 0.70},
             {"data": "synthetic", "seed": 1, "sessions": 1000, "logger": 0.5, "full": 0.60, "naive": 0.40, "ips": 0.40,
-             "position-bias": 0.60, "pairwise-debias": 0.45}]
+             "position-bias": 0.60, "pairwise-debias": 0.45, "policy-aware": 0.50}]
     text = study.markdown(rows, argparse.Namespace(model="pbm:1", shown="10"))  # every estimator by default
-    # per seed: ips (0.55-0.5)/0.2 = 25%, position-bias 75%, pairwise-debias 50%; 0%, 100%, 25%
-    assert "| synthetic | 0 | 0.5000 | 0.7000 | 0.5000 | 0.5500 | 0.6500 | 0.6000 | 25% | 75% | 50% |" in text
-    assert "| synthetic | 1 | 0.5000 | 0.6000 | 0.4000 | 0.4000 | 0.6000 | 0.4500 | 0% | 100% | 25% |" in text
+    # per seed: ips (0.55-0.5)/0.2 = 25%, position-bias 75%, pairwise-debias 50%, policy-aware 100%; 0%, 100%, 25%, 50%
+    assert "| synthetic | 0 | 0.5000 | 0.7000 | 0.5000 | 0.5500 | 0.6500 | 0.6000 | 0.7000 | 25% | 75% | 50% | 100% |" in text
+    assert "| synthetic | 1 | 0.5000 | 0.6000 | 0.4000 | 0.4000 | 0.6000 | 0.4500 | 0.5000 | 0% | 100% | 25% | 50% |" in text
     # of the means: full 0.65, naive 0.45, ips 0.475 -> 0.025 / 0.2 = 12.5% (13% printed), position-bias 0.625 -> 88%,
-    # pairwise-debias 0.525 -> 38% (37.5)
-    assert "| mean | 2 seeds | 0.5000 | 0.6500 | 0.4500 | 0.4750 | 0.6250 | 0.5250 | 13% | 88% | 38% |" in text
+    # pairwise-debias 0.525 -> 38% (37.5), policy-aware 0.6 -> 75%
+    assert ("| mean | 2 seeds | 0.5000 | 0.6500 | 0.4500 | 0.4750 | 0.6250 | 0.5250 | 0.6000 | 13% | 88% | 38% | 75% |"
+            in text)
     assert "ips − naive, paired by seed: +0.0250" in text
 
 
@@ -35,6 +36,18 @@ def test_one_small_seed_end_to_end(study, tmp_path):
     assert row["sessions"] == 700 * round(3000 / 700) and all(0.0 < row[k] <= 1.0 for k in ("full", *study.ESTIMATORS))
     assert all(1 <= row[f"{e}_rounds"] <= 5 for e in study.ESTIMATORS[:3]) and row["pairwise-debias_rounds"] == 3
     assert "position-bias gap closed" in (tmp_path / "results.md").read_text()
+
+
+def test_a_stochastic_logger_end_to_end(study, tmp_path):
+    assert study.main(["--out", str(tmp_path), "--seeds", "1", "--sessions", "3000", "--rounds", "5",
+                       "--logger-temperature", "1", "--estimators", "policy-aware"]) == 0
+    row = json.loads((tmp_path / "results.json").read_text())["rows"][0]
+    assert row["logger_temperature"] == 1.0 and 0.0 < row["logger_seen"] < 1.0
+    assert 1 <= row["policy-aware_rounds"] <= 5 and 0.0 < row["policy-aware"] <= 1.0 and "ips" not in row
+    assert "the top 10 of a Plackett-Luce ranking at temperature 1;" in (tmp_path / "results.md").read_text()
+    for bad in ("-1", "inf"):
+        with pytest.raises(SystemExit, match="--logger-temperature must be"):
+            study.main(["--out", str(tmp_path), "--logger-temperature", bad])
 
 
 def test_a_subset_of_estimators_keeps_naive(study, tmp_path):

@@ -17,9 +17,16 @@ For the first three, every logged session with a click becomes one query group o
   (:mod:`ltr.clicks.unbiased_lambdamart`) on the distinct shown lists and their click-pair counts,
   so its cost does not grow with the sessions (:func:`fit_pairwise_debias_on_lists` takes the lists
   streamed from a Parquet log); it learns the position biases t+ (recorded as the
-  propensities, those of the kept round) and t-, at learning rate 0.05.
+  propensities, those of the kept round) and t-, at learning rate 0.05;
+* ``policy-aware``: for a stochastic top-k logger, lambdarank on one list per query holding all its
+  items, each labelled by its clicks over its expected examinations in the log
+  (:mod:`ltr.clicks.policy_aware`; 0 for an item never shown), its gain the label itself
+  (``train_lightgbm(..., train_gain="linear")``: LightGBM's ``label_gain`` table lists every
+  distinct label), each item weighted by its query's sessions over their mean; built from the log's
+  per-cell sums (:func:`fit_policy_aware_lightgbm` takes those streamed from a Parquet log), so its
+  cost does not grow with the sessions.
 
-All four stop early on the validation set's NDCG@10 (true labels; ``early_stopping_rounds``, 50 by
+All five stop early on the validation set's NDCG@10 (true labels; ``early_stopping_rounds``, 50 by
 default, as ``train_lightgbm``'s), as the other ``ltr clicks train`` estimators do, and keep the best
 round: Unbiased LambdaMART overfits when boosted too long (docs/experiments.md, "LightGBM on the
 clicks"). The first three hold the log in memory as sessions x shown items rows.
@@ -34,10 +41,12 @@ import numpy as np
 from ltr.clicks.click_models import ClickLog
 from ltr.errors import LtrError
 
-__all__ = ["LIGHTGBM_ESTIMATORS", "fit_lightgbm_clicks", "fit_pairwise_debias_on_lists"]
+__all__ = ["LIGHTGBM_ESTIMATORS", "fit_lightgbm_clicks", "fit_pairwise_debias_on_lists", "fit_policy_aware_lightgbm"]
 
 #: the estimators of ``ltr clicks train --engine lightgbm``
-LIGHTGBM_ESTIMATORS = ("naive", "ips", "position-bias", "pairwise-debias")
+LIGHTGBM_ESTIMATORS = ("naive", "ips", "position-bias", "pairwise-debias", "policy-aware")
+#: the estimators of ``--engine lightgbm`` that take a propensity curve in place of the logged propensities
+WITH_CURVE = ("ips", "policy-aware")
 #: Unbiased LambdaMART's learning rate (the unbiased-LTR study's)
 PAIRWISE_LEARNING_RATE = 0.05
 
@@ -47,7 +56,7 @@ def fit_lightgbm_clicks(dataset, valid, log: ClickLog, estimator: str, *, clip: 
                         seed: int = 0, progress: bool = False) -> tuple[Any, dict]:
     """Boost at most ``rounds`` rounds on the sessions of ``log`` (features of ``dataset``; ``pairwise-debias``:
     on the shown lists), stopping early on ``valid``'s NDCG@10; ``(booster, info)``.
-    ``curve`` (``ips`` only): propensities by position (θ_1 first) in place of the logged ones. ``info``:
+    ``curve`` (``ips`` and ``policy-aware``): propensities by position (θ_1 first) in place of the logged ones. ``info``:
     LightGBM's training record plus the estimator, the clip rule and the propensities used."""
     from ltr.clicks.ips import click_training_set
     from ltr.clicks.unbiased_training import _logged_curve, _record_propensity
@@ -55,14 +64,20 @@ def fit_lightgbm_clicks(dataset, valid, log: ClickLog, estimator: str, *, clip: 
 
     if estimator not in LIGHTGBM_ESTIMATORS:
         raise LtrError(f"--engine lightgbm trains --estimator {', '.join(LIGHTGBM_ESTIMATORS)}, not {estimator}")
-    if curve is not None and estimator != "ips":
-        raise LtrError("estimated propensities apply to --estimator ips only")
+    if curve is not None and estimator not in WITH_CURVE:
+        raise LtrError(f"estimated propensities apply to --estimator {' and '.join(WITH_CURVE)} only")
     if estimator == "pairwise-debias":
         from ltr.clicks.logged_lists import group_sessions, pair_counts
 
         lists = group_sessions(log)
         return fit_pairwise_debias_on_lists(dataset, valid, lists, pair_counts(log, lists), rounds=rounds,
                                             early_stopping_rounds=early_stopping_rounds, seed=seed, progress=progress)
+    if estimator == "policy-aware":
+        from ltr.clicks.log_stream import aggregate_from_log
+
+        return fit_policy_aware_lightgbm(dataset, valid, aggregate_from_log(log, dataset), clip=clip, curve=curve,
+                                         curve_source=curve_source, rounds=rounds,
+                                         early_stopping_rounds=early_stopping_rounds, seed=seed, progress=progress)
     entry_p = None if curve is None else _curve_per_entry(log, curve)
     train_set, position = click_training_set(dataset, log, weighting="ips" if estimator == "ips" else "none",
                                              clip=clip, propensity=entry_p)
@@ -98,6 +113,33 @@ def fit_pairwise_debias_on_lists(dataset, valid, lists, pairs, *, rounds: int = 
             "propensity": [float(v) for v in fit.t_plus], "propensity_unclicked": [float(v) for v in fit.t_minus],
             "propensity_source": "Unbiased LambdaMART (t+ of clicked items, learned with the trees)"}
     return fit.booster, info
+
+
+def fit_policy_aware_lightgbm(dataset, valid, agg, *, clip: float = 0.01, curve: Any = None,
+                              curve_source: str | None = None, rounds: int = 1000,
+                              early_stopping_rounds: int | None = 50, seed: int = 0,
+                              progress: bool = False) -> tuple[Any, dict]:
+    """``policy-aware`` on a log's per-cell sums (:class:`ltr.clicks.log_stream.LogAggregate`, in memory or
+    streamed from a Parquet log): lambdarank on :func:`ltr.clicks.policy_aware.policy_aware_dataset`'s
+    lists with the labels as their own gain, ``(booster, info)``; ``info["never_shown"]`` counts the items
+    labelled 0 because the log never showed them."""
+    from ltr.clicks.policy_aware import policy_aware_dataset
+    from ltr.clicks.unbiased_training import _aggregate_curve, _record_propensity
+    from ltr.gbdt.lightgbm import train_lightgbm
+
+    lists, never_shown = policy_aware_dataset(dataset, agg, clip=clip, curve=curve)
+    # S_q over its mean: the queries keep their relative weight, and LightGBM's hessian floors their scale
+    lists = lists.with_weights(lists.weights / lists.weights.mean())
+    booster, info = train_lightgbm(lists, valid, gain="exp2", train_gain="linear", num_boost_round=int(rounds),
+                                   early_stopping_rounds=early_stopping_rounds, seed=seed, progress=progress)
+    info.update({"engine": "lightgbm", "estimator": "policy-aware", "n_groups": int(lists.n_queries),
+                 "never_shown": int(never_shown), "log_read": "per (query, document, position)", "clip": clip,
+                 "clip_rule": f"expected examinations floored at {clip} x the query's sessions: labels at most "
+                              f"{1 / clip:g} x the clicks per session"})
+    # the label table of every distinct policy-aware label stays in the booster's parameters, not in the record
+    info["label_gain"], info["label_values"] = None, None
+    _record_propensity(info, curve, curve_source, lambda: _aggregate_curve(agg))
+    return booster, info
 
 
 def _curve_per_entry(log: ClickLog, curve: Any) -> np.ndarray:

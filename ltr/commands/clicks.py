@@ -229,7 +229,8 @@ def _register_train(sub, fmt) -> None:
     t.add_argument("--estimator", default="ips", choices=("naive", "ips", "dla", "rem", "pairwise-debias", "affine", "policy-aware", "position-bias"),
                    help="how clicks are de-biased (position-bias: LightGBM's own position-bias model, --engine lightgbm)")
     t.add_argument("--propensity", default="logged", choices=("logged", "randomized", "swap"),
-                   help="ips and policy-aware: the logged (true) propensities, or estimated from the log's intervention traffic")
+                   help="ips and policy-aware (neural and lightgbm engines): the logged (true) propensities, or estimated "
+                   "from the log's intervention traffic")
     t.add_argument("--clip", type=number(above=0, max=1), default=0.01, help="propensities (and trust alpha) floored at this value: weights at most 1/clip")
     t.add_argument("--max-weight", type=number(min=1), default=100.0, help="dla: clip of its inverse-propensity and inverse-relevance weights")
     t.add_argument("--dla-propensity-update", default="sgd", choices=("sgd", "full"),
@@ -250,8 +251,9 @@ def _register_train(sub, fmt) -> None:
                    help="xgboost: XGBoost's rank:ndcg on the sessions (one group per session, clicks as labels) with "
                    "lambdarank_unbiased for --estimator pairwise-debias (Unbiased LambdaMART) or without it for naive; "
                    "lightgbm: LightGBM lambdarank on the sessions with raw clicks (naive), inverse-propensity item "
-                   "weights (ips) or the shown positions for its position-bias model (position-bias), or Unbiased "
-                   "LambdaMART on the shown lists (pairwise-debias)")
+                   "weights (ips) or the shown positions for its position-bias model (position-bias), Unbiased "
+                   "LambdaMART on the shown lists (pairwise-debias), or lambdarank on the policy-aware lists with "
+                   "each label as its own gain (policy-aware)")
     t.add_argument("--rounds", type=COUNT, default=None,
                    help=f"--engine xgboost and lightgbm: at most this many boosting rounds (default {GBDT_ROUNDS}), "
                    f"stopping early on --valid's NDCG@10 (patience {GBDT_PATIENCE}); the model keeps the best round")
@@ -745,7 +747,7 @@ def run_train(args) -> int:
     check_destination(args.out, overwrite=args.force, inputs=inputs)
     train = load_data_file(args.data, "data", None, data_options(args), **format_options(args, "data"))
     valid = load_data_file(args.valid, "valid", train.n_features, data_options(args), **format_options(args, "data"))
-    with_curve = ("ips", "policy-aware") if args.engine == "neural" else ("ips",)
+    with_curve = ("ips",) if args.engine == "xgboost" else ("ips", "policy-aware")
     if args.propensity != "logged" and args.estimator not in with_curve:
         raise LtrError(f"--propensity {args.propensity} applies to --estimator {' and '.join(with_curve)} only")
     if args.em_relevance != "logistic" and args.estimator != "rem":
@@ -771,9 +773,7 @@ def run_train(args) -> int:
         atomic_write_json(tmp / "clicks_training.json", info)
     ev = metrics_on(model, valid)
     print(f"{args.estimator}: trained on {n_sessions} sessions; valid {ev}")
-    if "never_shown" in info:
-        print(f"policy-aware: {info['never_shown']} items of the logged queries were never shown, labelled 0 (it assumes "
-              "the logger could show every item, as a stochastic one can; --estimator ips leaves them out)")
+    _print_never_shown(info)
     _print_propensities(info)
     print(f"wrote {args.out} (model.pt, model.json, clicks_training.json)")
     return 0
@@ -815,15 +815,15 @@ def _train_xgboost(args, train, valid, inputs) -> int:
 
 def _train_lightgbm(args, train, valid, inputs) -> int:
     """``ltr clicks train --engine lightgbm``: a LightGBM model folder and clicks_training.json."""
-    from ltr.clicks.unbiased_lightgbm import LIGHTGBM_ESTIMATORS
+    from ltr.clicks.unbiased_lightgbm import LIGHTGBM_ESTIMATORS, WITH_CURVE
     from ltr.gbdt.engines import predict_gbdt, save_gbdt
     from ltr.io_utils import atomic_write_json
     from ltr.runs.folder import run_folder
 
     if args.estimator not in LIGHTGBM_ESTIMATORS:
         raise LtrError(f"--engine lightgbm trains --estimator {', '.join(LIGHTGBM_ESTIMATORS)}, not {args.estimator}")
-    if args.propensity != "logged" and args.estimator != "ips":
-        raise LtrError(f"--propensity {args.propensity} applies to --estimator ips only")
+    if args.propensity != "logged" and args.estimator not in WITH_CURVE:
+        raise LtrError(f"--propensity {args.propensity} applies to --estimator {' and '.join(WITH_CURVE)} only")
     booster, info, n_sessions, meta = _fit_lightgbm_from_log(args, train, valid)
     info.update({"log": str(args.log), "data": str(args.data), "n_sessions": n_sessions, "versions": _versions()})
     _record_click_model(info, meta)
@@ -833,6 +833,7 @@ def _train_lightgbm(args, train, valid, inputs) -> int:
         atomic_write_json(tmp / "clicks_training.json", {k: v for k, v in info.items() if k not in ("evals_result", "importance")})
     print(f"{args.estimator} (lightgbm, {info['best_iteration']} of at most {args.rounds} rounds): trained on {n_sessions} sessions; "
           f"valid NDCG@10 = {_ndcg10(predict_gbdt('lightgbm', booster, valid.features), valid):.4f}")
+    _print_never_shown(info)
     _print_propensities(info)
     print(f"wrote {args.out} (model.txt, model.json, clicks_training.json)")
     return 0
@@ -840,10 +841,18 @@ def _train_lightgbm(args, train, valid, inputs) -> int:
 
 def _fit_lightgbm_from_log(args, train, valid):
     """``(booster, info, n_sessions, log meta)`` of ``--engine lightgbm``: pairwise-debias on a Parquet log
-    from its shown lists read in record batches (bounded memory), anything else from the log in memory."""
+    from its shown lists read in record batches (bounded memory), policy-aware from its per-cell sums read
+    the same way, anything else from the log in memory."""
     from ltr.clicks.log_table import is_log_table
-    from ltr.clicks.unbiased_lightgbm import fit_lightgbm_clicks, fit_pairwise_debias_on_lists
+    from ltr.clicks.unbiased_lightgbm import fit_lightgbm_clicks, fit_pairwise_debias_on_lists, fit_policy_aware_lightgbm
 
+    if args.estimator == "policy-aware" and is_log_table(args.log):
+        agg, curve, source = _streamed_aggregate(args, train)
+        booster, info = fit_policy_aware_lightgbm(train, valid, agg, clip=args.clip, curve=curve, curve_source=source,
+                                                  rounds=args.rounds, early_stopping_rounds=GBDT_PATIENCE, seed=args.seed,
+                                                  progress=_progress(args))
+        info["log_read"] = "streamed per (query, document, position)"
+        return booster, info, agg.n_sessions, agg.meta
     streamed = _stream_lists(args, train) if args.estimator == "pairwise-debias" and is_log_table(args.log) else None
     if streamed is not None:
         lists, pairs, meta = streamed
@@ -853,7 +862,7 @@ def _fit_lightgbm_from_log(args, train, valid):
         info["log_read"] = "streamed per shown list"
         return booster, info, int(lists.sessions.sum()), meta
     log = _train_log(args, train)
-    if args.estimator != "pairwise-debias":
+    if args.estimator not in ("pairwise-debias", "policy-aware"):
         _note_session_matrix(log, train.n_features, args.estimator)
     curve, source = _estimated_curve(args, log)
     booster, info = fit_lightgbm_clicks(train, valid, log, args.estimator, clip=args.clip, curve=curve, curve_source=source,
@@ -913,14 +922,7 @@ def _fit_from_log(args, train, valid, loss, cfg):
             _record_click_model(info, meta)
             return model, info, int(lists.sessions.sum())
     if is_log_table(args.log) and args.estimator in STREAMED:
-        curve, source = None, None
-        if args.propensity != "logged":  # the intervention sessions' sums, streamed too
-            inter, _, max_position = _interventions(args, train)
-            est = _estimate(inter, args.propensity, None, 0.95)
-            curve, source = est.curve(max_position), f"estimated from {args.propensity} traffic"
-        agg = _stream_log(args, train, clip=args.clip)
-        if curve is not None and len(curve) < agg.position.max():
-            curve = est.curve(int(agg.position.max()))
+        agg, curve, source = _streamed_aggregate(args, train)
         model, info = fit_on_aggregate(train, valid, agg, args.estimator, make, loss=loss, config=cfg, clip=args.clip,
                                        curve=curve, curve_source=source, em_relevance=args.em_relevance)
         _record_click_model(info, agg.meta)
@@ -932,6 +934,28 @@ def _fit_from_log(args, train, valid, loss, cfg):
                                 propensity_update=args.dla_propensity_update)
     _record_click_model(info, log.meta)
     return model, info, log.n_sessions
+
+
+def _streamed_aggregate(args, train):
+    """``(aggregate, curve, source)`` of a Parquet --log read in record batches: its per-cell sums and, for
+    --propensity randomized|swap, the curve estimated from its intervention sessions (streamed too) over every
+    shown position; ``curve`` and ``source`` are None for the logged propensities."""
+    curve, source = None, None
+    if args.propensity != "logged":
+        inter, _, max_position = _interventions(args, train)
+        est = _estimate(inter, args.propensity, None, 0.95)
+        curve, source = est.curve(max_position), f"estimated from {args.propensity} traffic"
+    agg = _stream_log(args, train, clip=args.clip)
+    if curve is not None and len(curve) < agg.position.max():
+        curve = est.curve(int(agg.position.max()))
+    return agg, curve, source
+
+
+def _print_never_shown(info: dict) -> None:
+    """policy-aware's count of the items it labelled 0 because the log never showed them."""
+    if "never_shown" in info:
+        print(f"policy-aware: {info['never_shown']} items of the logged queries were never shown, labelled 0 (it assumes "
+              "the logger could show every item, as a stochastic one can; --estimator ips leaves them out)")
 
 
 def _estimated_curve(args, log) -> tuple[np.ndarray | None, str | None]:

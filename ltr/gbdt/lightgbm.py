@@ -19,7 +19,12 @@ Labels. LightGBM takes only non-negative integer labels. The rule here:
   the i-th value. Order and gains are unchanged, so LightGBM's NDCG on the indices equals the
   project's NDCG on the original labels (``info["label_values"]`` holds the table);
 - negative or non-finite labels, and labels whose gain overflows (``exp2`` of 1024 and above), are
-  refused with an :class:`~ltr.errors.LtrError` naming the row.
+  refused with an :class:`~ltr.errors.LtrError` naming the row;
+- ``train_gain`` (a gain for the training labels other than the validation labels'): the training
+  values take the codes 0..m-1 with their ``train_gain``, the validation values the codes m.. with
+  ``gain``, so the gradients read one gain and the early-stopping NDCG the other. Policy-aware
+  click labels (:mod:`ltr.clicks.policy_aware`) are estimates of a click probability, whose gain is
+  the value itself, while the validation set keeps its grades and their ``2^rel - 1``.
 
 LightGBM's own MAP uses a fixed threshold (label > 0.5) on the integers it sees, so only its NDCG is
 comparable after a mapping; the project judges the booster's scores with ``metrics.evaluate`` anyway.
@@ -113,6 +118,7 @@ def train_lightgbm(
     params: dict[str, Any] | None = None,
     *,
     gain: Any = "exp2",
+    train_gain: Any = None,
     position: np.ndarray | None = None,
     num_boost_round: int = 1000,
     early_stopping_rounds: int | None = 50,
@@ -128,6 +134,7 @@ def train_lightgbm(
     params: LightGBM parameters merged over :data:`DEFAULT_PARAMS` (``label_gain`` may not be given:
         it comes from ``gain``).
     gain: gain convention of the metrics ("exp2", "linear" or a callable), turned into ``label_gain``.
+    train_gain: the training labels' gain when it is not ``gain`` (module docstring, "Labels"); None: ``gain``.
     position: optional [N] integer shown positions of the training rows, passed to
         ``lgb.Dataset(position=...)`` for LightGBM's unbiased lambdarank (position-bias correction).
     The training set's per-item ``weights``, when it has them (e.g. inverse propensities), go to
@@ -155,7 +162,7 @@ def train_lightgbm(
     params = dict(params or {})
     if "label_gain" in params:
         raise LtrError("params must not set label_gain: it is built from gain= so that LightGBM and the metrics agree")
-    codes, label_gain, values = _train_valid_label_table(train_ds, valid_ds, gain)
+    codes, label_gain, values = _train_valid_label_table(train_ds, valid_ds, gain, train_gain)
     n_train = train_ds.n_items
     codes = {"train": codes[:n_train].astype(np.float32), "valid": codes[n_train:].copy()}  # LightGBM keeps float32 labels
     eval_at = sorted({int(k) for k in eval_at} | {int(monitor_k)})  # LightGBM sorts them anyway
@@ -189,15 +196,31 @@ def train_lightgbm(
     return booster, _booster_info(booster, evals_result, merged, label_gain, values, names, num_boost_round, early_stopping_rounds)
 
 
-def _train_valid_label_table(train_ds, valid_ds, gain: Any) -> tuple[np.ndarray, list[float], list[float] | None]:
-    """Check the labels of each set, then :func:`label_table` over training rows followed by validation rows."""
+def _train_valid_label_table(train_ds, valid_ds, gain: Any,
+                             train_gain: Any = None) -> tuple[np.ndarray, list[float], list[float] | None]:
+    """Check the labels of each set, then :func:`label_table` over training rows followed by validation rows;
+    with ``train_gain``, one table per set, the validation codes after the training ones."""
     all_labels = np.asarray(train_ds.labels, dtype=np.float64)  # read once (a streamed set's labels are made at each access)
     _check_labels(all_labels, "training set")
+    valid_labels = None
     if valid_ds is not None:
         valid_labels = np.asarray(valid_ds.labels, dtype=np.float64)
         _check_labels(valid_labels, "validation set")
-        all_labels = np.concatenate([all_labels, valid_labels])
-    return label_table(all_labels, gain, where="train/valid labels")
+    if train_gain is None:
+        if valid_labels is not None:
+            all_labels = np.concatenate([all_labels, valid_labels])
+        return label_table(all_labels, gain, where="train/valid labels")
+    codes, gains, values = _table_with_values(all_labels, train_gain, "training labels")
+    if valid_labels is None:
+        return codes, gains, values
+    v_codes, v_gains, v_values = _table_with_values(valid_labels, gain, "validation labels")
+    return np.concatenate([codes, v_codes + len(gains)]), gains + v_gains, values + v_values
+
+
+def _table_with_values(labels: np.ndarray, gain: Any, where: str) -> tuple[np.ndarray, list[float], list[float]]:
+    """:func:`label_table` with its values always listed (integer labels map to themselves)."""
+    codes, gains, values = label_table(labels, gain, where=where)
+    return codes, gains, [float(v) for v in range(len(gains))] if values is None else values
 
 
 def _checked_weights(train_ds) -> np.ndarray | None:
