@@ -78,6 +78,7 @@ def run_seed(name: str, seed: int, args) -> dict:
         t0 = time.time()
         model, info = fit_clicks(engine, train, valid, log, est, args, seed)
         row[est] = ndcg10(predict_gbdt(engine, model, test.features), test)
+        row[f"{est}_valid"] = ndcg10(predict_gbdt(engine, model, valid.features), valid)  # what a temperature is picked on
         row[f"{est}_s"], row[f"{est}_rounds"] = round(time.time() - t0, 1), int(info["best_iteration"])
         print(f"  {name} seed {seed} {engine} {est}: {row[est]:.4f} ({row[f'{est}_s']} s, {row[f'{est}_rounds']} rounds)",
               flush=True)

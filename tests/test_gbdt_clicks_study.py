@@ -44,6 +44,7 @@ def test_a_stochastic_logger_end_to_end(study, tmp_path):
     row = json.loads((tmp_path / "results.json").read_text())["rows"][0]
     assert row["logger_temperature"] == 1.0 and 0.0 < row["logger_seen"] < 1.0
     assert 1 <= row["policy-aware_rounds"] <= 5 and 0.0 < row["policy-aware"] <= 1.0 and "ips" not in row
+    assert 0.0 < row["policy-aware_valid"] <= 1.0
     assert "the top 10 of a Plackett-Luce ranking at temperature 1;" in (tmp_path / "results.md").read_text()
     for bad in ("-1", "inf"):
         with pytest.raises(SystemExit, match="--logger-temperature must be"):

@@ -156,6 +156,11 @@ def test_cli_simulates_a_stochastic_logger_and_trains_policy_aware(data, tmp_pat
     assert main(["clicks", "train", "--data", str(path), "--valid", str(path), "--log", str(sim / "clicks.npz"),
                  "--estimator", "policy-aware", "--engine", "xgboost", "--out", str(tmp_path / "x"), "--quiet"]) == 2
     assert "--engine xgboost trains --estimator pairwise-debias" in capsys.readouterr().err
+    # another de-biasing estimator on this log: a note that it does not correct for the items' shown shares
+    assert main(["clicks", "train", "--data", str(path), "--valid", str(path), "--log", str(sim / "clicks.npz"),
+                 "--estimator", "ips", "--epochs", "1", "--out", str(tmp_path / "i"), "--quiet"]) == 0
+    assert "--estimator ips corrects the position bias of the sessions that showed it" in capsys.readouterr().err
+    assert json.loads((tmp_path / "i" / "clicks_training.json").read_text())["logger_temperature"] == 1.0
 
 
 def test_cli_trains_policy_aware_lightgbm_alike_from_the_log_in_memory_and_streamed(data, tmp_path, capsys):

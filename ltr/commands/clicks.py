@@ -773,7 +773,7 @@ def run_train(args) -> int:
         atomic_write_json(tmp / "clicks_training.json", info)
     ev = metrics_on(model, valid)
     print(f"{args.estimator}: trained on {n_sessions} sessions; valid {ev}")
-    _print_never_shown(info)
+    _print_logger_notes(info)
     _print_propensities(info)
     print(f"wrote {args.out} (model.pt, model.json, clicks_training.json)")
     return 0
@@ -806,6 +806,7 @@ def _train_xgboost(args, train, valid, inputs) -> int:
         atomic_write_json(tmp / "clicks_training.json", info)
     print(f"{args.estimator} (xgboost, {info['best_iteration']} of at most {args.rounds} rounds): trained on {log.n_sessions} sessions; "
           f"valid NDCG@10 = {_ndcg10(predict_gbdt('xgboost', booster, valid.features), valid):.4f}")
+    _print_logger_notes(info)
     print("position biases t+ (clicked, relative to 1): " + ", ".join(f"{p:.3f}" for p in info["t_plus"]))
     print("position biases t- (unclicked): " + ", ".join(f"{p:.3f}" for p in info["t_minus"]))
     _print_truth(info)
@@ -833,7 +834,7 @@ def _train_lightgbm(args, train, valid, inputs) -> int:
         atomic_write_json(tmp / "clicks_training.json", {k: v for k, v in info.items() if k not in ("evals_result", "importance")})
     print(f"{args.estimator} (lightgbm, {info['best_iteration']} of at most {args.rounds} rounds): trained on {n_sessions} sessions; "
           f"valid NDCG@10 = {_ndcg10(predict_gbdt('lightgbm', booster, valid.features), valid):.4f}")
-    _print_never_shown(info)
+    _print_logger_notes(info)
     _print_propensities(info)
     print(f"wrote {args.out} (model.txt, model.json, clicks_training.json)")
     return 0
@@ -951,8 +952,16 @@ def _streamed_aggregate(args, train):
     return agg, curve, source
 
 
-def _print_never_shown(info: dict) -> None:
-    """policy-aware's count of the items it labelled 0 because the log never showed them."""
+def _print_logger_notes(info: dict) -> None:
+    """What the estimator assumed of the logger: policy-aware's count of the items it labelled 0 because the log never showed them; for the other
+    de-biasing estimators, a note on stderr when the log's logger drew its rankings at random."""
+    import sys
+
+    if info.get("logger_temperature") and info.get("estimator") not in ("naive", "policy-aware"):
+        print(f"note: the log's logger drew each session's ranking (Plackett-Luce, temperature "
+              f"{info['logger_temperature']:g}), so an item is shown in some sessions only; --estimator "
+              f"{info['estimator']} corrects the position bias of the sessions that showed it, not that share: "
+              "--estimator policy-aware does", file=sys.stderr)
     if "never_shown" in info:
         print(f"policy-aware: {info['never_shown']} items of the logged queries were never shown, labelled 0 (it assumes "
               "the logger could show every item, as a stochastic one can; --estimator ips leaves them out)")
@@ -969,8 +978,11 @@ def _estimated_curve(args, log) -> tuple[np.ndarray | None, str | None]:
 
 def _record_click_model(info: dict, meta: dict) -> None:
     """The log's click model into the training record, and under PBM the simulator's examination θ_r
-    (θ_1 = 1): the truth the learned propensities are printed beside."""
+    (θ_1 = 1): the truth the learned propensities are printed beside; a simulated Plackett-Luce logger's
+    temperature."""
     info["click_model"] = meta.get("model")
+    if meta.get("logger_temperature"):
+        info["logger_temperature"] = float(meta["logger_temperature"])
     if meta.get("model") == "pbm" and meta.get("examination") is not None:
         info["true_propensity"] = [float(v) for v in meta["examination"]]
 
