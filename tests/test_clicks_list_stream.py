@@ -159,3 +159,56 @@ def test_clicks_train_dla_streams_a_sorted_log_and_reads_an_unsorted_one_whole(l
     assert capsys.readouterr().err.count("reading the log whole") == 1
     for a, b in zip(models[0].parameters(), models[1].parameters()):
         assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("batch_size", [7, 1_000_000])
+def test_streamed_click_sessions_equal_the_training_set_of_the_whole_log(logged, batch_size):
+    """LightGBM's naive / ips / position-bias rows from the log read in batches: click_training_set's, row for row."""
+    from ltr.clicks.ips import click_training_set
+    from ltr.clicks.session_stream import session_training_set, stream_click_sessions
+
+    ds, path, log = logged
+    curve = 1.0 / np.arange(1, 7) ** 0.7
+    for weighting, kw, entry_p in (("none", {}, None), ("ips", {"clip": 0.2}, None),
+                                   ("ips", {"clip": 0.05, "curve": curve}, curve[log.position - 1])):
+        whole, position = click_training_set(ds, log, weighting=weighting, clip=kw.get("clip"), propensity=entry_p)
+        sessions = stream_click_sessions(path, ds, weighting=weighting, batch_size=batch_size, **kw)
+        train, streamed_position = session_training_set(ds, sessions)
+        assert sessions.n_sessions == log.n_sessions and train.n_queries == whole.n_queries < log.n_sessions
+        np.testing.assert_array_equal(train.query_offsets, whole.query_offsets)
+        np.testing.assert_array_equal(train.labels, whole.labels)
+        np.testing.assert_array_equal(streamed_position, position)
+        gathered = np.concatenate([block for _, block in train.feature_blocks(13)])
+        np.testing.assert_array_equal(gathered, whole.features)
+        if weighting == "none":
+            assert train.weights is None and whole.weights is None
+        else:  # LightGBM holds weights as float32
+            np.testing.assert_array_equal(train.weights, whole.weights.astype(np.float32))
+
+
+def test_lightgbm_session_estimators_stream_a_sorted_log_and_read_an_unsorted_one_whole(logged, tmp_path, capsys):
+    """ltr clicks train --engine lightgbm on a Parquet log: the streamed sessions boost the booster of the log read
+    whole, tree for tree; a log whose session ids go back is read whole, with a note."""
+    import json
+
+    from ltr.cli import main
+    from ltr.clicks.unbiased_lightgbm import fit_lightgbm_clicks
+    from ltr.gbdt.lightgbm import load_booster
+
+    ds, path, log = logged
+    data, _ = write_data_and_scores(ds, tmp_path)
+    backwards = write_backwards_log(log, tmp_path / "backwards.parquet")
+    for estimator in ("naive", "ips", "position-bias"):
+        whole, _ = fit_lightgbm_clicks(ds, ds, log, estimator, rounds=8, seed=0)
+        trees = whole.model_to_string().split("end of trees")[0]
+        for log_path in (path, backwards):
+            out = tmp_path / f"{estimator}_{log_path.stem}"
+            assert main(["clicks", "train", "--engine", "lightgbm", "--estimator", estimator, "--data", str(data),
+                         "--valid", str(data), "--log", str(log_path), "--out", str(out), "--rounds", "8",
+                         "--read-rows", "9", "--quiet"]) == 0
+            info = json.loads((out / "clicks_training.json").read_text())
+            assert info["n_sessions"] == log.n_sessions
+            assert (info.get("log_read") == "streamed per session with a click") == (log_path == path)
+            if log_path == path:
+                assert load_booster(out)[0].model_to_string().split("end of trees")[0] == trees
+    assert capsys.readouterr().err.count("reading the log whole") == 3  # the unsorted log, once per estimator

@@ -30,7 +30,7 @@ import numpy as np
 from ltr.clicks.logged_lists import ShownLists
 from ltr.errors import LtrError
 
-__all__ = ["stream_shown_lists", "UnsortedSessionsError", "check_session_order"]
+__all__ = ["stream_shown_lists", "iter_complete_sessions", "UnsortedSessionsError", "check_session_order"]
 
 
 class UnsortedSessionsError(LtrError):
@@ -107,9 +107,10 @@ def _merge(acc, part):
     return uniq, sessions, clicks, pairs
 
 
-def _checked(cols, mapper, where, last_session):
-    """One batch's (session, query index, row, position, click), checked; ``last_session``: the previous batch's
-    last session id (ids must not go back)."""
+def _checked(cols, mapper, where, last_session, propensity: bool = False):
+    """One batch's (session, query index, row, position, click[, propensity]), checked; ``last_session``: the
+    previous batch's last session id (ids must not go back); ``propensity``: with the logged propensity (1 when
+    the log has none)."""
     from ltr.clicks.log_stream import _POS_BITS
 
     session = np.asarray(cols["session"], dtype=np.int64)
@@ -119,21 +120,28 @@ def _checked(cols, mapper, where, last_session):
     mapper.check((click != 0) & (click != 1), click, where, "click", "is not 0 or 1")
     check_session_order(session, last_session, mapper, where)
     query, rows = mapper.rows(cols["query"], cols["doc"], where)
-    return session, np.asarray(query, dtype=np.int64), np.asarray(rows, dtype=np.int64), pos, click
+    batch = (session, np.asarray(query, dtype=np.int64), np.asarray(rows, dtype=np.int64), pos, click)
+    if not propensity:
+        return batch
+    p = np.asarray(cols["propensity"], dtype=np.float64) if "propensity" in cols else np.ones(len(pos))
+    mapper.check(~((p >= 0) & (p <= 1)), p, where, "propensity", "is not in [0, 1]")
+    return (*batch, p)
 
 
-def stream_shown_lists(path: str | os.PathLike, dataset, *, ids: str = "auto", batch_size: int = 1_000_000,
-                       pairs: bool = False, progress: bool = False) -> tuple[ShownLists, np.ndarray | None, dict]:
-    """``(lists, pairs or None, meta)`` of the Parquet log at ``path`` (module docstring); ``ids``: how its
-    query and doc columns name the rows of ``dataset`` (:mod:`ltr.clicks.log_ids`); ``progress``: a bar
-    over the rows read."""
+def iter_complete_sessions(path: str | os.PathLike, dataset, *, ids: str = "auto", batch_size: int = 1_000_000,
+                           propensity: bool = False, progress: bool = False):
+    """``((file, row) where its rows begin, (session, query index, row, position, click[, propensity]))`` per chunk
+    of whole sessions of the Parquet log at ``path``, read ``batch_size`` rows at a time: each batch's sessions
+    but its last, whose rows are carried into the next batch (module docstring); the arrays of
+    :func:`_checked`, in file order."""
     from ltr.clicks.log_ids import LogIds
-    from ltr.clicks.log_stream import id_mode, iter_log_batches, read_log_meta
+    from ltr.clicks.log_stream import id_mode, iter_log_batches
 
     mapper = LogIds(dataset, id_mode(path, ids))
-    acc, carry, last, start = None, None, None, None
-    for where, cols in iter_log_batches(path, ["session", "query", "doc", "position", "click"], batch_size, progress):
-        batch = _checked(cols, mapper, where, last)
+    columns = ["session", "query", "doc", "position", "click"] + (["propensity"] if propensity else [])
+    carry, last, start = None, None, None
+    for where, cols in iter_log_batches(path, columns, batch_size, progress):
+        batch = _checked(cols, mapper, where, last, propensity)
         n_new = len(batch[0])
         if n_new == 0:
             continue
@@ -145,10 +153,22 @@ def stream_shown_lists(path: str | os.PathLike, dataset, *, ids: str = "auto", b
         done = batch[0] != last  # the last session may go on in the next batch
         carry = tuple(a[~done] for a in batch)
         if done.any():
-            acc = _merge(acc, _group_chunk(*(a[done] for a in batch), start, pairs))
+            yield start, tuple(a[done] for a in batch)
             start = (where[0], where[1] + n_new - len(carry[0]))  # the carried rows end this batch
     if carry is not None and len(carry[0]):
-        acc = _merge(acc, _group_chunk(*carry, start, pairs))
+        yield start, carry
+
+
+def stream_shown_lists(path: str | os.PathLike, dataset, *, ids: str = "auto", batch_size: int = 1_000_000,
+                       pairs: bool = False, progress: bool = False) -> tuple[ShownLists, np.ndarray | None, dict]:
+    """``(lists, pairs or None, meta)`` of the Parquet log at ``path`` (module docstring); ``ids``: how its
+    query and doc columns name the rows of ``dataset`` (:mod:`ltr.clicks.log_ids`); ``progress``: a bar
+    over the rows read."""
+    from ltr.clicks.log_stream import read_log_meta
+
+    acc = None
+    for start, chunk in iter_complete_sessions(path, dataset, ids=ids, batch_size=batch_size, progress=progress):
+        acc = _merge(acc, _group_chunk(*chunk, start, pairs))
     if acc is None:
         raise LtrError(f"{path}: the click log is empty")
     key, sessions, clicks, pair_sums = acc

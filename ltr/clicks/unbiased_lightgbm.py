@@ -41,7 +41,8 @@ import numpy as np
 from ltr.clicks.click_models import ClickLog
 from ltr.errors import LtrError
 
-__all__ = ["LIGHTGBM_ESTIMATORS", "fit_lightgbm_clicks", "fit_pairwise_debias_on_lists", "fit_policy_aware_lightgbm"]
+__all__ = ["LIGHTGBM_ESTIMATORS", "fit_lightgbm_clicks", "fit_lightgbm_on_sessions", "fit_lightgbm_streamed_sessions",
+           "fit_pairwise_debias_on_lists", "fit_policy_aware_lightgbm"]
 
 #: the estimators of ``ltr clicks train --engine lightgbm``
 LIGHTGBM_ESTIMATORS = ("naive", "ips", "position-bias", "pairwise-debias", "policy-aware")
@@ -59,8 +60,7 @@ def fit_lightgbm_clicks(dataset, valid, log: ClickLog, estimator: str, *, clip: 
     ``curve`` (``ips`` and ``policy-aware``): propensities by position (θ_1 first) in place of the logged ones. ``info``:
     LightGBM's training record plus the estimator, the clip rule and the propensities used."""
     from ltr.clicks.ips import click_training_set
-    from ltr.clicks.unbiased_training import _logged_curve, _record_propensity
-    from ltr.gbdt.lightgbm import train_lightgbm
+    from ltr.clicks.unbiased_training import _logged_curve
 
     if estimator not in LIGHTGBM_ESTIMATORS:
         raise LtrError(f"--engine lightgbm trains --estimator {', '.join(LIGHTGBM_ESTIMATORS)}, not {estimator}")
@@ -81,19 +81,68 @@ def fit_lightgbm_clicks(dataset, valid, log: ClickLog, estimator: str, *, clip: 
     entry_p = None if curve is None else _curve_per_entry(log, curve)
     train_set, position = click_training_set(dataset, log, weighting="ips" if estimator == "ips" else "none",
                                              clip=clip, propensity=entry_p)
+    return fit_lightgbm_on_sessions(train_set, position, valid, estimator, clip=clip, curve=curve,
+                                    curve_source=curve_source, logged_curve=lambda: _logged_curve(log), rounds=rounds,
+                                    early_stopping_rounds=early_stopping_rounds, seed=seed, progress=progress)
+
+
+def fit_lightgbm_on_sessions(train_set, position, valid, estimator: str, *, clip: float, curve: Any,
+                             curve_source: str | None, logged_curve, rounds: int, early_stopping_rounds: int | None,
+                             seed: int, progress: bool) -> tuple[Any, dict]:
+    """``naive``, ``ips`` or ``position-bias`` on the sessions with a click (``train_set`` and the shown
+    ``position`` of its rows: :func:`ltr.clicks.ips.click_training_set`'s, or
+    :func:`ltr.clicks.session_stream.session_training_set`'s for a Parquet log read in record batches);
+    ``logged_curve()``: the log's propensities by position, recorded when ``ips`` used them."""
+    from ltr.clicks.unbiased_training import _record_propensity
+    from ltr.gbdt.lightgbm import train_lightgbm
+
     booster, info = train_lightgbm(train_set, valid, position=position if estimator == "position-bias" else None,
                                    num_boost_round=int(rounds), early_stopping_rounds=early_stopping_rounds, seed=seed,
                                    progress=progress)
     info.update({"engine": "lightgbm", "estimator": estimator, "n_groups": int(train_set.n_queries)})
     if estimator == "ips":
         info.update({"clip": clip, "clip_rule": f"propensities floored at {clip}: weights at most {1 / clip:g}"})
-        _record_propensity(info, curve, curve_source, lambda: _logged_curve(log))
+        _record_propensity(info, curve, curve_source, logged_curve)
     elif estimator == "position-bias":
         info.update({"propensity": None,
                      "propensity_source": "LightGBM's position biases, learned with the trees (not exposed)"})
     else:
         info.update({"propensity": None, "propensity_source": "none (raw clicks)"})
     return booster, info
+
+
+def fit_lightgbm_streamed_sessions(dataset, valid, path, estimator: str, *, clip: float = 0.01, curve: Any = None,
+                                   curve_source: str | None = None, ids: str = "auto", batch_size: int = 1_000_000,
+                                   rounds: int = 1000, early_stopping_rounds: int | None = 50, seed: int = 0,
+                                   progress: bool = False) -> tuple[Any, dict, int]:
+    """``naive``, ``ips`` or ``position-bias`` on the Parquet log at ``path`` read in record batches
+    (:mod:`ltr.clicks.session_stream`): the booster of :func:`fit_lightgbm_clicks` on the same log read whole,
+    without the log or the training rows' float features held; ``(booster, info, sessions read)``."""
+    from ltr.clicks.log_stream import read_log_meta
+    from ltr.clicks.session_stream import session_training_set, stream_click_sessions
+
+    if estimator not in ("naive", "ips", "position-bias"):
+        raise LtrError(f"the sessions of a streamed log train --estimator naive, ips or position-bias, not {estimator}")
+    if curve is not None and estimator != "ips":
+        raise LtrError(f"estimated propensities apply to --estimator {' and '.join(WITH_CURVE)} only")
+    sessions = stream_click_sessions(path, dataset, weighting="ips" if estimator == "ips" else "none", clip=clip,
+                                     curve=curve, ids=ids, batch_size=batch_size, progress=progress)
+    train_set, position = session_training_set(dataset, sessions)
+    meta = read_log_meta(path)
+    k = int(sessions.position.max())
+    booster, info = fit_lightgbm_on_sessions(train_set, position, valid, estimator, clip=clip, curve=curve,
+                                             curve_source=curve_source, logged_curve=lambda: _meta_curve(meta, k),
+                                             rounds=rounds, early_stopping_rounds=early_stopping_rounds, seed=seed,
+                                             progress=progress)
+    info["log_read"] = "streamed per session with a click"
+    return booster, info, sessions.n_sessions
+
+
+def _meta_curve(meta: dict, k: int) -> list | None:
+    """The logged propensities by position of a simulated PBM or trust log (its examination curve), else None."""
+    if meta.get("model") in ("pbm", "trust") and meta.get("examination") is not None:
+        return [float(v) for v in meta["examination"][:k]]
+    return None
 
 
 def fit_pairwise_debias_on_lists(dataset, valid, lists, pairs, *, rounds: int = 1000,

@@ -841,9 +841,10 @@ def _train_lightgbm(args, train, valid, inputs) -> int:
 
 
 def _fit_lightgbm_from_log(args, train, valid):
-    """``(booster, info, n_sessions, log meta)`` of ``--engine lightgbm``: pairwise-debias on a Parquet log
-    from its shown lists read in record batches (bounded memory), policy-aware from its per-cell sums read
-    the same way, anything else from the log in memory."""
+    """``(booster, info, n_sessions, log meta)`` of ``--engine lightgbm``. From a Parquet log read in record
+    batches: pairwise-debias from its shown lists and policy-aware from its per-cell sums (bounded memory),
+    naive / ips / position-bias from its sessions with a click (one row per shown item of those, without their
+    float features); from a log in memory otherwise."""
     from ltr.clicks.log_table import is_log_table
     from ltr.clicks.unbiased_lightgbm import fit_lightgbm_clicks, fit_pairwise_debias_on_lists, fit_policy_aware_lightgbm
 
@@ -862,6 +863,10 @@ def _fit_lightgbm_from_log(args, train, valid):
                                                      progress=_progress(args))
         info["log_read"] = "streamed per shown list"
         return booster, info, int(lists.sessions.sum()), meta
+    if args.estimator in ("naive", "ips", "position-bias") and is_log_table(args.log):
+        fitted = _fit_lightgbm_sessions_streamed(args, train, valid)
+        if fitted is not None:
+            return fitted
     log = _train_log(args, train)
     if args.estimator not in ("pairwise-debias", "policy-aware"):
         _note_session_matrix(log, train.n_features, args.estimator)
@@ -870,6 +875,42 @@ def _fit_lightgbm_from_log(args, train, valid):
                                         rounds=args.rounds, early_stopping_rounds=GBDT_PATIENCE, seed=args.seed,
                                         progress=_progress(args))
     return booster, info, log.n_sessions, log.meta
+
+
+def _fit_lightgbm_sessions_streamed(args, train, valid):
+    """``(booster, info, n_sessions, log meta)`` of naive / ips / position-bias from the Parquet --log read in
+    record batches of --read-rows rows (the sessions with a click, their features gathered block by block), or
+    None (with a note) when its session ids go back, so that it is read whole."""
+    import sys
+
+    from ltr.clicks.list_stream import UnsortedSessionsError
+    from ltr.clicks.log_stream import read_log_meta
+    from ltr.clicks.unbiased_lightgbm import fit_lightgbm_streamed_sessions
+
+    meta = read_log_meta(args.log)
+    _check_log_meta(args, train, meta)
+    curve, source = None, None
+    if args.propensity != "logged":
+        inter, _, max_position = _interventions(args, train)
+        est = _estimate(inter, args.propensity, None, 0.95)
+        curve, source = est.curve(max(max_position, _max_position(args.log))), f"estimated from {args.propensity} traffic"
+    try:
+        booster, info, n_sessions = fit_lightgbm_streamed_sessions(
+            train, valid, args.log, args.estimator, clip=args.clip, curve=curve, curve_source=source, ids=args.log_ids,
+            batch_size=args.read_rows, rounds=args.rounds, early_stopping_rounds=GBDT_PATIENCE, seed=args.seed,
+            progress=_progress(args))
+    except UnsortedSessionsError as exc:
+        print(f"note: {exc}; reading the log whole", file=sys.stderr)
+        return None
+    return booster, info, n_sessions, meta
+
+
+def _max_position(path) -> int:
+    """The largest shown position of a Parquet log (its position column read alone)."""
+    from ltr.clicks.log_stream import iter_log_batches
+
+    return max((int(cols["position"].max()) for _, cols in iter_log_batches(path, ["position"]) if len(cols["position"])),
+               default=1)
 
 
 def _note_session_matrix(log, n_features: int, estimator: str) -> None:

@@ -131,10 +131,9 @@ def train_lightgbm(
 ):
     """Train LightGBM lambdarank; returns ``(booster, info)``.
 
-    params: LightGBM parameters merged over :data:`DEFAULT_PARAMS` (``label_gain`` may not be given:
-        it comes from ``gain``).
-    gain: gain convention of the metrics ("exp2", "linear" or a callable), turned into ``label_gain``.
-    train_gain: the training labels' gain when it is not ``gain`` (module docstring, "Labels"); None: ``gain``.
+    params: LightGBM parameters merged over :data:`DEFAULT_PARAMS` (not ``label_gain``: it comes from ``gain``).
+    gain: gain convention of the metrics ("exp2", "linear" or a callable), turned into ``label_gain``;
+        ``train_gain``: the training labels' own, when not ``gain`` (module docstring, "Labels").
     position: optional [N] integer shown positions of the training rows, passed to
         ``lgb.Dataset(position=...)`` for LightGBM's unbiased lambdarank (position-bias correction).
     The training set's per-item ``weights``, when it has them (e.g. inverse propensities), go to
@@ -150,9 +149,8 @@ def train_lightgbm(
     callbacks: extra LightGBM callbacks (e.g. a tuner's pruning callback).
     info: ``best_iteration``, ``best_score``, ``evals_result`` (LightGBM's per-round metrics, with
         LightGBM's conventions: a query without relevant items scores 1), ``label_gain``,
-        ``label_values`` (None or the mapping table), ``params``, ``importance``
-        (:func:`booster_importance` at the best iteration, features named from
-        the data set's ``feature_names`` when it has them).
+        ``label_values`` (None or the mapping table), ``params``, ``importance`` (:func:`booster_importance`
+        at the best iteration, features named from the data set's ``feature_names`` when it has them).
     """
     from ltr.data.dataset import feature_names_of
     from ltr.gbdt.streaming import lightgbm_streamed_defaults, lightgbm_train_set

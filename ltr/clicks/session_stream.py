@@ -1,0 +1,116 @@
+"""The sessions with a click of a Parquet click log, read in record batches: what LightGBM's ``naive``,
+``ips`` and ``position-bias`` estimators boost on, without the log or the float matrix held whole.
+
+:func:`ltr.clicks.ips.click_training_set` makes every logged session with a click one query group
+(its shown items in log order, clicks as labels, for ``ips`` the weights ``1 / max(p, clip)`` on
+clicked items and 1 on the others) from a log in memory, and copies each row's features out of the
+data set: 49 bytes a log row for the log and ``4 F`` bytes a training row for the matrix.
+:func:`stream_click_sessions` builds the same groups from a Parquet log read ``batch_size`` rows at a
+time, keeping per training row only its data-set row, click, shown position and weight (about 25
+bytes), and :func:`session_training_set` serves their features as row blocks gathered from the data
+set (:class:`ltr.data.streamed.StreamedData`), which LightGBM bins through a ``lightgbm.Sequence``
+(:mod:`ltr.gbdt.streaming`): the same bin sample and the same rows as the matrix in memory, so the
+same model.
+
+A session's rows must be consecutive and session ids non-decreasing in file order, as ``ltr clicks
+simulate`` writes them (:func:`ltr.clicks.list_stream.iter_complete_sessions`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ltr.errors import LtrError
+
+__all__ = ["ClickSessions", "stream_click_sessions", "session_training_set"]
+
+
+@dataclass
+class ClickSessions:
+    """The training rows of the sessions with a click, in log order: ``rows`` (data-set rows), ``click``,
+    ``position`` and ``weight`` (None without weighting) per row; ``offsets`` [S + 1] cut them into
+    sessions; ``n_sessions`` counts every session read, with a click or not."""
+
+    rows: np.ndarray
+    click: np.ndarray
+    position: np.ndarray
+    weight: np.ndarray | None
+    offsets: np.ndarray
+    n_sessions: int
+
+
+def _entry_weights(click: np.ndarray, p: np.ndarray, clip: float) -> np.ndarray:
+    """``ips`` weights of :func:`ltr.clicks.ips.click_training_set`: 1 / max(p, clip) on clicked rows, 1 elsewhere."""
+    from ltr.clicks.ips import inverse_propensity_weights
+
+    weights = np.where(click > 0, inverse_propensity_weights(p, clip), 1.0)
+    if not np.isfinite(weights).all():
+        raise LtrError("a clicked entry has propensity 0: IPS weights are undefined (clip them)")
+    return weights
+
+
+def _clicked_sessions(session, rows, pos, click, p, weighting: str, clip: float, curve):
+    """The rows of one chunk's complete sessions that have a click: ``(rows, click, position, weight, lengths,
+    sessions in the chunk)``."""
+    _, sid, counts = np.unique(session, return_inverse=True, return_counts=True)
+    sid = sid.ravel()
+    kept = np.bincount(sid, weights=click, minlength=len(counts)) > 0
+    keep = kept[sid]
+    weight = None
+    if weighting == "ips":
+        if curve is not None:
+            if pos.max() > len(curve):
+                raise LtrError(f"the propensity curve covers {len(curve)} positions, the log shows {int(pos.max())}")
+            p = curve[pos - 1]
+        weight = _entry_weights(click[keep], p[keep], clip).astype(np.float32)
+    return rows[keep], click[keep].astype(np.uint8), pos[keep], weight, counts[kept], len(counts)
+
+
+def stream_click_sessions(path: str | os.PathLike, dataset, *, weighting: str = "none", clip: float = 0.01,
+                          curve: Any = None, ids: str = "auto", batch_size: int = 1_000_000,
+                          progress: bool = False) -> ClickSessions:
+    """The sessions with a click of the Parquet log at ``path`` (module docstring). ``weighting``: ``"none"``
+    or ``"ips"`` (the logged propensities, or ``curve`` by position, θ_1 first); ``ids``: how its query and
+    doc columns name the rows of ``dataset`` (:mod:`ltr.clicks.log_ids`)."""
+    from ltr.clicks.list_stream import iter_complete_sessions
+
+    if weighting not in ("ips", "none"):
+        raise LtrError(f"unknown weighting {weighting!r}: use 'ips' or 'none'")
+    curve = None if curve is None else np.asarray(curve, dtype=np.float64).ravel()
+    parts, n_sessions = [], 0
+    for _, (session, _query, rows, pos, click, p) in iter_complete_sessions(path, dataset, ids=ids, batch_size=batch_size,
+                                                                           propensity=True, progress=progress):
+        *part, n = _clicked_sessions(session, rows, pos, click, p, weighting, clip, curve)
+        parts.append(part)
+        n_sessions += n
+    if n_sessions == 0:
+        raise LtrError(f"{path}: the click log is empty")
+    if not any(len(part[4]) for part in parts):
+        raise LtrError("the click log has no session with a click")
+    rows, click, pos, weight, lengths = (np.concatenate([part[i] for part in parts]) if parts[0][i] is not None else None
+                                         for i in range(5))
+    rows = rows.astype(np.int32 if dataset.n_items < 2**31 else np.int64)
+    return ClickSessions(rows=rows, click=click, position=pos.astype(np.int16), weight=weight,
+                         offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64), n_sessions=n_sessions)
+
+
+def session_training_set(dataset, sessions: ClickSessions):
+    """``(training set, position)`` for ``train_lightgbm``: a :class:`ltr.data.streamed.StreamedData` whose row
+    blocks are the data set's rows of the sessions (gathered block by block), clicks as labels, the weights;
+    and the shown position of every row (LightGBM's position-bias model)."""
+    from ltr.data.streamed import StreamedData
+
+    features = dataset.features
+
+    def blocks(size: int):
+        for a in range(0, len(sessions.rows), size):
+            yield a, np.asarray(features[sessions.rows[a:a + size]], dtype=np.float32)
+
+    train = StreamedData(labels=sessions.click, query_offsets=sessions.offsets,
+                         query_ids=np.arange(len(sessions.offsets) - 1), n_features=dataset.n_features, blocks=blocks,
+                         weights=sessions.weight, name="the sessions with a click")
+    return train, sessions.position.astype(np.int32)
