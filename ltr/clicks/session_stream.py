@@ -113,4 +113,4 @@ def session_training_set(dataset, sessions: ClickSessions):
     train = StreamedData(labels=sessions.click, query_offsets=sessions.offsets,
                          query_ids=np.arange(len(sessions.offsets) - 1), n_features=dataset.n_features, blocks=blocks,
                          weights=sessions.weight, name="the sessions with a click")
-    return train, sessions.position.astype(np.int32)
+    return train, sessions.position

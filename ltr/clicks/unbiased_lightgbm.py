@@ -29,7 +29,10 @@ For the first three, every logged session with a click becomes one query group o
 All five stop early on the validation set's NDCG@10 (true labels; ``early_stopping_rounds``, 50 by
 default, as ``train_lightgbm``'s), as the other ``ltr clicks train`` estimators do, and keep the best
 round: Unbiased LambdaMART overfits when boosted too long (docs/experiments.md, "LightGBM on the
-clicks"). The first three hold the log in memory as sessions x shown items rows.
+clicks"). The first three boost on one row per shown item of every session with a click: from a log in
+memory, rows of float features (:func:`fit_lightgbm_clicks`); from a Parquet log read in record batches,
+their data-set rows only, the features gathered block by block as LightGBM bins them
+(:func:`fit_lightgbm_streamed_sessions`, the same booster).
 """
 
 from __future__ import annotations

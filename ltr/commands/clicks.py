@@ -926,8 +926,9 @@ def _note_session_matrix(log, n_features: int, estimator: str) -> None:
     size = rows * n_features * 4
     if size > SESSION_MATRIX_NOTE_BYTES:
         print(f"note: --estimator {estimator} trains on one row per shown item of every session with a click: "
-              f"{rows:,} rows x {n_features} features, {size / 2**30:.1f} GiB of float32 (pairwise-debias "
-              "trains on the distinct shown lists instead)", file=sys.stderr)
+              f"{rows:,} rows x {n_features} features, {size / 2**30:.1f} GiB of float32 (from a Parquet log in "
+              "session order it gathers them block by block instead; pairwise-debias trains on the distinct shown "
+              "lists)", file=sys.stderr)
 
 
 def _stream_lists(args, train):
