@@ -50,6 +50,7 @@ __all__ = [
     "ESTIMATORS",
     "ranks_within_queries",
     "inverse_propensity_weights",
+    "click_weights",
     "click_dcg",
     "expected_click_dcg",
     "logged_support",
@@ -90,6 +91,19 @@ def inverse_propensity_weights(propensity: Any, clip: float | None = None) -> np
         p = np.maximum(p, clip)
     with np.errstate(divide="ignore"):
         return 1.0 / p
+
+
+def click_weights(click: np.ndarray, propensity: np.ndarray, clip: float | None) -> np.ndarray:
+    """Per log entry, the ``ips`` item weight of a session's training list: ``1 / max(p, clip)`` on a clicked
+    entry, 1 on the others (they carry no click to correct).
+
+    >>> click_weights(np.array([1.0, 0.0, 1.0]), np.array([0.5, 0.5, 0.001]), clip=0.01)
+    array([  2.,   1., 100.])
+    """
+    weights = np.where(click > 0, inverse_propensity_weights(propensity, clip), 1.0)
+    if not np.isfinite(weights).all():
+        raise LtrError("a clicked entry has propensity 0: IPS weights are undefined (clip them)")
+    return weights
 
 
 def _entry_propensity(log: ClickLog, propensity: Any) -> np.ndarray:
@@ -241,12 +255,7 @@ def click_training_set(
     kept_ids = np.flatnonzero(keep)
     counts = np.bincount(sess, minlength=log.n_sessions)[kept_ids]
     clicks = log.click[rows].astype(np.float64)
-    weights = None
-    if weighting == "ips":
-        w = inverse_propensity_weights(p[rows], clip)
-        weights = np.where(clicks > 0, w, 1.0)
-        if not np.isfinite(weights).all():
-            raise LtrError("a clicked entry has propensity 0: IPS weights are undefined (clip them)")
+    weights = click_weights(clicks, p[rows], clip) if weighting == "ips" else None
     ds = RankingDataset(
         features=np.ascontiguousarray(dataset.features[log.doc[rows]], dtype=np.float32),
         labels=clicks,

@@ -6,8 +6,8 @@
 clicked items and 1 on the others) from a log in memory, and copies each row's features out of the
 data set: 49 bytes a log row for the log and ``4 F`` bytes a training row for the matrix.
 :func:`stream_click_sessions` builds the same groups from a Parquet log read ``batch_size`` rows at a
-time, keeping per training row only its data-set row, click, shown position and weight (about 25
-bytes), and :func:`session_training_set` serves their features as row blocks gathered from the data
+time, keeping per training row only its data-set row, click, shown position and weight (9 bytes,
+13 with weights), and :func:`session_training_set` serves their features as row blocks gathered from the data
 set (:class:`ltr.data.streamed.StreamedData`), which LightGBM bins through a ``lightgbm.Sequence``
 (:mod:`ltr.gbdt.streaming`): the same bin sample and the same rows as the matrix in memory, so the
 same model.
@@ -43,19 +43,11 @@ class ClickSessions:
     n_sessions: int
 
 
-def _entry_weights(click: np.ndarray, p: np.ndarray, clip: float) -> np.ndarray:
-    """``ips`` weights of :func:`ltr.clicks.ips.click_training_set`: 1 / max(p, clip) on clicked rows, 1 elsewhere."""
-    from ltr.clicks.ips import inverse_propensity_weights
-
-    weights = np.where(click > 0, inverse_propensity_weights(p, clip), 1.0)
-    if not np.isfinite(weights).all():
-        raise LtrError("a clicked entry has propensity 0: IPS weights are undefined (clip them)")
-    return weights
-
-
 def _clicked_sessions(session, rows, pos, click, p, weighting: str, clip: float, curve):
     """The rows of one chunk's complete sessions that have a click: ``(rows, click, position, weight, lengths,
     sessions in the chunk)``."""
+    from ltr.clicks.ips import click_weights
+
     _, sid, counts = np.unique(session, return_inverse=True, return_counts=True)
     sid = sid.ravel()
     kept = np.bincount(sid, weights=click, minlength=len(counts)) > 0
@@ -66,8 +58,12 @@ def _clicked_sessions(session, rows, pos, click, p, weighting: str, clip: float,
             if pos.max() > len(curve):
                 raise LtrError(f"the propensity curve covers {len(curve)} positions, the log shows {int(pos.max())}")
             p = curve[pos - 1]
-        weight = _entry_weights(click[keep], p[keep], clip).astype(np.float32)
-    return rows[keep], click[keep].astype(np.uint8), pos[keep], weight, counts[kept], len(counts)
+        weight = click_weights(click[keep], p[keep], clip).astype(np.float32)
+    # compact per chunk, so that the chunks held until the end cost 9 bytes a row (13 with weights); positions
+    # reach 2^20 - 1 (log_stream._POS_BITS)
+    row_type = np.int32 if rows.size == 0 or rows.max() < 2**31 else np.int64
+    return (rows[keep].astype(row_type), click[keep].astype(np.uint8), pos[keep].astype(np.int32), weight, counts[kept],
+            len(counts))
 
 
 def stream_click_sessions(path: str | os.PathLike, dataset, *, weighting: str = "none", clip: float = 0.01,
@@ -93,8 +89,7 @@ def stream_click_sessions(path: str | os.PathLike, dataset, *, weighting: str = 
         raise LtrError("the click log has no session with a click")
     rows, click, pos, weight, lengths = (np.concatenate([part[i] for part in parts]) if parts[0][i] is not None else None
                                          for i in range(5))
-    rows = rows.astype(np.int32 if dataset.n_items < 2**31 else np.int64)
-    return ClickSessions(rows=rows, click=click, position=pos.astype(np.int16), weight=weight,
+    return ClickSessions(rows=rows, click=click, position=pos, weight=weight,
                          offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64), n_sessions=n_sessions)
 
 
