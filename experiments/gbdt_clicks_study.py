@@ -22,8 +22,9 @@ of ``experiments/unbiased_ltr_study.py``, which it reproduces). Gap closed = (es
 ranking drawn from the logger's scores at temperature T (the grid's logs at that temperature).
 
 ``--engine xgboost`` runs the XGBoost side instead: XGBoost ``rank:ndcg`` on the true labels
-(the toolkit's defaults, early stopping on valid) against ``--engine xgboost --estimator naive`` and
-``pairwise-debias`` (its ``lambdarank_unbiased``), each stopped early on valid the same way.
+(the toolkit's defaults, early stopping on valid) against ``--engine xgboost --estimator naive``,
+``pairwise-debias`` (its ``lambdarank_unbiased``) and ``policy-aware`` (``ndcg_exp_gain=False``), each
+stopped early on valid the same way.
 
     python experiments/gbdt_clicks_study.py --out runs/gbdt_clicks --seeds 3 --sessions 1000000
     python experiments/gbdt_clicks_study.py --out runs/gbdt_clicks_xgb --seeds 3 --sessions 1000000 --engine xgboost
@@ -51,7 +52,7 @@ from unbiased_ltr_study import ndcg10, production_ranker  # noqa: E402
 
 ESTIMATORS = ("naive", "ips", "position-bias", "pairwise-debias", "policy-aware")
 #: the estimators of each engine (``--engine``); XGBoost's pairwise-debias is its ``lambdarank_unbiased``
-ENGINE_ESTIMATORS = {"lightgbm": ESTIMATORS, "xgboost": ("naive", "pairwise-debias")}
+ENGINE_ESTIMATORS = {"lightgbm": ESTIMATORS, "xgboost": ("naive", "pairwise-debias", "policy-aware")}
 ENGINE_NAMES = {"lightgbm": "LightGBM", "xgboost": "XGBoost"}
 
 
@@ -89,6 +90,12 @@ def fit_clicks(engine: str, train, valid, log, est: str, args, seed: int):
     """``(model, info)`` of ``ltr clicks train --engine ENGINE --estimator EST`` on ``log`` (at most
     ``--rounds`` rounds, early stopping on ``valid``; ``--pairwise-rounds N``: LightGBM's
     pairwise-debias boosts exactly N rounds)."""
+    if engine == "xgboost" and est == "policy-aware":
+        from ltr.clicks.log_stream import aggregate_from_log
+        from ltr.clicks.unbiased_xgboost import fit_xgboost_policy_aware
+
+        return fit_xgboost_policy_aware(train, valid, aggregate_from_log(log, train), rounds=args.rounds, seed=seed,
+                                        early_stopping_rounds=50)
     if engine == "xgboost":
         from ltr.clicks.unbiased_xgboost import fit_xgboost_clicks
 

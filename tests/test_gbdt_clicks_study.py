@@ -67,8 +67,8 @@ def test_the_xgboost_side_end_to_end(study, tmp_path):
     assert study.main(["--out", str(tmp_path), "--seeds", "1", "--sessions", "3000", "--rounds", "5",
                        "--engine", "xgboost"]) == 0
     row = json.loads((tmp_path / "results.json").read_text())["rows"][0]
-    assert all(0.0 < row[k] <= 1.0 for k in ("full", "naive", "pairwise-debias")) and "ips" not in row
-    assert all(1 <= row[f"{e}_rounds"] <= 5 for e in ("naive", "pairwise-debias"))
+    assert all(0.0 < row[k] <= 1.0 for k in ("full", "naive", "pairwise-debias", "policy-aware")) and "ips" not in row
+    assert all(1 <= row[f"{e}_rounds"] <= 5 for e in ("naive", "pairwise-debias", "policy-aware"))
     text = (tmp_path / "results.md").read_text()
     assert "XGBoost on labels" in text and "pairwise-debias gap closed" in text
     with pytest.raises(SystemExit, match="unknown position-bias"):

@@ -12,6 +12,10 @@ learned ``t+`` ("ti+") and ``t-`` ("tj-") are read from the booster's saved conf
 to the shown positions; ``t+`` is the examination propensity estimate. With a validation set the
 booster stops early on the toolkit's NDCG@10 and keeps the best round and its biases. Needs ``pip
 install 'ltr[xgboost]'``; the log is held in memory as sessions x shown items rows.
+
+``policy-aware`` (:func:`fit_xgboost_policy_aware`, for a stochastic top-k logger) trains ``rank:ndcg``
+with ``ndcg_exp_gain=False`` on the policy-aware lists of :mod:`ltr.clicks.policy_aware` instead, built
+from the log's per-cell sums (streamed from a Parquet log).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import numpy as np
 from ltr.clicks.click_models import ClickLog
 from ltr.errors import LtrError
 
-__all__ = ["session_groups", "fit_xgboost_clicks"]
+__all__ = ["session_groups", "fit_xgboost_clicks", "fit_xgboost_policy_aware"]
 
 
 def session_groups(log: ClickLog) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -56,9 +60,7 @@ def fit_xgboost_clicks(dataset, log: ClickLog, *, unbiased: bool = True, bias_no
     NDCG@10 on it (gain 2^rel - 1) has not improved for that many rounds, and the booster is cut to the
     best round, whose position biases ``info`` holds. ``progress``: a bar of boosting rounds on stderr.
     """
-    from ltr.gbdt.common import ValidationMonitor, progress_bar
     from ltr.gbdt.engines import import_engine
-    from ltr.gbdt.xgboost import cut_to_best_round, round_callback
 
     xgb = import_engine("xgboost")
     rows, clicks, group = session_groups(log)
@@ -68,6 +70,53 @@ def fit_xgboost_clicks(dataset, log: ClickLog, *, unbiased: bool = True, bias_no
     matrix = xgb.DMatrix(np.asarray(dataset.features)[rows], label=clicks, qid=group)
     k = int(log.position.max())
     biases: list = []  # (t+, t-) after each round
+    booster, best, rounds_run, monitor = _boost(xgb, merged, matrix, valid, rounds, early_stopping_rounds, progress,
+                                                lambda b: biases.append(_biases(b, k)))
+    bias_norm_used = _objective_config(booster)["lambdarank_param"]["lambdarank_bias_norm"]
+    t_plus, t_minus = biases[best - 1]
+    info = {"engine": "xgboost", "objective": objective, "best_iteration": int(best), "rounds_run": int(rounds_run),
+            "num_boost_round": int(rounds), "early_stopping_rounds": early_stopping_rounds if monitor else None,
+            "params": merged, "lambdarank_bias_norm": float(bias_norm_used),
+            "t_plus": t_plus, "t_minus": t_minus, "xgboost_version": xgb.__version__, "n_groups": int(log.n_sessions)}
+    return booster, info
+
+
+def fit_xgboost_policy_aware(dataset, valid, agg, *, clip: float = 0.01, curve: Any = None, rounds: int = 1000,
+                             seed: int = 0, threads: int = 1, early_stopping_rounds: int | None = 50,
+                             progress: bool = False) -> tuple[Any, dict]:
+    """``policy-aware`` with XGBoost: ``rank:ndcg`` with ``ndcg_exp_gain=False`` (each label its own gain, which
+    lets XGBoost take real-valued labels) on :func:`ltr.clicks.policy_aware.policy_aware_dataset`'s lists, one per
+    logged query with all its items, each weighted by its sessions over their mean (XGBoost's ranking weights
+    are per query); early stopping on the toolkit's NDCG@10 of ``valid`` (gain 2^rel - 1). ``(booster, info)``."""
+    from ltr.clicks.policy_aware import policy_aware_dataset
+    from ltr.gbdt.engines import import_engine
+
+    xgb = import_engine("xgboost")
+    lists, never_shown = policy_aware_dataset(dataset, agg, clip=clip, curve=curve)
+    offsets = np.asarray(lists.query_offsets)
+    group_weight = lists.weights[offsets[:-1]]
+    merged = {**_merged_params(None, seed, threads, "rank:ndcg", False, None), "ndcg_exp_gain": False}
+    matrix = xgb.DMatrix(np.asarray(lists.features), label=lists.labels.astype(np.float32),
+                         qid=np.repeat(np.arange(lists.n_queries), np.diff(offsets)),
+                         weight=group_weight / group_weight.mean())
+    booster, best, rounds_run, monitor = _boost(xgb, merged, matrix, valid, rounds, early_stopping_rounds, progress,
+                                                None)
+    info = {"engine": "xgboost", "objective": "rank:ndcg", "estimator": "policy-aware", "best_iteration": int(best),
+            "rounds_run": int(rounds_run), "num_boost_round": int(rounds),
+            "early_stopping_rounds": early_stopping_rounds if monitor else None, "params": merged,
+            "xgboost_version": xgb.__version__, "n_groups": int(lists.n_queries), "never_shown": int(never_shown),
+            "clip": clip}
+    return booster, info
+
+
+def _boost(xgb, merged: dict, matrix, valid, rounds: int, early_stopping_rounds: int | None, progress: bool,
+           after_round) -> tuple[Any, int, int, Any]:
+    """``xgb.train`` for at most ``rounds`` rounds, ``after_round(booster)`` after each; with ``valid`` and
+    ``early_stopping_rounds``, stopped on the toolkit's NDCG@10 of ``valid`` and cut to its best round.
+    ``(booster, best round, rounds run, monitor or None)``."""
+    from ltr.gbdt.common import ValidationMonitor, progress_bar
+    from ltr.gbdt.xgboost import cut_to_best_round, round_callback
+
     evals, monitor = [], None
     if valid is not None and early_stopping_rounds:
         # registered as an evaluation matrix so that XGBoost caches its predictions from round to round
@@ -79,20 +128,14 @@ def fit_xgboost_clicks(dataset, log: ClickLog, *, unbiased: bool = True, bias_no
     bar = progress_bar(int(rounds), progress)
     try:
         booster = xgb.train(merged, matrix, num_boost_round=int(rounds), evals=evals, verbose_eval=False,
-                            callbacks=[round_callback(evals, monitor, bar, lambda b: biases.append(_biases(b, k)))])
+                            callbacks=[round_callback(evals, monitor, bar, after_round)])
     except xgb.core.XGBoostError as exc:
         raise LtrError(f"XGBoost refused the data or parameters: {' '.join(str(exc).split())[:500]}") from None
     finally:
         if bar is not None:
             bar.close()
     booster, best, rounds_run = cut_to_best_round(booster, monitor)
-    bias_norm_used = _objective_config(booster)["lambdarank_param"]["lambdarank_bias_norm"]
-    t_plus, t_minus = biases[best - 1]
-    info = {"engine": "xgboost", "objective": objective, "best_iteration": int(best), "rounds_run": int(rounds_run),
-            "num_boost_round": int(rounds), "early_stopping_rounds": early_stopping_rounds if monitor else None,
-            "params": merged, "lambdarank_bias_norm": float(bias_norm_used),
-            "t_plus": t_plus, "t_minus": t_minus, "xgboost_version": xgb.__version__, "n_groups": int(log.n_sessions)}
-    return booster, info
+    return booster, best, rounds_run, monitor
 
 
 def _merged_params(params, seed: int, threads: int, objective: str, unbiased: bool, bias_norm) -> dict[str, Any]:

@@ -747,7 +747,7 @@ def run_train(args) -> int:
     check_destination(args.out, overwrite=args.force, inputs=inputs)
     train = load_data_file(args.data, "data", None, data_options(args), **format_options(args, "data"))
     valid = load_data_file(args.valid, "valid", train.n_features, data_options(args), **format_options(args, "data"))
-    with_curve = ("ips",) if args.engine == "xgboost" else ("ips", "policy-aware")
+    with_curve = ("policy-aware",) if args.engine == "xgboost" else ("ips", "policy-aware")
     if args.propensity != "logged" and args.estimator not in with_curve:
         raise LtrError(f"--propensity {args.propensity} applies to --estimator {' and '.join(with_curve)} only")
     if args.em_relevance != "logistic" and args.estimator != "rem":
@@ -786,12 +786,12 @@ def _train_xgboost(args, train, valid, inputs) -> int:
     from ltr.io_utils import atomic_write_json
     from ltr.runs.folder import run_folder
 
-    if args.estimator not in ("pairwise-debias", "naive"):
-        raise LtrError(f"--engine xgboost trains --estimator pairwise-debias (lambdarank_unbiased) or naive, "
-                       f"not {args.estimator}")
-    if args.propensity != "logged":
-        raise LtrError("--engine xgboost learns its position biases itself: --propensity does not apply")
-    log = _train_log(args, train)
+    if args.estimator not in ("pairwise-debias", "naive", "policy-aware"):
+        raise LtrError(f"--engine xgboost trains --estimator pairwise-debias (lambdarank_unbiased), naive or "
+                       f"policy-aware, not {args.estimator}")
+    if args.estimator == "policy-aware":
+        return _train_xgboost_policy_aware(args, train, valid, inputs)
+    log = _train_log(args, train)  # run_train refused --propensity: XGBoost learns its position biases itself
     booster, info = fit_xgboost_clicks(train, log, unbiased=args.estimator == "pairwise-debias", bias_norm=args.bias_norm,
                                        rounds=args.rounds, seed=args.seed, valid=valid, early_stopping_rounds=GBDT_PATIENCE,
                                        progress=_progress(args))
@@ -810,6 +810,33 @@ def _train_xgboost(args, train, valid, inputs) -> int:
     print("position biases t+ (clicked, relative to 1): " + ", ".join(f"{p:.3f}" for p in info["t_plus"]))
     print("position biases t- (unclicked): " + ", ".join(f"{p:.3f}" for p in info["t_minus"]))
     _print_truth(info)
+    print(f"wrote {args.out} (xgboost.json, model.json, clicks_training.json)")
+    return 0
+
+
+def _train_xgboost_policy_aware(args, train, valid, inputs) -> int:
+    """``ltr clicks train --engine xgboost --estimator policy-aware``: an XGBoost model folder and
+    clicks_training.json."""
+    from ltr.clicks.unbiased_training import _aggregate_curve, _record_propensity
+    from ltr.clicks.unbiased_xgboost import fit_xgboost_policy_aware
+    from ltr.gbdt.engines import predict_gbdt, save_gbdt
+    from ltr.io_utils import atomic_write_json
+    from ltr.runs.folder import run_folder
+
+    agg, curve, source, log_read = _policy_aware_aggregate(args, train)
+    booster, info = fit_xgboost_policy_aware(train, valid, agg, clip=args.clip, curve=curve, rounds=args.rounds,
+                                             seed=args.seed, early_stopping_rounds=GBDT_PATIENCE, progress=_progress(args))
+    _record_propensity(info, curve, source, lambda: _aggregate_curve(agg))
+    info.update({"log": str(args.log), "data": str(args.data), "n_sessions": agg.n_sessions, "log_read": log_read,
+                 "versions": _versions()})
+    _record_click_model(info, agg.meta)
+    with run_folder(args.out, overwrite=args.force, kind="clicks-train", inputs=inputs) as tmp:
+        save_gbdt("xgboost", booster, tmp, info, n_features=train.n_features)
+        atomic_write_json(tmp / "clicks_training.json", info)
+    print(f"policy-aware (xgboost, {info['best_iteration']} of at most {args.rounds} rounds): trained on "
+          f"{agg.n_sessions} sessions; valid NDCG@10 = {_ndcg10(predict_gbdt('xgboost', booster, valid.features), valid):.4f}")
+    _print_logger_notes(info)
+    _print_propensities(info)
     print(f"wrote {args.out} (xgboost.json, model.json, clicks_training.json)")
     return 0
 
@@ -848,12 +875,12 @@ def _fit_lightgbm_from_log(args, train, valid):
     from ltr.clicks.log_table import is_log_table
     from ltr.clicks.unbiased_lightgbm import fit_lightgbm_clicks, fit_pairwise_debias_on_lists, fit_policy_aware_lightgbm
 
-    if args.estimator == "policy-aware" and is_log_table(args.log):
-        agg, curve, source = _streamed_aggregate(args, train)
+    if args.estimator == "policy-aware":
+        agg, curve, source, log_read = _policy_aware_aggregate(args, train)
         booster, info = fit_policy_aware_lightgbm(train, valid, agg, clip=args.clip, curve=curve, curve_source=source,
                                                   rounds=args.rounds, early_stopping_rounds=GBDT_PATIENCE, seed=args.seed,
                                                   progress=_progress(args))
-        info["log_read"] = "streamed per (query, document, position)"
+        info["log_read"] = log_read
         return booster, info, agg.n_sessions, agg.meta
     streamed = _stream_lists(args, train) if args.estimator == "pairwise-debias" and is_log_table(args.log) else None
     if streamed is not None:
@@ -977,6 +1004,20 @@ def _fit_from_log(args, train, valid, loss, cfg):
                                 propensity_update=args.dla_propensity_update)
     _record_click_model(info, log.meta)
     return model, info, log.n_sessions
+
+
+def _policy_aware_aggregate(args, train):
+    """``(aggregate, curve, source, how the log was read)`` for policy-aware on a GBDT engine: a Parquet --log's
+    per-cell sums read in record batches (:func:`_streamed_aggregate`), else those of the log read into memory,
+    with its estimated curve."""
+    from ltr.clicks.log_stream import aggregate_from_log
+    from ltr.clicks.log_table import is_log_table
+
+    if is_log_table(args.log):
+        return (*_streamed_aggregate(args, train), "streamed per (query, document, position)")
+    log = _train_log(args, train)
+    curve, source = _estimated_curve(args, log)
+    return aggregate_from_log(log, train), curve, source, "per (query, document, position)"
 
 
 def _streamed_aggregate(args, train):
