@@ -12,6 +12,15 @@ from ltr.clicks.logged_lists import group_sessions
 from ltr.errors import LtrError
 
 
+@pytest.fixture(autouse=True)
+def _seeded_torch():
+    """Every test's scorer starts from the same initial weights, whatever tests ran before it in the process
+    (fit_dla seeds its batches, not the scorer it is given)."""
+    import torch
+
+    torch.manual_seed(0)
+
+
 @pytest.fixture(scope="module")
 def noiseless():
     rng = np.random.default_rng(0)

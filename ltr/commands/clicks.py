@@ -249,7 +249,8 @@ def _register_train(sub, fmt) -> None:
     t.add_argument("--force", action="store_true", help="replace --out if it is a run folder made by ltr")
     t.add_argument("--engine", default="neural", choices=("neural", "xgboost", "lightgbm"),
                    help="xgboost: XGBoost's rank:ndcg on the sessions (one group per session, clicks as labels) with "
-                   "lambdarank_unbiased for --estimator pairwise-debias (Unbiased LambdaMART) or without it for naive; "
+                   "lambdarank_unbiased for --estimator pairwise-debias (Unbiased LambdaMART) or without it for naive, "
+                   "or with each label as its own gain on the policy-aware lists (policy-aware); "
                    "lightgbm: LightGBM lambdarank on the sessions with raw clicks (naive), inverse-propensity item "
                    "weights (ips) or the shown positions for its position-bias model (position-bias), Unbiased "
                    "LambdaMART on the shown lists (pairwise-debias), or lambdarank on the policy-aware lists with "
