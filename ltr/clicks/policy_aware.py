@@ -46,7 +46,13 @@ import numpy as np
 
 from ltr.errors import LtrError
 
-__all__ = ["policy_aware_labels", "policy_aware_dataset", "item_examinations"]
+__all__ = ["policy_aware_labels", "policy_aware_dataset", "item_examinations", "clip_rule"]
+
+
+def clip_rule(clip: float) -> str:
+    """The clip rule a training record states: what ``clip`` bounds."""
+    return (f"expected examinations floored at {clip} x the query's sessions: labels at most {1 / clip:g} x the "
+            "clicks per session")
 
 
 def item_examinations(agg, curve: Any = None) -> np.ndarray:

@@ -175,7 +175,7 @@ def fit_policy_aware_lightgbm(dataset, valid, agg, *, clip: float = 0.01, curve:
     streamed from a Parquet log): lambdarank on :func:`ltr.clicks.policy_aware.policy_aware_dataset`'s
     lists with the labels as their own gain, ``(booster, info)``; ``info["never_shown"]`` counts the items
     labelled 0 because the log never showed them."""
-    from ltr.clicks.policy_aware import policy_aware_dataset
+    from ltr.clicks.policy_aware import clip_rule, policy_aware_dataset
     from ltr.clicks.unbiased_training import _aggregate_curve, _record_propensity
     from ltr.gbdt.lightgbm import train_lightgbm
 
@@ -186,8 +186,7 @@ def fit_policy_aware_lightgbm(dataset, valid, agg, *, clip: float = 0.01, curve:
                                    early_stopping_rounds=early_stopping_rounds, seed=seed, progress=progress)
     info.update({"engine": "lightgbm", "estimator": "policy-aware", "n_groups": int(lists.n_queries),
                  "never_shown": int(never_shown), "log_read": "per (query, document, position)", "clip": clip,
-                 "clip_rule": f"expected examinations floored at {clip} x the query's sessions: labels at most "
-                              f"{1 / clip:g} x the clicks per session"})
+                 "clip_rule": clip_rule(clip)})
     # the label table of every distinct policy-aware label stays in the booster's parameters, not in the record
     info["label_gain"], info["label_values"] = None, None
     _record_propensity(info, curve, curve_source, lambda: _aggregate_curve(agg))

@@ -88,7 +88,7 @@ def fit_xgboost_policy_aware(dataset, valid, agg, *, clip: float = 0.01, curve: 
     lets XGBoost take real-valued labels) on :func:`ltr.clicks.policy_aware.policy_aware_dataset`'s lists, one per
     logged query with all its items, each weighted by its sessions over their mean (XGBoost's ranking weights
     are per query); early stopping on the toolkit's NDCG@10 of ``valid`` (gain 2^rel - 1). ``(booster, info)``."""
-    from ltr.clicks.policy_aware import policy_aware_dataset
+    from ltr.clicks.policy_aware import clip_rule, policy_aware_dataset
     from ltr.gbdt.engines import import_engine
 
     xgb = import_engine("xgboost")
@@ -105,7 +105,7 @@ def fit_xgboost_policy_aware(dataset, valid, agg, *, clip: float = 0.01, curve: 
             "rounds_run": int(rounds_run), "num_boost_round": int(rounds),
             "early_stopping_rounds": early_stopping_rounds if monitor else None, "params": merged,
             "xgboost_version": xgb.__version__, "n_groups": int(lists.n_queries), "never_shown": int(never_shown),
-            "clip": clip}
+            "clip": clip, "clip_rule": clip_rule(clip)}
     return booster, info
 
 
