@@ -783,9 +783,6 @@ def run_train(args) -> int:
 def _train_xgboost(args, train, valid, inputs) -> int:
     """``ltr clicks train --engine xgboost``: a GBDT model folder and clicks_training.json with the learned biases."""
     from ltr.clicks.unbiased_xgboost import fit_xgboost_clicks
-    from ltr.gbdt.engines import predict_gbdt, save_gbdt
-    from ltr.io_utils import atomic_write_json
-    from ltr.runs.folder import run_folder
 
     if args.estimator not in ("pairwise-debias", "naive", "policy-aware"):
         raise LtrError(f"--engine xgboost trains --estimator pairwise-debias (lambdarank_unbiased), naive or "
@@ -801,13 +798,7 @@ def _train_xgboost(args, train, valid, inputs) -> int:
                  "log": str(args.log), "data": str(args.data),
                  "propensity_source": "XGBoost lambdarank_unbiased (t+ of clicked items)" if args.estimator != "naive"
                  else "none (lambdarank_unbiased off)", "n_sessions": log.n_sessions, "versions": _versions()})
-    _record_click_model(info, log.meta)
-    with run_folder(args.out, overwrite=args.force, kind="clicks-train", inputs=inputs) as tmp:
-        save_gbdt("xgboost", booster, tmp, info, n_features=train.n_features)
-        atomic_write_json(tmp / "clicks_training.json", info)
-    print(f"{args.estimator} (xgboost, {info['best_iteration']} of at most {args.rounds} rounds): trained on {log.n_sessions} sessions; "
-          f"valid NDCG@10 = {_ndcg10(predict_gbdt('xgboost', booster, valid.features), valid):.4f}")
-    _print_logger_notes(info)
+    _save_xgboost_run(args, train, valid, booster, info, log.meta, log.n_sessions, inputs)
     print("position biases t+ (clicked, relative to 1): " + ", ".join(f"{p:.3f}" for p in info["t_plus"]))
     print("position biases t- (unclicked): " + ", ".join(f"{p:.3f}" for p in info["t_minus"]))
     _print_truth(info)
@@ -815,14 +806,27 @@ def _train_xgboost(args, train, valid, inputs) -> int:
     return 0
 
 
+def _save_xgboost_run(args, train, valid, booster, info: dict, meta: dict, n_sessions: int, inputs) -> None:
+    """``--engine xgboost``'s model folder with clicks_training.json (the log's click model recorded), then the
+    kept round, the validation NDCG@10 and what the estimator assumed of the logger."""
+    from ltr.gbdt.engines import predict_gbdt, save_gbdt
+    from ltr.io_utils import atomic_write_json
+    from ltr.runs.folder import run_folder
+
+    _record_click_model(info, meta)
+    with run_folder(args.out, overwrite=args.force, kind="clicks-train", inputs=inputs) as tmp:
+        save_gbdt("xgboost", booster, tmp, info, n_features=train.n_features)
+        atomic_write_json(tmp / "clicks_training.json", info)
+    print(f"{args.estimator} (xgboost, {info['best_iteration']} of at most {args.rounds} rounds): trained on {n_sessions} "
+          f"sessions; valid NDCG@10 = {_ndcg10(predict_gbdt('xgboost', booster, valid.features), valid):.4f}")
+    _print_logger_notes(info)
+
+
 def _train_xgboost_policy_aware(args, train, valid, inputs) -> int:
     """``ltr clicks train --engine xgboost --estimator policy-aware``: an XGBoost model folder and
     clicks_training.json."""
     from ltr.clicks.unbiased_training import _aggregate_curve, _record_propensity
     from ltr.clicks.unbiased_xgboost import fit_xgboost_policy_aware
-    from ltr.gbdt.engines import predict_gbdt, save_gbdt
-    from ltr.io_utils import atomic_write_json
-    from ltr.runs.folder import run_folder
 
     agg, curve, source, log_read = _policy_aware_aggregate(args, train)
     booster, info = fit_xgboost_policy_aware(train, valid, agg, clip=args.clip, curve=curve, rounds=args.rounds,
@@ -830,13 +834,7 @@ def _train_xgboost_policy_aware(args, train, valid, inputs) -> int:
     _record_propensity(info, curve, source, lambda: _aggregate_curve(agg))
     info.update({"log": str(args.log), "data": str(args.data), "n_sessions": agg.n_sessions, "log_read": log_read,
                  "versions": _versions()})
-    _record_click_model(info, agg.meta)
-    with run_folder(args.out, overwrite=args.force, kind="clicks-train", inputs=inputs) as tmp:
-        save_gbdt("xgboost", booster, tmp, info, n_features=train.n_features)
-        atomic_write_json(tmp / "clicks_training.json", info)
-    print(f"policy-aware (xgboost, {info['best_iteration']} of at most {args.rounds} rounds): trained on "
-          f"{agg.n_sessions} sessions; valid NDCG@10 = {_ndcg10(predict_gbdt('xgboost', booster, valid.features), valid):.4f}")
-    _print_logger_notes(info)
+    _save_xgboost_run(args, train, valid, booster, info, agg.meta, agg.n_sessions, inputs)
     _print_propensities(info)
     print(f"wrote {args.out} (xgboost.json, model.json, clicks_training.json)")
     return 0
