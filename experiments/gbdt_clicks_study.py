@@ -157,7 +157,7 @@ def main(argv=None) -> int:
     p.add_argument("--pairwise-rounds", type=int, default=None,
                    help="pairwise-debias: exactly this many boosting rounds, without early stopping")
     p.add_argument("--engine", default="lightgbm", choices=sorted(ENGINE_ESTIMATORS),
-                   help="the GBDT engine, on the labels and on the clicks (xgboost: naive and pairwise-debias)")
+                   help="the GBDT engine, on the labels and on the clicks (xgboost: naive, pairwise-debias and policy-aware)")
     p.add_argument("--estimators", default=None, help="comma-separated subset of the engine's (naive always runs)")
     p.add_argument("--logger-temperature", type=float, default=0.0,
                    help="> 0: a Plackett-Luce logger drawing each session's ranking at this temperature (0: fixed)")

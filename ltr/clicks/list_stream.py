@@ -111,7 +111,7 @@ def _checked(cols, mapper, where, last_session, propensity: bool = False):
     """One batch's (session, query index, row, position, click[, propensity]), checked; ``last_session``: the
     previous batch's last session id (ids must not go back); ``propensity``: with the logged propensity (1 when
     the log has none)."""
-    from ltr.clicks.log_stream import _POS_BITS
+    from ltr.clicks.log_stream import _POS_BITS, batch_propensity
 
     session = np.asarray(cols["session"], dtype=np.int64)
     pos = np.asarray(cols["position"], dtype=np.int64)
@@ -121,11 +121,7 @@ def _checked(cols, mapper, where, last_session, propensity: bool = False):
     check_session_order(session, last_session, mapper, where)
     query, rows = mapper.rows(cols["query"], cols["doc"], where)
     batch = (session, np.asarray(query, dtype=np.int64), np.asarray(rows, dtype=np.int64), pos, click)
-    if not propensity:
-        return batch
-    p = np.asarray(cols["propensity"], dtype=np.float64) if "propensity" in cols else np.ones(len(pos))
-    mapper.check(~((p >= 0) & (p <= 1)), p, where, "propensity", "is not in [0, 1]")
-    return (*batch, p)
+    return (*batch, batch_propensity(cols, mapper, where)) if propensity else batch
 
 
 def iter_complete_sessions(path: str | os.PathLike, dataset, *, ids: str = "auto", batch_size: int = 1_000_000,

@@ -43,7 +43,7 @@ from ltr.clicks.click_models import ClickLog
 from ltr.errors import LtrError
 
 __all__ = ["write_log_stream", "read_log_meta", "iter_log_batches", "LogAggregate", "aggregate_log",
-           "aggregate_from_log", "aggregate_dataset", "cell_values", "id_mode", "query_sessions"]
+           "aggregate_from_log", "aggregate_dataset", "cell_values", "id_mode", "query_sessions", "batch_propensity"]
 
 _POS_BITS = 20  # a cell key is row * 2^20 + (position - 1)
 
@@ -226,9 +226,14 @@ def _batch_rows(cols: dict, ids, where) -> tuple[np.ndarray, np.ndarray, np.ndar
     ids.check((pos < 1) | (pos >= 2**_POS_BITS), pos, where, "position", f"is outside 1..{2**_POS_BITS - 1}")
     ids.check((click != 0) & (click != 1), click, where, "click", "is not 0 or 1")
     query, rows = ids.rows(cols["query"], cols["doc"], where)
-    p = np.asarray(cols["propensity"], dtype=np.float64) if "propensity" in cols else np.ones(len(pos))
+    return np.asarray(query, dtype=np.int64), np.asarray(rows, dtype=np.int64), pos, click, batch_propensity(cols, ids, where)
+
+
+def batch_propensity(cols: dict, ids, where) -> np.ndarray:
+    """One batch's logged propensities, checked to lie in [0, 1]; 1 for every row when the log has none."""
+    p = np.asarray(cols["propensity"], dtype=np.float64) if "propensity" in cols else np.ones(len(cols["position"]))
     ids.check(~((p >= 0) & (p <= 1)), p, where, "propensity", "is not in [0, 1]")
-    return np.asarray(query, dtype=np.int64), np.asarray(rows, dtype=np.int64), pos, click, p
+    return p
 
 
 def _batch_cells(cols: dict, ids, where, modes, clip) -> tuple[np.ndarray, list[np.ndarray]]:

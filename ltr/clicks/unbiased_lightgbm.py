@@ -123,6 +123,7 @@ def fit_lightgbm_streamed_sessions(dataset, valid, path, estimator: str, *, clip
     without the log or the training rows' float features held; ``(booster, info, sessions read)``."""
     from ltr.clicks.log_stream import read_log_meta
     from ltr.clicks.session_stream import session_training_set, stream_click_sessions
+    from ltr.clicks.unbiased_training import simulated_curve
 
     if estimator not in ("naive", "ips", "position-bias"):
         raise LtrError(f"the sessions of a streamed log train --estimator naive, ips or position-bias, not {estimator}")
@@ -134,18 +135,11 @@ def fit_lightgbm_streamed_sessions(dataset, valid, path, estimator: str, *, clip
     meta = read_log_meta(path)
     k = int(sessions.position.max())
     booster, info = fit_lightgbm_on_sessions(train_set, position, valid, estimator, clip=clip, curve=curve,
-                                             curve_source=curve_source, logged_curve=lambda: _meta_curve(meta, k),
+                                             curve_source=curve_source, logged_curve=lambda: simulated_curve(meta, k),
                                              rounds=rounds, early_stopping_rounds=early_stopping_rounds, seed=seed,
                                              progress=progress)
     info["log_read"] = "streamed per session with a click"
     return booster, info, sessions.n_sessions
-
-
-def _meta_curve(meta: dict, k: int) -> list | None:
-    """The logged propensities by position of a simulated PBM or trust log (its examination curve), else None."""
-    if meta.get("model") in ("pbm", "trust") and meta.get("examination") is not None:
-        return [float(v) for v in meta["examination"][:k]]
-    return None
 
 
 def fit_pairwise_debias_on_lists(dataset, valid, lists, pairs, *, rounds: int = 1000,

@@ -27,7 +27,8 @@ from ltr.clicks.unbiased import (
 )
 from ltr.errors import LtrError
 
-__all__ = ["fit_on_clicks", "fit_on_aggregate", "fit_on_lists", "estimate_rem_curve", "STREAMED", "LISTED"]
+__all__ = ["fit_on_clicks", "fit_on_aggregate", "fit_on_lists", "estimate_rem_curve", "simulated_curve", "STREAMED",
+           "LISTED"]
 
 # the estimators that train from a log's per-cell sums (ltr.clicks.log_stream), so from a log larger than memory
 STREAMED = ("naive", "ips", "rem", "affine", "policy-aware")
@@ -225,12 +226,21 @@ def fit_on_aggregate(train, valid, agg, estimator: str, make_model: Callable[[An
     return model, info
 
 
+def simulated_curve(meta: dict, k: int) -> list | None:
+    """The logged propensities by position of a simulated PBM or trust log, its first ``k`` examination
+    probabilities (from the log's meta), else None."""
+    if meta.get("model") in ("pbm", "trust") and meta.get("examination") is not None:
+        return [float(v) for v in meta["examination"][:k]]
+    return None
+
+
 def _aggregate_curve(agg) -> list | None:
     """The logged propensity by position: the simulator's examination curve of a PBM or trust log, else
     clicks / ips where that ratio (max(p, clip)) is the same for every cell of a position, else None."""
     k = int(agg.position.max())
-    if agg.meta.get("model") in ("pbm", "trust") and agg.meta.get("examination") is not None:
-        return list(map(float, agg.meta["examination"][:k]))
+    simulated = simulated_curve(agg.meta, k)
+    if simulated is not None:
+        return simulated
     clicked = agg.clicks > 0
     if not clicked.any():
         return None

@@ -842,15 +842,13 @@ def _train_xgboost_policy_aware(args, train, valid, inputs) -> int:
 
 def _train_lightgbm(args, train, valid, inputs) -> int:
     """``ltr clicks train --engine lightgbm``: a LightGBM model folder and clicks_training.json."""
-    from ltr.clicks.unbiased_lightgbm import LIGHTGBM_ESTIMATORS, WITH_CURVE
+    from ltr.clicks.unbiased_lightgbm import LIGHTGBM_ESTIMATORS
     from ltr.gbdt.engines import predict_gbdt, save_gbdt
     from ltr.io_utils import atomic_write_json
     from ltr.runs.folder import run_folder
 
-    if args.estimator not in LIGHTGBM_ESTIMATORS:
+    if args.estimator not in LIGHTGBM_ESTIMATORS:  # run_train refused --propensity for the others already
         raise LtrError(f"--engine lightgbm trains --estimator {', '.join(LIGHTGBM_ESTIMATORS)}, not {args.estimator}")
-    if args.propensity != "logged" and args.estimator not in WITH_CURVE:
-        raise LtrError(f"--propensity {args.propensity} applies to --estimator {' and '.join(WITH_CURVE)} only")
     booster, info, n_sessions, meta = _fit_lightgbm_from_log(args, train, valid)
     info.update({"log": str(args.log), "data": str(args.data), "n_sessions": n_sessions, "versions": _versions()})
     _record_click_model(info, meta)
@@ -894,7 +892,7 @@ def _fit_lightgbm_from_log(args, train, valid):
         if fitted is not None:
             return fitted
     log = _train_log(args, train)
-    if args.estimator not in ("pairwise-debias", "policy-aware"):
+    if args.estimator != "pairwise-debias":
         _note_session_matrix(log, train.n_features, args.estimator)
     curve, source = _estimated_curve(args, log)
     booster, info = fit_lightgbm_clicks(train, valid, log, args.estimator, clip=args.clip, curve=curve, curve_source=source,
@@ -916,10 +914,9 @@ def _fit_lightgbm_sessions_streamed(args, train, valid):
     meta = read_log_meta(args.log)
     _check_log_meta(args, train, meta)
     curve, source = None, None
-    if args.propensity != "logged":
-        inter, _, max_position = _interventions(args, train)
-        est = _estimate(inter, args.propensity, None, 0.95)
-        curve, source = est.curve(max(max_position, _max_position(args.log))), f"estimated from {args.propensity} traffic"
+    traffic = _traffic_estimate(args, train)
+    if traffic is not None:
+        curve, source = traffic.curve(_max_position(args.log))
     try:
         booster, info, n_sessions = fit_lightgbm_streamed_sessions(
             train, valid, args.log, args.estimator, clip=args.clip, curve=curve, curve_source=source, ids=args.log_ids,
@@ -1023,20 +1020,35 @@ def _streamed_aggregate(args, train):
     """``(aggregate, curve, source)`` of a Parquet --log read in record batches: its per-cell sums and, for
     --propensity randomized|swap, the curve estimated from its intervention sessions (streamed too) over every
     shown position; ``curve`` and ``source`` are None for the logged propensities."""
-    curve, source = None, None
-    if args.propensity != "logged":
-        inter, _, max_position = _interventions(args, train)
-        est = _estimate(inter, args.propensity, None, 0.95)
-        curve, source = est.curve(max_position), f"estimated from {args.propensity} traffic"
+    traffic = _traffic_estimate(args, train)  # before the log is read, so that a log without such traffic fails at once
     agg = _stream_log(args, train, clip=args.clip)
-    if curve is not None and len(curve) < agg.position.max():
-        curve = est.curve(int(agg.position.max()))
+    curve, source = (None, None) if traffic is None else traffic.curve(int(agg.position.max()))
     return agg, curve, source
 
 
+class _TrafficEstimate:
+    """--propensity randomized|swap estimated from a Parquet log's intervention sessions (their sums streamed)."""
+
+    def __init__(self, estimate, max_position: int, kind: str):
+        self.estimate, self.max_position, self.kind = estimate, max_position, kind
+
+    def curve(self, log_positions: int) -> tuple[np.ndarray, str]:
+        """``(curve, source)`` over the positions of the intervention traffic and at least ``log_positions``."""
+        return self.estimate.curve(max(self.max_position, log_positions)), f"estimated from {self.kind} traffic"
+
+
+def _traffic_estimate(args, train) -> _TrafficEstimate | None:
+    """The propensity estimate of --propensity randomized|swap from the Parquet --log, or None for the logged ones."""
+    if args.propensity == "logged":
+        return None
+    inter, _, max_position = _interventions(args, train)
+    return _TrafficEstimate(_estimate(inter, args.propensity, None, 0.95), max_position, args.propensity)
+
+
 def _print_logger_notes(info: dict) -> None:
-    """What the estimator assumed of the logger: policy-aware's count of the items it labelled 0 because the log never showed them; for the other
-    de-biasing estimators, a note on stderr when the log's logger drew its rankings at random."""
+    """What the estimator assumed of the logger: policy-aware's count of the items it labelled 0 because the log
+    never showed them; for the other de-biasing estimators, a note on stderr when the logger drew its rankings
+    at random."""
     import sys
 
     if info.get("logger_temperature") and info.get("estimator") not in ("naive", "policy-aware"):
