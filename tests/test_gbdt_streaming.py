@@ -148,6 +148,20 @@ def test_train_set_keeps_only_lightgbms_own_labels(files):
     assert ds.num_data() == 4405 and ds.get_params()["data_random_seed"] == streaming.lightgbm_data_seed(0)
 
 
+def test_weighted_streamed_train_set_prints_nothing(files, capfd):
+    """A weighted set built from the Sequence with verbosity -1 writes nothing: LightGBM's own
+    construction from a sample resets its log level without the verbosity and printed "[LightGBM]
+    [Info] Calculating query weights..." on stdout when the weights were set."""
+    s_train = open_streamed(files / "train.store", "train")
+    weights = np.linspace(0.5, 2.0, s_train.n_items)
+    capfd.readouterr()
+    ds = streaming.lightgbm_train_set(s_train, s_train.labels.astype(np.float32), np.diff(s_train.query_offsets),
+                                      {"num_threads": 1, "seed": 0, "verbosity": -1}, weight=weights)  # fmt: skip
+    out, err = capfd.readouterr()
+    assert (out, err) == ("", "")
+    np.testing.assert_allclose(ds.get_weight(), weights, rtol=1e-6)
+
+
 def test_column_sample_is_lightgbms_own_sample(files):
     """The column-wise sample of the streamed dataset holds exactly what LightGBM's own Sequence
     construction gathers (its private ``_Dataset__sample``): the same values and positions per column."""

@@ -183,6 +183,15 @@ def _block_dataset_class():
         return lgb.Dataset
 
     class BlockDataset(lgb.Dataset):
+        def get_params(self) -> dict[str, Any]:
+            # LightGBM's Dataset.get_params leaves the verbosity out, and the native constructor from a
+            # sample (LGBM_DatasetCreateFromSampledColumn) resets the library's log level from the params
+            # it is given: without the verbosity, to Info, and "Calculating query weights..." then reaches
+            # stdout when the weights are set, even with verbosity -1.
+            params = super().get_params()
+            verbosity = _verbosity(self.params or {})
+            return params if verbosity is None else {**params, "verbosity": verbosity}
+
         def _Dataset__init_from_seqs(self, *, seqs, ref_dataset):  # called by lgb.Dataset.construct
             if len(seqs) != 1 or not isinstance(seqs[0], _sequence_class()):
                 return lgb.Dataset._Dataset__init_from_seqs(self, seqs=seqs, ref_dataset=ref_dataset)
@@ -199,6 +208,14 @@ def _block_dataset_class():
             return self
 
     return BlockDataset
+
+
+def _verbosity(params: dict[str, Any]) -> Any:
+    """The value of ``verbosity`` (or of one of its LightGBM aliases) in ``params``; None when absent."""
+    for name in ("verbosity", "verbose"):
+        if name in params:
+            return params[name]
+    return None
 
 
 def _column_sample(seq, indices: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
