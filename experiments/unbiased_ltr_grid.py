@@ -393,6 +393,7 @@ def main(argv=None) -> int:
     p.add_argument("--models", default="pbm:0.5,pbm:2,trust:1,cascade,dbn")
     p.add_argument("--sessions", default="100000")
     p.add_argument("--seeds", type=int, default=1)
+    p.add_argument("--first-seed", type=int, default=0, help="the seeds run are first-seed .. first-seed + seeds - 1")
     p.add_argument("--estimators", default="naive,ips,dla,affine,dr")
     p.add_argument("--eps", type=float, default=0.1)
     p.add_argument("--epochs", type=int, default=40)
@@ -414,6 +415,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.restarts < 1:
         p.error(f"--restarts {args.restarts}: at least 1")
+    if args.first_seed < 0:
+        p.error(f"--first-seed {args.first_seed}: at least 0")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.report_only:
@@ -430,7 +433,7 @@ def main(argv=None) -> int:
         rows = []
         t_start = time.time()
         for name in args.data.split(","):
-            for seed in range(args.seeds):
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
                 train, valid, test, max_label = load_data(name, seed)
                 score = production_ranker(train, 10, seed)
                 data = (train, valid, test, max_label, score(train), score(test))
