@@ -212,3 +212,70 @@ def test_lightgbm_session_estimators_stream_a_sorted_log_and_read_an_unsorted_on
             if log_path == path:
                 assert load_booster(out)[0].model_to_string().split("end of trees")[0] == trees
     assert capsys.readouterr().err.count("reading the log whole") == 3  # the unsorted log, once per estimator
+
+
+@pytest.mark.parametrize("batch_size", [7, 1_000_000])
+def test_xgboost_streamed_sessions_boost_the_booster_of_the_whole_log(logged, batch_size):
+    """XGBoost's naive and pairwise-debias from the Parquet log read in batches (every session, each in shown order,
+    binned through XGBoost's data iterator) equal fit_xgboost_clicks on the log in memory: trees, biases, counts."""
+    pytest.importorskip("xgboost")
+    from ltr.clicks.unbiased_xgboost import fit_xgboost_clicks, fit_xgboost_streamed_sessions
+
+    ds, path, log = logged
+    for unbiased in (False, True):
+        whole, info_w = fit_xgboost_clicks(ds, log, unbiased=unbiased, rounds=6, seed=2, valid=ds, early_stopping_rounds=3)
+        streamed, info_s = fit_xgboost_streamed_sessions(ds, path, batch_size=batch_size, unbiased=unbiased, rounds=6,
+                                                         seed=2, valid=ds, early_stopping_rounds=3)
+        assert streamed.save_raw("json") == whole.save_raw("json")
+        assert info_s["log_read"] == "streamed per session" and info_s["n_groups"] == info_w["n_groups"] == log.n_sessions
+        assert (info_s["t_plus"], info_s["t_minus"], info_s["best_iteration"]) == (
+            info_w["t_plus"], info_w["t_minus"], info_w["best_iteration"])
+        assert (np.array(info_s["t_plus"]) != 1.0).any() == unbiased  # naive leaves the biases at 1
+
+
+def test_xgboost_streamed_sessions_refuse_a_session_that_skips_a_position(logged, tmp_path):
+    """XGBoost reads a position from the place within a session: a Parquet log whose session shows positions 1 and 3
+    is refused, naming the session."""
+    pytest.importorskip("xgboost")
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from ltr.clicks.unbiased_xgboost import fit_xgboost_streamed_sessions
+
+    ds, path, log = logged
+    table = pq.read_table(path)
+    session = table.column("session").to_numpy()
+    target = int(session[np.flatnonzero(table.column("position").to_numpy() == 3)[0]])
+    drop = pc.and_(pc.equal(table.column("session"), target), pc.equal(table.column("position"), 2))
+    gap = tmp_path / "gap.parquet"
+    pq.write_table(table.filter(pc.invert(drop)).replace_schema_metadata(table.schema.metadata), gap)
+    with pytest.raises(LtrError, match=f"session {target} skips a position"):
+        fit_xgboost_streamed_sessions(ds, gap, batch_size=11, rounds=2)
+
+
+def test_xgboost_session_estimators_stream_a_sorted_log_and_read_an_unsorted_one_whole(logged, tmp_path, capsys):
+    """ltr clicks train --engine xgboost on a Parquet log: naive and pairwise-debias stream its sessions and save the
+    booster of the log read whole; a log whose session ids go back is read whole, with a note."""
+    pytest.importorskip("xgboost")
+    import json
+
+    from ltr.cli import main
+    from ltr.clicks.unbiased_xgboost import fit_xgboost_clicks
+
+    ds, path, log = logged
+    data, _ = write_data_and_scores(ds, tmp_path)
+    backwards = write_backwards_log(log, tmp_path / "backwards.parquet")
+    for estimator in ("naive", "pairwise-debias"):
+        whole, _ = fit_xgboost_clicks(ds, log, unbiased=estimator == "pairwise-debias", rounds=5, seed=0, valid=ds,
+                                      early_stopping_rounds=50)
+        for log_path in (path, backwards):
+            out = tmp_path / f"{estimator}_{log_path.stem}"
+            assert main(["clicks", "train", "--engine", "xgboost", "--estimator", estimator, "--data", str(data),
+                         "--valid", str(data), "--log", str(log_path), "--out", str(out), "--rounds", "5",
+                         "--read-rows", "9", "--quiet"]) == 0
+            info = json.loads((out / "clicks_training.json").read_text())
+            assert info["n_sessions"] == log.n_sessions
+            assert (info.get("log_read") == "streamed per session") == (log_path == path)
+            if log_path == path:
+                assert json.loads((out / "xgboost.json").read_text()) == json.loads(whole.save_raw("json").decode())
+    assert capsys.readouterr().err.count("reading the log whole") == 2  # the unsorted log, once per estimator

@@ -10,7 +10,9 @@ time, keeping per training row only its data-set row, click, shown position and 
 13 with weights), and :func:`session_training_set` serves their features as row blocks gathered from the data
 set (:class:`ltr.data.streamed.StreamedData`), which LightGBM bins through a ``lightgbm.Sequence``
 (:mod:`ltr.gbdt.streaming`): the same bin sample and the same rows as the matrix in memory, so the
-same model.
+same model. With ``every_session`` it keeps the sessions without a click too, each session's rows by shown
+position: XGBoost's ``naive`` and ``pairwise-debias`` groups (:func:`ltr.clicks.unbiased_xgboost.fit_xgboost_streamed_sessions`),
+which XGBoost sketches and bins from the gathered blocks through its data iterator.
 
 A session's rows must be consecutive and session ids non-decreasing in file order, as ``ltr clicks
 simulate`` writes them (:func:`ltr.clicks.list_stream.iter_complete_sessions`).
@@ -43,14 +45,17 @@ class ClickSessions:
     n_sessions: int
 
 
-def _clicked_sessions(session, rows, pos, click, p, weighting: str, clip: float, curve):
-    """The rows of one chunk's complete sessions that have a click: ``(rows, click, position, weight, lengths,
-    sessions in the chunk)``."""
+def _clicked_sessions(session, rows, pos, click, p, weighting: str, clip: float, curve, every_session: bool = False):
+    """The rows of one chunk's complete sessions that have a click (of all of them with ``every_session``, each
+    session's rows then by shown position): ``(rows, click, position, weight, lengths, sessions in the chunk)``."""
     from ltr.clicks.ips import click_weights
 
+    if every_session:  # the chunk's session ids do not go back, so this keeps the sessions in log order
+        order = np.lexsort((pos, session))
+        session, rows, pos, click, p = session[order], rows[order], pos[order], click[order], p[order]
     _, sid, counts = np.unique(session, return_inverse=True, return_counts=True)
     sid = sid.ravel()
-    kept = np.bincount(sid, weights=click, minlength=len(counts)) > 0
+    kept = np.ones(len(counts), dtype=bool) if every_session else np.bincount(sid, weights=click, minlength=len(counts)) > 0
     keep = kept[sid]
     weight = None
     if weighting == "ips":
@@ -68,10 +73,11 @@ def _clicked_sessions(session, rows, pos, click, p, weighting: str, clip: float,
 
 def stream_click_sessions(path: str | os.PathLike, dataset, *, weighting: str = "none", clip: float = 0.01,
                           curve: Any = None, ids: str = "auto", batch_size: int = 1_000_000,
-                          progress: bool = False) -> ClickSessions:
+                          progress: bool = False, every_session: bool = False) -> ClickSessions:
     """The sessions with a click of the Parquet log at ``path`` (module docstring). ``weighting``: ``"none"``
     or ``"ips"`` (the logged propensities, or ``curve`` by position, θ_1 first); ``ids``: how its query and
-    doc columns name the rows of ``dataset`` (:mod:`ltr.clicks.log_ids`)."""
+    doc columns name the rows of ``dataset`` (:mod:`ltr.clicks.log_ids`); ``every_session``: the sessions
+    without a click too, each session's rows by shown position (what XGBoost's ``rank:ndcg`` groups are)."""
     from ltr.clicks.list_stream import iter_complete_sessions
 
     if weighting not in ("ips", "none"):
@@ -80,12 +86,12 @@ def stream_click_sessions(path: str | os.PathLike, dataset, *, weighting: str = 
     parts, n_sessions = [], 0
     for _, (session, _query, rows, pos, click, p) in iter_complete_sessions(path, dataset, ids=ids, batch_size=batch_size,
                                                                            propensity=True, progress=progress):
-        *part, n = _clicked_sessions(session, rows, pos, click, p, weighting, clip, curve)
+        *part, n = _clicked_sessions(session, rows, pos, click, p, weighting, clip, curve, every_session)
         parts.append(part)
         n_sessions += n
     if n_sessions == 0:
         raise LtrError(f"{path}: the click log is empty")
-    if not any(len(part[4]) for part in parts):
+    if not every_session and not any(len(part[4]) for part in parts):
         raise LtrError("the click log has no session with a click")
     rows, click, pos, weight, lengths = (np.concatenate([part[i] for part in parts]) if parts[0][i] is not None else None
                                          for i in range(5))

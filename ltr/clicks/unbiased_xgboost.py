@@ -11,7 +11,9 @@ is one group, its items in shown order (position 1 first), labelled by their cli
 learned ``t+`` ("ti+") and ``t-`` ("tj-") are read from the booster's saved configuration and cut
 to the shown positions; ``t+`` is the examination propensity estimate. With a validation set the
 booster stops early on the toolkit's NDCG@10 and keeps the best round and its biases. Needs ``pip
-install 'ltr[xgboost]'``; the log is held in memory as sessions x shown items rows.
+install 'ltr[xgboost]'``. A log in memory becomes a matrix of sessions x shown items float rows; a Parquet
+log is read in record batches (:func:`fit_xgboost_streamed_sessions`), keeping 9 bytes per shown item, and
+XGBoost bins the features gathered block by block.
 
 ``policy-aware`` (:func:`fit_xgboost_policy_aware`, for a stochastic top-k logger) trains ``rank:ndcg``
 with ``ndcg_exp_gain=False`` on the policy-aware lists of :mod:`ltr.clicks.policy_aware` instead, built
@@ -21,14 +23,14 @@ from the log's per-cell sums (streamed from a Parquet log).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ltr.clicks.click_models import ClickLog
 from ltr.errors import LtrError
 
-__all__ = ["session_groups", "fit_xgboost_clicks", "fit_xgboost_policy_aware"]
+__all__ = ["session_groups", "fit_xgboost_clicks", "fit_xgboost_streamed_sessions", "fit_xgboost_policy_aware"]
 
 
 def session_groups(log: ClickLog) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -40,12 +42,20 @@ def session_groups(log: ClickLog) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     pos = log.position[order]
     sess = log.session[order]
     first = np.r_[True, sess[1:] != sess[:-1]]
-    place = np.arange(len(sess)) - np.maximum.accumulate(np.where(first, np.arange(len(sess)), 0)) + 1
+    _check_places(pos, first, sess)
+    return log.doc[order], log.click[order].astype(np.float32), sess
+
+
+def _check_places(pos: np.ndarray, first: np.ndarray, session_of: Any) -> None:
+    """Refuse a session whose shown positions are not 1, 2, 3, ... in order (``first``: where each session's
+    rows begin; ``session_of(i)``, or ``session_of[i]``, the session id of row i, for the message)."""
+    index = np.arange(len(pos))
+    place = index - np.maximum.accumulate(np.where(first, index, 0)) + 1
     if (pos != place).any():
         i = int(np.argmax(pos != place))
-        raise LtrError(f"session {int(sess[i])} skips a position (it shows position {int(pos[i])} as its item "
+        sid = session_of(i) if callable(session_of) else session_of[i]
+        raise LtrError(f"session {int(sid)} skips a position (it shows position {int(pos[i])} as its item "
                        f"{int(place[i])}): XGBoost reads positions from the order within a session")
-    return log.doc[order], log.click[order].astype(np.float32), sess
 
 
 def fit_xgboost_clicks(dataset, log: ClickLog, *, unbiased: bool = True, bias_norm: float | None = None,
@@ -66,18 +76,69 @@ def fit_xgboost_clicks(dataset, log: ClickLog, *, unbiased: bool = True, bias_no
     rows, clicks, group = session_groups(log)
     if rows.max() >= dataset.n_items:
         raise LtrError(f"the click log refers to rows beyond the data set ({dataset.n_items} rows)")
-    merged = _merged_params(params, seed, threads, objective, unbiased, bias_norm)
     matrix = xgb.DMatrix(np.asarray(dataset.features)[rows], label=clicks, qid=group)
-    k = int(log.position.max())
+    fit = _SessionFit(unbiased, bias_norm, rounds, params, seed, threads, objective, valid, early_stopping_rounds, progress)
+    return _fit_session_matrix(xgb, matrix, int(log.position.max()), int(log.n_sessions), fit)
+
+
+def fit_xgboost_streamed_sessions(dataset, path, *, ids: str = "auto", batch_size: int = 1_000_000,
+                                  unbiased: bool = True, bias_norm: float | None = None, rounds: int = 100,
+                                  params: dict | None = None, seed: int = 0, threads: int = 1,
+                                  objective: str = "rank:ndcg", valid=None, early_stopping_rounds: int | None = None,
+                                  progress: bool = False) -> tuple[Any, dict]:
+    """:func:`fit_xgboost_clicks` on the Parquet log at ``path`` read ``batch_size`` rows at a time: every session
+    (:func:`ltr.clicks.session_stream.stream_click_sessions` with ``every_session``) keeps per shown item its
+    data-set row, click and position, and XGBoost's ``QuantileDMatrix`` sketches and bins the sessions' features
+    from blocks gathered out of ``dataset`` (:func:`ltr.gbdt.streaming.xgboost_matrix`), so neither the log nor
+    the float matrix is held. The same booster as the log read whole. Raises
+    :class:`ltr.clicks.list_stream.UnsortedSessionsError` when the log's session ids go back."""
+    from ltr.clicks.session_stream import session_training_set, stream_click_sessions
+    from ltr.gbdt.engines import import_engine
+    from ltr.gbdt.streaming import xgboost_matrix
+
+    xgb = import_engine("xgboost")
+    sessions = stream_click_sessions(path, dataset, ids=ids, batch_size=batch_size, progress=progress,
+                                     every_session=True)
+    first = np.zeros(len(sessions.position), dtype=bool)
+    first[sessions.offsets[:-1]] = True
+    _check_places(sessions.position, first, lambda i: np.searchsorted(sessions.offsets, i, side="right") - 1)
+    del first
+    train_set, _ = session_training_set(dataset, sessions)
+    matrix = xgboost_matrix(train_set, sessions.click.astype(np.float32), quantile=True, nthread=threads)
+    fit = _SessionFit(unbiased, bias_norm, rounds, params, seed, threads, objective, valid, early_stopping_rounds, progress)
+    booster, info = _fit_session_matrix(xgb, matrix, int(sessions.position.max()), int(sessions.n_sessions), fit)
+    info["log_read"] = "streamed per session"
+    return booster, info
+
+
+class _SessionFit(NamedTuple):
+    """How :func:`fit_xgboost_clicks` and :func:`fit_xgboost_streamed_sessions` boost (their arguments)."""
+
+    unbiased: bool
+    bias_norm: float | None
+    rounds: int
+    params: dict | None
+    seed: int
+    threads: int
+    objective: str
+    valid: Any
+    early_stopping_rounds: int | None
+    progress: bool
+
+
+def _fit_session_matrix(xgb, matrix, k: int, n_sessions: int, fit: _SessionFit) -> tuple[Any, dict]:
+    """Boost on one group per session (``matrix``, positions 1..``k``); ``(booster, info)`` with the position
+    biases of the kept round."""
+    merged = _merged_params(fit.params, fit.seed, fit.threads, fit.objective, fit.unbiased, fit.bias_norm)
     biases: list = []  # (t+, t-) after each round
-    booster, best, rounds_run, monitor = _boost(xgb, merged, matrix, valid, rounds, early_stopping_rounds, progress,
-                                                lambda b: biases.append(_biases(b, k)))
+    booster, best, rounds_run, monitor = _boost(xgb, merged, matrix, fit.valid, fit.rounds, fit.early_stopping_rounds,
+                                                fit.progress, lambda b: biases.append(_biases(b, k)))
     bias_norm_used = _objective_config(booster)["lambdarank_param"]["lambdarank_bias_norm"]
     t_plus, t_minus = biases[best - 1]
-    info = {"engine": "xgboost", "objective": objective, "best_iteration": int(best), "rounds_run": int(rounds_run),
-            "num_boost_round": int(rounds), "early_stopping_rounds": early_stopping_rounds if monitor else None,
+    info = {"engine": "xgboost", "objective": fit.objective, "best_iteration": int(best), "rounds_run": int(rounds_run),
+            "num_boost_round": int(fit.rounds), "early_stopping_rounds": fit.early_stopping_rounds if monitor else None,
             "params": merged, "lambdarank_bias_norm": float(bias_norm_used),
-            "t_plus": t_plus, "t_minus": t_minus, "xgboost_version": xgb.__version__, "n_groups": int(log.n_sessions)}
+            "t_plus": t_plus, "t_minus": t_minus, "xgboost_version": xgb.__version__, "n_groups": n_sessions}
     return booster, info
 
 

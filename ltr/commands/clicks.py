@@ -782,6 +782,7 @@ def run_train(args) -> int:
 
 def _train_xgboost(args, train, valid, inputs) -> int:
     """``ltr clicks train --engine xgboost``: a GBDT model folder and clicks_training.json with the learned biases."""
+    from ltr.clicks.log_table import is_log_table
     from ltr.clicks.unbiased_xgboost import fit_xgboost_clicks
 
     if args.estimator not in ("pairwise-debias", "naive", "policy-aware"):
@@ -789,21 +790,47 @@ def _train_xgboost(args, train, valid, inputs) -> int:
                        f"policy-aware, not {args.estimator}")
     if args.estimator == "policy-aware":
         return _train_xgboost_policy_aware(args, train, valid, inputs)
-    log = _train_log(args, train)  # run_train refused --propensity: XGBoost learns its position biases itself
-    booster, info = fit_xgboost_clicks(train, log, unbiased=args.estimator == "pairwise-debias", bias_norm=args.bias_norm,
-                                       rounds=args.rounds, seed=args.seed, valid=valid, early_stopping_rounds=GBDT_PATIENCE,
-                                       progress=_progress(args))
+    # run_train refused --propensity: XGBoost learns its position biases itself
+    options = dict(unbiased=args.estimator == "pairwise-debias", bias_norm=args.bias_norm, rounds=args.rounds,
+                   seed=args.seed, valid=valid, early_stopping_rounds=GBDT_PATIENCE, progress=_progress(args))
+    fitted = _fit_xgboost_sessions_streamed(args, train, options) if is_log_table(args.log) else None
+    if fitted is None:
+        log = _train_log(args, train)
+        fitted = (*fit_xgboost_clicks(train, log, **options), log.meta)
+    booster, info, meta = fitted
+    n_sessions = info["n_groups"]
     # naive uses no propensities (t+ stays 1): none is recorded, so none is set against the truth
     info.update({"estimator": args.estimator, "propensity": info["t_plus"] if args.estimator != "naive" else None,
                  "log": str(args.log), "data": str(args.data),
                  "propensity_source": "XGBoost lambdarank_unbiased (t+ of clicked items)" if args.estimator != "naive"
-                 else "none (lambdarank_unbiased off)", "n_sessions": log.n_sessions, "versions": _versions()})
-    _save_xgboost_run(args, train, valid, booster, info, log.meta, log.n_sessions, inputs)
+                 else "none (lambdarank_unbiased off)", "n_sessions": n_sessions, "versions": _versions()})
+    _save_xgboost_run(args, train, valid, booster, info, meta, n_sessions, inputs)
     print("position biases t+ (clicked, relative to 1): " + ", ".join(f"{p:.3f}" for p in info["t_plus"]))
     print("position biases t- (unclicked): " + ", ".join(f"{p:.3f}" for p in info["t_minus"]))
     _print_truth(info)
     print(f"wrote {args.out} (xgboost.json, model.json, clicks_training.json)")
     return 0
+
+
+def _fit_xgboost_sessions_streamed(args, train, options: dict):
+    """``(booster, info, log meta)`` of XGBoost's naive / pairwise-debias from the Parquet --log read in record
+    batches of --read-rows rows (every session, its features gathered block by block), or None (with a note)
+    when its session ids go back, so that it is read whole."""
+    import sys
+
+    from ltr.clicks.list_stream import UnsortedSessionsError
+    from ltr.clicks.log_stream import read_log_meta
+    from ltr.clicks.unbiased_xgboost import fit_xgboost_streamed_sessions
+
+    meta = read_log_meta(args.log)
+    _check_log_meta(args, train, meta)
+    try:
+        booster, info = fit_xgboost_streamed_sessions(train, args.log, ids=args.log_ids, batch_size=args.read_rows,
+                                                      **options)
+    except UnsortedSessionsError as exc:
+        print(f"note: {exc}; reading the log whole", file=sys.stderr)
+        return None
+    return booster, info, meta
 
 
 def _save_xgboost_run(args, train, valid, booster, info: dict, meta: dict, n_sessions: int, inputs) -> None:

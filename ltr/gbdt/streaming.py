@@ -183,13 +183,23 @@ def _block_dataset_class():
         return lgb.Dataset
 
     class BlockDataset(lgb.Dataset):
-        def get_params(self) -> dict[str, Any]:
+        _sampling = False
+
+        def _init_from_sample(self, *args, **kwargs):
             # LightGBM's Dataset.get_params leaves the verbosity out, and the native constructor from a
             # sample (LGBM_DatasetCreateFromSampledColumn) resets the library's log level from the params
             # it is given: without the verbosity, to Info, and "Calculating query weights..." then reaches
-            # stdout when the weights are set, even with verbosity -1.
+            # stdout when the weights are set, even with verbosity -1. So get_params adds it for this call
+            # only (elsewhere a validation set compares its params with this one's).
+            self._sampling = True
+            try:
+                return super()._init_from_sample(*args, **kwargs)
+            finally:
+                self._sampling = False
+
+        def get_params(self) -> dict[str, Any]:
             params = super().get_params()
-            verbosity = _verbosity(self.params or {})
+            verbosity = _verbosity(self.params or {}) if self._sampling else None
             return params if verbosity is None else {**params, "verbosity": verbosity}
 
         def _Dataset__init_from_seqs(self, *, seqs, ref_dataset):  # called by lgb.Dataset.construct
@@ -273,16 +283,15 @@ def xgboost_matrix(ds, labels: np.ndarray, *, quantile: bool, ref=None, max_bin:
 def _iterator_class():
     import xgboost as xgb
 
-    from ltr.gbdt.common import query_ids
-
     class BlockIterator(xgb.DataIter):
         """Query-aligned blocks of a StreamedData, with their labels and qid (XGBoost calls ``next``
         until it returns False, then ``reset``; it passes over the data twice). ``cache_prefix``:
         where an external-memory matrix writes its pages (None for one in RAM)."""
 
         def __init__(self, data, labels: np.ndarray, rows: int, cache_prefix: str | None = None):
-            self.data, self.labels, self.rows = data, np.asarray(labels, dtype=np.float32), int(rows)
-            self.qid = query_ids(data)
+            # labels as given and qid block by block: no float32 nor int64 copy of a row count held
+            self.data, self.labels, self.rows = data, np.asarray(labels), int(rows)
+            self.offsets = np.asarray(data.query_offsets, dtype=np.int64)
             self.blocks: Any = None
             super().__init__(cache_prefix=cache_prefix, release_data=True)
 
@@ -293,7 +302,9 @@ def _iterator_class():
             if block is None:
                 return False
             a, b, x = block
-            input_data(data=x, label=self.labels[a:b], qid=self.qid[a:b])
+            first, last = np.searchsorted(self.offsets, [a, b])  # the block holds queries first..last-1 whole
+            qid = np.repeat(np.arange(first, last, dtype=np.int64), np.diff(self.offsets[first : last + 1]))
+            input_data(data=x, label=self.labels[a:b].astype(np.float32), qid=qid)
             return True
 
         def reset(self) -> None:
