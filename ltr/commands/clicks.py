@@ -628,10 +628,8 @@ def _click_estimates(args, ds, get_scores):
         print(f"note: {exc}; reading the log whole", file=sys.stderr)
         return _click_estimates_whole(args, ds, get_scores)
     scores = get_scores()
-    curve = None
-    if args.propensity != "logged":  # the intervention sessions' sums, streamed too
-        inter, _, _ = _interventions(args, ds)
-        curve = _estimate(inter, args.propensity, None, 0.95).curve(int(cells.position.max()))
+    traffic = _traffic_estimate(args, ds)  # the intervention sessions' sums, streamed too
+    curve = None if traffic is None else traffic.curve(int(cells.position.max()))[0]
     out = {name: float(np.nanmean(click_dcg_from_cells(cells, scores, ds.query_offsets, estimator=name, k=args.k,
                                                         curve=curve)))
            for name in ESTIMATES}
