@@ -186,34 +186,6 @@ def test_streamed_click_sessions_equal_the_training_set_of_the_whole_log(logged,
             np.testing.assert_array_equal(train.weights, whole.weights.astype(np.float32))
 
 
-def test_lightgbm_session_estimators_stream_a_sorted_log_and_read_an_unsorted_one_whole(logged, tmp_path, capsys):
-    """ltr clicks train --engine lightgbm on a Parquet log: the streamed sessions boost the booster of the log read
-    whole, tree for tree; a log whose session ids go back is read whole, with a note."""
-    import json
-
-    from ltr.cli import main
-    from ltr.clicks.unbiased_lightgbm import fit_lightgbm_clicks
-    from ltr.gbdt.lightgbm import load_booster
-
-    ds, path, log = logged
-    data, _ = write_data_and_scores(ds, tmp_path)
-    backwards = write_backwards_log(log, tmp_path / "backwards.parquet")
-    for estimator in ("naive", "ips", "position-bias"):
-        whole, _ = fit_lightgbm_clicks(ds, ds, log, estimator, rounds=8, seed=0)
-        trees = whole.model_to_string().split("end of trees")[0]
-        for log_path in (path, backwards):
-            out = tmp_path / f"{estimator}_{log_path.stem}"
-            assert main(["clicks", "train", "--engine", "lightgbm", "--estimator", estimator, "--data", str(data),
-                         "--valid", str(data), "--log", str(log_path), "--out", str(out), "--rounds", "8",
-                         "--read-rows", "9", "--quiet"]) == 0
-            info = json.loads((out / "clicks_training.json").read_text())
-            assert info["n_sessions"] == log.n_sessions
-            assert (info.get("log_read") == "streamed per session with a click") == (log_path == path)
-            if log_path == path:
-                assert load_booster(out)[0].model_to_string().split("end of trees")[0] == trees
-    assert capsys.readouterr().err.count("reading the log whole") == 3  # the unsorted log, once per estimator
-
-
 @pytest.mark.parametrize("batch_size", [7, 1_000_000])
 def test_xgboost_streamed_sessions_boost_the_booster_of_the_whole_log(logged, batch_size):
     """XGBoost's naive and pairwise-debias from the Parquet log read in batches (every session, each in shown order,
@@ -253,29 +225,54 @@ def test_xgboost_streamed_sessions_refuse_a_session_that_skips_a_position(logged
         fit_xgboost_streamed_sessions(ds, gap, batch_size=11, rounds=2)
 
 
-def test_xgboost_session_estimators_stream_a_sorted_log_and_read_an_unsorted_one_whole(logged, tmp_path, capsys):
-    """ltr clicks train --engine xgboost on a Parquet log: naive and pairwise-debias stream its sessions and save the
-    booster of the log read whole; a log whose session ids go back is read whole, with a note."""
-    pytest.importorskip("xgboost")
+def _lightgbm_trees(booster) -> str:
+    return booster.model_to_string().split("end of trees")[0]
+
+
+def _whole_and_saved(engine: str, ds, log, estimator: str, rounds: int):
+    """The trees of ``estimator`` fitted on ``log`` in memory, and a reader of those a model folder holds."""
+    if engine == "lightgbm":
+        from ltr.clicks.unbiased_lightgbm import fit_lightgbm_clicks
+        from ltr.gbdt.lightgbm import load_booster
+
+        whole = fit_lightgbm_clicks(ds, ds, log, estimator, rounds=rounds, seed=0)[0]
+        return _lightgbm_trees(whole), lambda out: _lightgbm_trees(load_booster(out)[0])
+    import json
+
+    from ltr.clicks.unbiased_xgboost import fit_xgboost_clicks
+
+    whole = fit_xgboost_clicks(ds, log, unbiased=estimator == "pairwise-debias", rounds=rounds, seed=0, valid=ds,
+                               early_stopping_rounds=50)[0]
+    return json.loads(whole.save_raw("json").decode()), lambda out: json.loads((out / "xgboost.json").read_text())
+
+
+@pytest.mark.parametrize("engine, estimators, read", [
+    ("lightgbm", ("naive", "ips", "position-bias"), "streamed per session with a click"),
+    ("xgboost", ("naive", "pairwise-debias"), "streamed per session"),
+])
+def test_session_estimators_stream_a_sorted_log_and_read_an_unsorted_one_whole(logged, tmp_path, capsys, engine,
+                                                                                estimators, read):
+    """ltr clicks train --engine lightgbm|xgboost on a Parquet log: the streamed sessions boost the booster of the
+    log read whole, tree for tree; a log whose session ids go back is read whole, with a note."""
+    pytest.importorskip(engine)
     import json
 
     from ltr.cli import main
-    from ltr.clicks.unbiased_xgboost import fit_xgboost_clicks
 
     ds, path, log = logged
     data, _ = write_data_and_scores(ds, tmp_path)
     backwards = write_backwards_log(log, tmp_path / "backwards.parquet")
-    for estimator in ("naive", "pairwise-debias"):
-        whole, _ = fit_xgboost_clicks(ds, log, unbiased=estimator == "pairwise-debias", rounds=5, seed=0, valid=ds,
-                                      early_stopping_rounds=50)
+    for estimator in estimators:
+        whole, saved = _whole_and_saved(engine, ds, log, estimator, 8)
         for log_path in (path, backwards):
             out = tmp_path / f"{estimator}_{log_path.stem}"
-            assert main(["clicks", "train", "--engine", "xgboost", "--estimator", estimator, "--data", str(data),
-                         "--valid", str(data), "--log", str(log_path), "--out", str(out), "--rounds", "5",
+            assert main(["clicks", "train", "--engine", engine, "--estimator", estimator, "--data", str(data),
+                         "--valid", str(data), "--log", str(log_path), "--out", str(out), "--rounds", "8",
                          "--read-rows", "9", "--quiet"]) == 0
             info = json.loads((out / "clicks_training.json").read_text())
             assert info["n_sessions"] == log.n_sessions
-            assert (info.get("log_read") == "streamed per session") == (log_path == path)
+            assert (info.get("log_read") == read) == (log_path == path)
             if log_path == path:
-                assert json.loads((out / "xgboost.json").read_text()) == json.loads(whole.save_raw("json").decode())
-    assert capsys.readouterr().err.count("reading the log whole") == 2  # the unsorted log, once per estimator
+                assert saved(out) == whole
+    # the unsorted log, once per estimator
+    assert capsys.readouterr().err.count("reading the log whole") == len(estimators)
