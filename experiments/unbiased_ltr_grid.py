@@ -168,7 +168,8 @@ def click_estimators(train, valid, log, est, make, cfg, em, args):
     if est == "rem-gbdt":  # regression EM with LightGBM relevance (50 trees per M-step), what --em-relevance gbdt runs
         model, info = fit_on_clicks(train, valid, log, "rem", make, config=cfg, clip=0.01, em_relevance="gbdt")
         return model, info["propensity"]
-    model, info = fit_on_clicks(train, valid, log, est, make, config=cfg, clip=0.01)
+    model, info = fit_on_clicks(train, valid, log, est, make, config=cfg, clip=0.01,
+                                propensity_update=getattr(args, "dla_propensity_update", "sgd"))
     return model, info.get("propensity") if est == "dla" else None
 
 
@@ -405,6 +406,8 @@ def main(argv=None) -> int:
     p.add_argument("--logger-temperature", type=float, default=0.0,
                    help="0 (default): the logger shows its ranking in every session; T > 0: a Plackett-Luce logger "
                         "(each session ranks by score/T + Gumbel noise before the top k is cut)")
+    p.add_argument("--dla-propensity-update", default="sgd", choices=("sgd", "full", "refit"),
+                   help="how dla's propensity model follows the ranker (ltr.clicks.dla; default sgd)")
     p.add_argument("--restarts", type=int, default=1,
                    help="train every model this many times on the same log (seeds s + 10007 j) and score the mean "
                         "of their scores (default 1)")

@@ -267,7 +267,7 @@ def main(argv=None) -> int:
     p.add_argument("--hidden", type=int, nargs="+", default=[64, 32])
     p.add_argument("--estimators", default="naive,ips,rem,dla,pairwise-debias,affine,lgbm",
                    help="the estimators to run (lgbm: the three LightGBM rows); naive is needed for the gap")
-    p.add_argument("--dla-propensity-update", default="sgd", choices=("sgd", "full"),
+    p.add_argument("--dla-propensity-update", default="sgd", choices=("sgd", "full", "refit"),
                    help="how DLA's propensity model follows the ranker (ltr.clicks.dla)")
     args = p.parse_args(argv)
     ETA[0] = args.eta

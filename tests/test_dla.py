@@ -138,3 +138,32 @@ def test_best_epoch_keeps_the_first_best_and_stops_after_patience():
     assert not any(never.see(v, e, lambda: None) for e, v in enumerate([0.5, 0.1, 0.1, 0.1, 0.1]))
     at_once = BestEpoch(patience=0)  # patience 0: the first epoch without a gain stops
     assert [at_once.see(v, e, lambda: None) for e, v in enumerate([0.2, 0.3, 0.1])] == [False, False, True]
+
+
+def test_refit_sets_the_kept_rankers_propensity_optimum_and_removes_the_minibatch_jitter(noiseless):
+    """``propensity_update="refit"`` trains as ``"sgd"`` (the same ranker, bit for bit), then sets the
+    propensities to the MM optimum over the whole log at that ranker. On sampled PBM clicks (20,000 sessions
+    a list) the minibatch Adam steps leave the sgd curve about 4% off at its worst position; the refit one
+    is within 2% of 1/r everywhere."""
+    import torch
+
+    from ltr.clicks.dla import _full_propensity_update, list_tensors
+    from ltr.train.models import LinearScorer
+
+    x, lists, _, theta, u = noiseless
+    a = np.exp(u - u.max())
+    p = np.where(lists.mask, theta[None, :] * a[np.maximum(lists.docs, 0)], 0.0)
+    clicks = np.random.default_rng(1).binomial(20_000, p).astype(float)
+    fits = {}
+    for update in ("sgd", "refit"):
+        torch.manual_seed(0)
+        fits[update] = fit_dla(lists, x, LinearScorer(3), epochs=10, lr=0.05, batch_size=16, max_weight=1e6,
+                               clicks=clicks, propensity_lr=0.05, propensity_update=update)
+    sgd, refit = fits["sgd"], fits["refit"]
+    assert torch.equal(sgd.model.linear.weight, refit.model.linear.weight)
+    assert np.abs(sgd.theta / theta - 1).max() > 0.03
+    np.testing.assert_allclose(refit.theta, theta, rtol=0.02)
+    xt, c, _, mask = list_tensors(lists, x, clicks)
+    phi = torch.log(torch.tensor(sgd.theta, dtype=torch.float32))
+    _full_propensity_update(sgd.model, phi, xt, c, mask, 1e6)
+    np.testing.assert_allclose(refit.theta, torch.exp(phi - phi[0]).double().numpy(), rtol=1e-6)

@@ -36,6 +36,11 @@ How the propensity model follows the ranker (``propensity_update``):
   clicks as well), so where training ends on it depends on how closely ``phi`` tracks the ranker
   from the first steps: a lagging ``phi`` lets the ranker absorb position bias early. ``"full"``
   costs one forward pass of the ranker over all G lists per step (G^2 / batch_size rows per epoch).
+* ``"refit"``: training as ``"sgd"``; then, at the kept ranker, ``phi`` is set once to the minimiser of
+  ``loss_exam`` over the whole log by the same MM iteration. The ranker is ``"sgd"``'s, only the
+  propensities reported differ: an Adam step per minibatch leaves ``phi`` jittering around its optimum
+  when an epoch has many steps (a stochastic logger shows close to one distinct list per session), and
+  one forward pass over the lists removes that noise.
 """
 
 from __future__ import annotations
@@ -49,7 +54,7 @@ from ltr.errors import LtrError
 
 __all__ = ["DLAResult", "fit_dla", "list_tensors", "PROPENSITY_UPDATES", "FULL_ITERATIONS"]
 
-PROPENSITY_UPDATES = ("sgd", "full")
+PROPENSITY_UPDATES = ("sgd", "full", "refit")
 #: MM iterations of the ``"full"`` propensity update after each ranker step (warm-started).
 FULL_ITERATIONS = 20
 
@@ -190,20 +195,23 @@ def fit_dla(
         model.load_state_dict(best.saved[0])
         phi = best.saved[1]
     model.eval()
+    if propensity_update == "refit":
+        phi = phi.detach().clone()
+        _full_propensity_update(model, phi, x, c, mask, max_weight)
     theta = torch.exp(phi.detach() - phi.detach()[0]).double().numpy()
     return DLAResult(model, theta, history, valid_history, best.epoch if valid is not None else None)
 
 
 def _dla_epoch(model, phi, opt, tensors, order, batch_size: int, max_weight: float, propensity_update: str) -> float:
-    """One pass over the lists in ``order``: a step of the ranker (and of ``phi`` under ``"sgd"``) per
-    batch, ``phi`` set to its optimum after each step under ``"full"``; the summed losses."""
+    """One pass over the lists in ``order``: a step of the ranker (and of ``phi`` under ``"sgd"`` and
+    ``"refit"``) per batch, ``phi`` set to its optimum after each step under ``"full"``; the summed losses."""
     x, c, pos, mask = tensors
     total = 0.0
     for start in range(0, len(x), batch_size):
         b = order[start : start + batch_size]
         loss_rank, loss_exam = _dla_losses(model, phi, x[b], c[b], pos[b], mask[b], max_weight)
         opt.zero_grad()
-        (loss_rank + loss_exam if propensity_update == "sgd" else loss_rank).backward()
+        (loss_rank if propensity_update == "full" else loss_rank + loss_exam).backward()
         opt.step()
         if propensity_update == "full":
             _full_propensity_update(model, phi, x, c, mask, max_weight)

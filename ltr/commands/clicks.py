@@ -233,9 +233,10 @@ def _register_train(sub, fmt) -> None:
                    "from the log's intervention traffic")
     t.add_argument("--clip", type=number(above=0, max=1), default=0.01, help="propensities (and trust alpha) floored at this value: weights at most 1/clip")
     t.add_argument("--max-weight", type=number(min=1), default=100.0, help="dla: clip of its inverse-propensity and inverse-relevance weights")
-    t.add_argument("--dla-propensity-update", default="sgd", choices=("sgd", "full"),
-                   help="dla: the propensity model steps with the ranker's minibatches (sgd), or is set to its optimum on "
-                   "the whole log given the ranker after every ranker step (full)")
+    t.add_argument("--dla-propensity-update", default="sgd", choices=("sgd", "full", "refit"),
+                   help="dla: the propensity model steps with the ranker's minibatches (sgd), is set to its optimum on "
+                   "the whole log given the ranker after every ranker step (full), or steps as sgd and is set to that "
+                   "optimum once, at the kept ranker (refit: the propensities to report from a stochastic logger's log)")
     t.add_argument("--em-relevance", default="logistic", choices=("logistic", "gbdt"),
                    help="rem: the relevance model of regression EM's M-step (logistic regression, or LightGBM "
                    "cross-entropy, 50 trees per step)")
