@@ -143,14 +143,15 @@ def test_simulate_parquet_then_train_records_estimator_and_propensities(data_fil
 
 def test_dla_propensity_update_reaches_fit_dla_and_is_recorded(data_file, tmp_path, capsys):
     """--dla-propensity-update reaches fit_dla from a streamed Parquet log, and the model
-    folder records it; the two updates learn different propensities from the same log and seed."""
+    folder records it; the updates learn different propensities from the same log and seed (refit: the ranker
+    of sgd, the propensities of one full-log step at it)."""
     path, _, _ = data_file
     sim = tmp_path / "sim"
     assert main(["clicks", "simulate", "--data", str(path), "--out", str(sim), "--top-k", "8", "--sessions-per-query", "20",
                  "--format", "parquet", "--seed", "1", "--quiet"]) == 0
     capsys.readouterr()
     infos = {}
-    for update in ("sgd", "full"):
+    for update in ("sgd", "full", "refit"):
         out = tmp_path / f"m_{update}"
         assert main(["clicks", "train", "--data", str(path), "--log", str(sim / "clicks.parquet"), "--valid", str(path),
                      "--out", str(out), "--estimator", "dla", "--epochs", "2", "--model", "linear",
@@ -165,6 +166,13 @@ def test_dla_propensity_update_reaches_fit_dla_and_is_recorded(data_file, tmp_pa
         assert f"largest relative error {err.max():.1%}, at position {int(err.argmax()) + 1}" in printed
     assert infos["full"]["propensity"][0] == 1.0
     assert not np.allclose(infos["full"]["propensity"], infos["sgd"]["propensity"], rtol=1e-3)
+    assert not np.allclose(infos["refit"]["propensity"], infos["sgd"]["propensity"], rtol=1e-3)
+    import torch
+
+    from ltr.train.models import load_model
+
+    sgd, refit = (load_model(tmp_path / f"m_{u}") for u in ("sgd", "refit"))
+    assert all(torch.equal(a, b) for a, b in zip(sgd.parameters(), refit.parameters()))
 
 
 def test_train_user_errors(data_file, tmp_path, capsys):
