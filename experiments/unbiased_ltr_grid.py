@@ -336,6 +336,8 @@ def markdown(rows, args) -> str:
     lines = [f"logger shows {'the whole list' if shown == 'all' else f'the top {shown}'}{drawn}; "
              f"ε = {args.eps}; MLP {tuple(args.hidden)}, softmax cross-entropy, {args.epochs} epochs at most "
              f"(patience {args.patience}); NDCG@10 on the test labels, mean over seeds", "", markdown_table(head, table)]
+    if "naive" not in ests:  # the differences to naive need it
+        return "\n".join(lines) + "\n"
     diffs = []
     for (data, cm, n), group in groups.items():
         cells = [f"full {_t_interval([r['full'] - r['naive'] for r in group])}"]
