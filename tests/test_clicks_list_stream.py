@@ -205,13 +205,14 @@ def test_xgboost_streamed_sessions_boost_the_booster_of_the_whole_log(logged, ba
         assert (np.array(info_s["t_plus"]) != 1.0).any() == unbiased  # naive leaves the biases at 1
 
 
-def test_xgboost_streamed_sessions_refuse_a_session_that_skips_a_position(logged, tmp_path):
+def test_xgboost_streamed_sessions_refuse_a_session_that_skips_a_position(logged, tmp_path, monkeypatch):
     """XGBoost reads a position from the place within a session: a Parquet log whose session shows positions 1 and 3
-    is refused, naming the session."""
+    is refused, naming the session by its place in the file (counted from 1), whatever the blocks of the check."""
     pytest.importorskip("xgboost")
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
+    from ltr.clicks import unbiased_xgboost
     from ltr.clicks.unbiased_xgboost import fit_xgboost_streamed_sessions
 
     ds, path, log = logged
@@ -221,8 +222,14 @@ def test_xgboost_streamed_sessions_refuse_a_session_that_skips_a_position(logged
     drop = pc.and_(pc.equal(table.column("session"), target), pc.equal(table.column("position"), 2))
     gap = tmp_path / "gap.parquet"
     pq.write_table(table.filter(pc.invert(drop)).replace_schema_metadata(table.schema.metadata), gap)
-    with pytest.raises(LtrError, match=f"session {target} skips a position"):
-        fit_xgboost_streamed_sessions(ds, gap, batch_size=11, rounds=2)
+    ordinal = int(np.searchsorted(np.unique(session), target)) + 1  # the simulator's ids are 0, 1, 2, ...
+    assert ordinal == target + 1
+    for block in (1 << 20, 3):
+        with monkeypatch.context() as patch:
+            patch.setattr(unbiased_xgboost._check_streamed_places, "__defaults__", (block,))
+            with pytest.raises(LtrError, match=rf"the log's session number {ordinal} \(in file order\) skips a position "
+                                               r"\(it shows position 3 as its item 2\)"):
+                fit_xgboost_streamed_sessions(ds, gap, batch_size=11, rounds=2)
 
 
 def _lightgbm_trees(booster) -> str:

@@ -42,20 +42,30 @@ def session_groups(log: ClickLog) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     pos = log.position[order]
     sess = log.session[order]
     first = np.r_[True, sess[1:] != sess[:-1]]
-    _check_places(pos, first, sess)
+    _check_places(pos, first, lambda i: f"session {int(sess[i])}")
     return log.doc[order], log.click[order].astype(np.float32), sess
 
 
-def _check_places(pos: np.ndarray, first: np.ndarray, session_of: Any) -> None:
+def _check_places(pos: np.ndarray, first: np.ndarray, name) -> None:
     """Refuse a session whose shown positions are not 1, 2, 3, ... in order (``first``: where each session's
-    rows begin; ``session_of(i)``, or ``session_of[i]``, the session id of row i, for the message)."""
+    rows begin; ``name(i)``: how the message names the session of row i)."""
     index = np.arange(len(pos))
     place = index - np.maximum.accumulate(np.where(first, index, 0)) + 1
     if (pos != place).any():
         i = int(np.argmax(pos != place))
-        sid = session_of(i) if callable(session_of) else session_of[i]
-        raise LtrError(f"session {int(sid)} skips a position (it shows position {int(pos[i])} as its item "
+        raise LtrError(f"{name(i)} skips a position (it shows position {int(pos[i])} as its item "
                        f"{int(place[i])}): XGBoost reads positions from the order within a session")
+
+
+def _check_streamed_places(sessions, block: int = 1 << 20) -> None:
+    """:func:`_check_places` on streamed sessions, ``block`` sessions at a time (a few bytes a row, not 24)."""
+    starts = sessions.offsets[:-1]
+    for a in range(0, len(starts), block):
+        lo, hi = int(sessions.offsets[a]), int(sessions.offsets[min(a + block, len(starts))])
+        first = np.zeros(hi - lo, dtype=bool)
+        first[starts[a : a + block] - lo] = True
+        ordinal = lambda i: a + int(np.searchsorted(starts[a : a + block] - lo, i, side="right"))  # noqa: E731
+        _check_places(sessions.position[lo:hi], first, lambda i: f"the log's session number {ordinal(i)} (in file order)")
 
 
 def fit_xgboost_clicks(dataset, log: ClickLog, *, unbiased: bool = True, bias_norm: float | None = None,
@@ -99,12 +109,9 @@ def fit_xgboost_streamed_sessions(dataset, path, *, ids: str = "auto", batch_siz
     xgb = import_engine("xgboost")
     sessions = stream_click_sessions(path, dataset, ids=ids, batch_size=batch_size, progress=progress,
                                      every_session=True)
-    first = np.zeros(len(sessions.position), dtype=bool)
-    first[sessions.offsets[:-1]] = True
-    _check_places(sessions.position, first, lambda i: np.searchsorted(sessions.offsets, i, side="right") - 1)
-    del first
+    _check_streamed_places(sessions)
     train_set, _ = session_training_set(dataset, sessions)
-    matrix = xgboost_matrix(train_set, sessions.click.astype(np.float32), quantile=True, nthread=threads)
+    matrix = xgboost_matrix(train_set, sessions.click, quantile=True, nthread=threads)  # labels made float per block
     fit = _SessionFit(unbiased, bias_norm, rounds, params, seed, threads, objective, valid, early_stopping_rounds, progress)
     booster, info = _fit_session_matrix(xgb, matrix, int(sessions.position.max()), int(sessions.n_sessions), fit)
     info["log_read"] = "streamed per session"
