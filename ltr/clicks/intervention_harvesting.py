@@ -38,7 +38,7 @@ import numpy as np
 
 from ltr.errors import LtrError
 
-__all__ = ["HarvestedCounts", "harvest_counts", "counts_from_logs", "pair_statistics", "adjacent_estimate",
+__all__ = ["HarvestedCounts", "harvest_counts", "counts_from_logs", "counts_from_cells", "pair_statistics", "adjacent_estimate",
            "allpairs_estimate", "HarvestEstimate", "estimate_harvest"]
 
 METHODS = ("allpairs", "adjacent")
@@ -88,14 +88,21 @@ def harvest_counts(query: Any, doc: Any, position: Any, impressions: Any, clicks
 def counts_from_logs(logs: Sequence[Any], n_positions: int | None = None) -> HarvestedCounts:
     """:class:`HarvestedCounts` from click logs (:class:`ltr.clicks.click_models.ClickLog`) of the same data
     set, one per logging ranker (any session mode: swapped or randomized sessions are interventions too)."""
-    if not logs:
+    from ltr.clicks.harvest_stream import cells_of_log
+
+    return counts_from_cells([cells_of_log(log) for log in logs], n_positions)
+
+
+def counts_from_cells(cells: Sequence[Any], n_positions: int | None = None) -> HarvestedCounts:
+    """:class:`HarvestedCounts` from the per-cell sums of several logs (:class:`ltr.clicks.harvest_stream.HarvestCells`,
+    of a log in memory or streamed from Parquet) of the same data set."""
+    if not cells:
         raise LtrError("harvest: no click log given")
-    rows = {m.meta.get("n_rows") for m in logs} - {None}
+    rows = {c.meta.get("n_rows") for c in cells} - {None}
     if len(rows) > 1:
         raise LtrError(f"harvest: the logs were simulated on different data sets (rows: {sorted(rows)})")
-    cat = {name: np.concatenate([getattr(m, name) for m in logs]) for name in ("query", "doc", "position", "click")}
-    return harvest_counts(cat["query"], cat["doc"], cat["position"], np.ones(len(cat["doc"])), cat["click"],
-                          n_positions)
+    cat = {name: np.concatenate([getattr(c, name) for c in cells]) for name in ("query", "doc", "position", "n", "clicks")}
+    return harvest_counts(cat["query"], cat["doc"], cat["position"], cat["n"], cat["clicks"], n_positions)
 
 
 def pair_statistics(counts: HarvestedCounts, weight: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:

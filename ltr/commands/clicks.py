@@ -551,21 +551,38 @@ def _run_estimate_em(args, say) -> int:
 
 
 def _run_estimate_harvest(args, say) -> int:
-    from ltr.clicks.intervention_harvesting import counts_from_logs, estimate_harvest
+    from ltr.clicks.intervention_harvesting import counts_from_cells, estimate_harvest
     from ltr.io_utils import write_json_report
 
-    logs = [_load_log(path) for path in args.log]
-    est = estimate_harvest(counts_from_logs(logs, args.positions), method=args.pairs, resamples=args.resamples,
+    cells = [_harvest_cells(path, args) for path in args.log]
+    est = estimate_harvest(counts_from_cells(cells, args.positions), method=args.pairs, resamples=args.resamples,
                            confidence=args.confidence)
-    metas = [log.meta for log in logs]
+    metas = [c.meta for c in cells]
     same_pbm = all(m.get("model") == "pbm" and m.get("examination") == metas[0].get("examination") for m in metas)
     rows = est.as_rows(metas[0]["examination"] if same_pbm else None)
-    say(f"propensity by intervention harvesting ({args.pairs}) from {len(logs)} logs, {sum(m.n_sessions for m in logs)} "
+    say(f"propensity by intervention harvesting ({args.pairs}) from {len(cells)} logs, {sum(c.n_sessions for c in cells)} "
         f"sessions; {args.confidence:.0%} bootstrap interval over queries ({est.resamples} resamples):")
     say(_table(rows, [c for c in ("position", "truth", "theta", "low", "high", "keys", "covered") if c in rows[0]]))
     if args.json:
         write_json_report(args.json, {"method": "harvest", "pairs": args.pairs, "rows": rows, "logs": list(args.log)})
     return 0
+
+
+def _harvest_cells(path: str, args):
+    """The per-cell sums of one --log for --method harvest: a Parquet log read in record batches of --read-rows
+    rows, unless its session ids go back (then read whole, with a note), any other log read whole."""
+    import sys
+
+    from ltr.clicks.harvest_stream import cells_of_log, stream_harvest_cells
+    from ltr.clicks.list_stream import UnsortedSessionsError
+    from ltr.clicks.log_table import is_log_table
+
+    if is_log_table(path):
+        try:
+            return stream_harvest_cells(path, batch_size=args.read_rows, progress=_progress(args))
+        except UnsortedSessionsError as exc:
+            print(f"note: {exc}; reading the log whole", file=sys.stderr)
+    return cells_of_log(_load_log(path))
 
 
 def run_evaluate(args) -> int:
