@@ -156,8 +156,9 @@ def test_streamed_harvest_cells_give_the_counts_of_the_logs_read_whole(tmp_path,
     np.testing.assert_array_equal(a.theta, b.theta)
 
 
-def test_streamed_harvest_refuses_a_doc_row_under_two_queries(tmp_path):
-    """A log whose doc row appears under two query indices cannot be keyed by row: refused, naming the row."""
+def test_streamed_harvest_refuses_a_doc_row_under_two_queries_and_bad_columns(tmp_path):
+    """A log whose doc row appears under two query indices cannot be keyed by row: refused, naming the row; text
+    ids and a position below 1 are refused naming the file (and row)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -168,6 +169,13 @@ def test_streamed_harvest_refuses_a_doc_row_under_two_queries(tmp_path):
     pq.write_table(table, tmp_path / "bad.parquet")
     with pytest.raises(LtrError, match="doc row 3 is logged under queries 0 and 1"):
         stream_harvest_cells(tmp_path / "bad.parquet", batch_size=3)
+    named = table.set_column(2, "doc", pa.array(["d3", "d4", "d3", "d5"]))
+    pq.write_table(named, tmp_path / "named.parquet")
+    with pytest.raises(LtrError, match="named.parquet: intervention harvesting reads logs whose session, query and doc"):
+        stream_harvest_cells(tmp_path / "named.parquet")
+    pq.write_table(table.set_column(3, "position", pa.array([1, 2, 0, 2])), tmp_path / "pos.parquet")
+    with pytest.raises(LtrError, match=r"pos.parquet: row 2: position 0 is outside 1\.\."):
+        stream_harvest_cells(tmp_path / "pos.parquet")
 
 
 def test_cli_harvest_streams_sorted_logs_and_reads_unsorted_ones_whole(tmp_path, capsys):
