@@ -571,18 +571,27 @@ def _run_estimate_harvest(args, say) -> int:
 def _harvest_cells(path: str, args):
     """The per-cell sums of one --log for --method harvest: a Parquet log read in record batches of --read-rows
     rows, unless its session ids go back (then read whole, with a note), any other log read whole."""
-    import sys
-
     from ltr.clicks.harvest_stream import cells_of_log, stream_harvest_cells
-    from ltr.clicks.list_stream import UnsortedSessionsError
     from ltr.clicks.log_table import is_log_table
 
+    cells = None
     if is_log_table(path):
-        try:
-            return stream_harvest_cells(path, batch_size=args.read_rows, progress=_progress(args))
-        except UnsortedSessionsError as exc:
-            print(f"note: {exc}; reading the log whole", file=sys.stderr)
-    return cells_of_log(_load_log(path))
+        cells = _unless_unsorted(lambda: stream_harvest_cells(path, batch_size=args.read_rows, progress=_progress(args)))
+    return cells if cells is not None else cells_of_log(_load_log(path))
+
+
+def _unless_unsorted(read):
+    """``read()`` of a Parquet --log in record batches, or None, with a note on stderr, when the log's session ids
+    go back (:class:`ltr.clicks.list_stream.UnsortedSessionsError`): the caller then reads it whole."""
+    import sys
+
+    from ltr.clicks.list_stream import UnsortedSessionsError
+
+    try:
+        return read()
+    except UnsortedSessionsError as exc:
+        print(f"note: {exc}; reading the log whole", file=sys.stderr)
+        return None
 
 
 def run_evaluate(args) -> int:
@@ -629,21 +638,16 @@ def _click_estimates(args, ds, get_scores):
     """``({naive, ips, snips}, scores, support [rows], sessions per query, meta)`` of ``ltr clicks evaluate``: a Parquet
     --log read in record batches of --read-rows rows (:mod:`ltr.clicks.ips_stream`) unless its session ids go
     back, any other log read whole."""
-    import sys
-
     from ltr.clicks.ips_stream import click_dcg_from_cells, stream_click_cells
-    from ltr.clicks.list_stream import UnsortedSessionsError
     from ltr.clicks.log_stream import read_log_meta
     from ltr.clicks.log_table import is_log_table
 
     if not is_log_table(args.log):
         return _click_estimates_whole(args, ds, get_scores)
     _check_log_meta(args, ds, read_log_meta(args.log))
-    try:
-        cells = stream_click_cells(args.log, ds, ids=args.log_ids, batch_size=args.read_rows, clip=args.clip,
-                                   progress=_progress(args))
-    except UnsortedSessionsError as exc:
-        print(f"note: {exc}; reading the log whole", file=sys.stderr)
+    cells = _unless_unsorted(lambda: stream_click_cells(args.log, ds, ids=args.log_ids, batch_size=args.read_rows,
+                                                        clip=args.clip, progress=_progress(args)))
+    if cells is None:
         return _click_estimates_whole(args, ds, get_scores)
     scores = get_scores()
     traffic = _traffic_estimate(args, ds)  # the intervention sessions' sums, streamed too
@@ -832,21 +836,14 @@ def _fit_xgboost_sessions_streamed(args, train, options: dict):
     """``(booster, info, log meta)`` of XGBoost's naive / pairwise-debias from the Parquet --log read in record
     batches of --read-rows rows (every session, its features gathered block by block), or None (with a note)
     when its session ids go back, so that it is read whole."""
-    import sys
-
-    from ltr.clicks.list_stream import UnsortedSessionsError
     from ltr.clicks.log_stream import read_log_meta
     from ltr.clicks.unbiased_xgboost import fit_xgboost_streamed_sessions
 
     meta = read_log_meta(args.log)
     _check_log_meta(args, train, meta)
-    try:
-        booster, info = fit_xgboost_streamed_sessions(train, args.log, ids=args.log_ids, batch_size=args.read_rows,
-                                                      **options)
-    except UnsortedSessionsError as exc:
-        print(f"note: {exc}; reading the log whole", file=sys.stderr)
-        return None
-    return booster, info, meta
+    fitted = _unless_unsorted(lambda: fit_xgboost_streamed_sessions(train, args.log, ids=args.log_ids,
+                                                                    batch_size=args.read_rows, **options))
+    return None if fitted is None else (*fitted, meta)
 
 
 def _save_xgboost_run(args, train, valid, booster, info: dict, meta: dict, n_sessions: int, inputs) -> None:
@@ -948,9 +945,6 @@ def _fit_lightgbm_sessions_streamed(args, train, valid):
     """``(booster, info, n_sessions, log meta)`` of naive / ips / position-bias from the Parquet --log read in
     record batches of --read-rows rows (the sessions with a click, their features gathered block by block), or
     None (with a note) when its session ids go back, so that it is read whole."""
-    import sys
-
-    from ltr.clicks.list_stream import UnsortedSessionsError
     from ltr.clicks.log_stream import read_log_meta
     from ltr.clicks.unbiased_lightgbm import fit_lightgbm_streamed_sessions
 
@@ -960,15 +954,11 @@ def _fit_lightgbm_sessions_streamed(args, train, valid):
     traffic = _traffic_estimate(args, train)
     if traffic is not None:
         curve, source = traffic.curve(_max_position(args.log))
-    try:
-        booster, info, n_sessions = fit_lightgbm_streamed_sessions(
-            train, valid, args.log, args.estimator, clip=args.clip, curve=curve, curve_source=source, ids=args.log_ids,
-            batch_size=args.read_rows, rounds=args.rounds, early_stopping_rounds=GBDT_PATIENCE, seed=args.seed,
-            progress=_progress(args))
-    except UnsortedSessionsError as exc:
-        print(f"note: {exc}; reading the log whole", file=sys.stderr)
-        return None
-    return booster, info, n_sessions, meta
+    fitted = _unless_unsorted(lambda: fit_lightgbm_streamed_sessions(
+        train, valid, args.log, args.estimator, clip=args.clip, curve=curve, curve_source=source, ids=args.log_ids,
+        batch_size=args.read_rows, rounds=args.rounds, early_stopping_rounds=GBDT_PATIENCE, seed=args.seed,
+        progress=_progress(args)))
+    return None if fitted is None else (*fitted, meta)
 
 
 def _max_position(path) -> int:
@@ -1000,18 +990,13 @@ def _note_session_matrix(log, n_features: int, estimator: str) -> None:
 def _stream_lists(args, train):
     """``(lists, pairs, meta)`` of the Parquet --log read in record batches of --read-rows rows, or None (with a
     note) when its session ids go back, so that it is read whole."""
-    import sys
-
-    from ltr.clicks.list_stream import UnsortedSessionsError, stream_shown_lists
+    from ltr.clicks.list_stream import stream_shown_lists
     from ltr.clicks.log_stream import read_log_meta
 
     _check_log_meta(args, train, read_log_meta(args.log))
-    try:
-        return stream_shown_lists(args.log, train, ids=args.log_ids, batch_size=args.read_rows,
-                                  pairs=args.estimator == "pairwise-debias", progress=_progress(args))
-    except UnsortedSessionsError as exc:
-        print(f"note: {exc}; reading the log whole", file=sys.stderr)
-        return None
+    return _unless_unsorted(lambda: stream_shown_lists(args.log, train, ids=args.log_ids, batch_size=args.read_rows,
+                                                       pairs=args.estimator == "pairwise-debias",
+                                                       progress=_progress(args)))
 
 
 def _fit_from_log(args, train, valid, loss, cfg):
