@@ -66,16 +66,14 @@ def _checked_batch(cols: dict, where) -> tuple[np.ndarray, ...]:
     """``(session, query, doc, position, click)`` of one batch as integers / floats, each value checked (an error
     names the file and row)."""
     from ltr.clicks.log_ids import LogIds
-    from ltr.clicks.log_stream import _POS_BITS
+    from ltr.clicks.log_stream import batch_positions_and_clicks
 
     try:
-        session, query, doc, pos = (np.asarray(cols[c], dtype=np.int64) for c in ("session", "query", "doc", "position"))
+        session, query, doc = (np.asarray(cols[c], dtype=np.int64) for c in ("session", "query", "doc"))
     except (TypeError, ValueError):
         raise LtrError(f"{where[0]}: intervention harvesting reads logs whose session, query and doc columns are "
                        "integer indices (as `ltr clicks simulate` writes them)") from None
-    click = np.asarray(cols["click"], dtype=np.float64)
-    LogIds.check((pos < 1) | (pos >= 2**_POS_BITS), pos, where, "position", f"is outside 1..{2**_POS_BITS - 1}")
-    LogIds.check((click != 0) & (click != 1), click, where, "click", "is not 0 or 1")
+    pos, click = batch_positions_and_clicks(cols, LogIds, where)
     LogIds.check(query < 0, query, where, "query index", "is negative")
     LogIds.check(doc < 0, doc, where, "doc row", "is negative")
     return session, query, doc, pos, click

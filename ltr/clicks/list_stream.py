@@ -111,13 +111,10 @@ def _checked(cols, mapper, where, last_session, propensity: bool = False):
     """One batch's (session, query index, row, position, click[, propensity]), checked; ``last_session``: the
     previous batch's last session id (ids must not go back); ``propensity``: with the logged propensity (1 when
     the log has none)."""
-    from ltr.clicks.log_stream import _POS_BITS, batch_propensity
+    from ltr.clicks.log_stream import batch_positions_and_clicks, batch_propensity
 
     session = np.asarray(cols["session"], dtype=np.int64)
-    pos = np.asarray(cols["position"], dtype=np.int64)
-    click = np.asarray(cols["click"], dtype=np.float64)
-    mapper.check((pos < 1) | (pos >= 2**_POS_BITS), pos, where, "position", f"is outside 1..{2**_POS_BITS - 1}")
-    mapper.check((click != 0) & (click != 1), click, where, "click", "is not 0 or 1")
+    pos, click = batch_positions_and_clicks(cols, mapper, where)
     check_session_order(session, last_session, mapper, where)
     query, rows = mapper.rows(cols["query"], cols["doc"], where)
     batch = (session, np.asarray(query, dtype=np.int64), np.asarray(rows, dtype=np.int64), pos, click)

@@ -43,7 +43,8 @@ from ltr.clicks.click_models import ClickLog
 from ltr.errors import LtrError
 
 __all__ = ["write_log_stream", "read_log_meta", "iter_log_batches", "LogAggregate", "aggregate_log",
-           "aggregate_from_log", "aggregate_dataset", "cell_values", "id_mode", "query_sessions", "batch_propensity"]
+           "aggregate_from_log", "aggregate_dataset", "cell_values", "id_mode", "query_sessions", "batch_propensity",
+           "batch_positions_and_clicks"]
 
 _POS_BITS = 20  # a cell key is row * 2^20 + (position - 1)
 
@@ -221,12 +222,19 @@ def merge_cells(key: np.ndarray, sums: list[np.ndarray], batch_key: np.ndarray, 
 def _batch_rows(cols: dict, ids, where) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """One batch's ``(query index, row, position, click, propensity)`` after the checks and the id mapping
     (of every row, so that an error names the row of the file); propensity 1 when the log has none."""
+    pos, click = batch_positions_and_clicks(cols, ids, where)
+    query, rows = ids.rows(cols["query"], cols["doc"], where)
+    return np.asarray(query, dtype=np.int64), np.asarray(rows, dtype=np.int64), pos, click, batch_propensity(cols, ids, where)
+
+
+def batch_positions_and_clicks(cols: dict, ids, where) -> tuple[np.ndarray, np.ndarray]:
+    """One batch's shown positions (int64, checked to lie in 1..2^20 - 1) and clicks (float64, checked to be 0 or 1);
+    ``ids.check`` names the file and row of a bad value."""
     pos = np.asarray(cols["position"], dtype=np.int64)
     click = np.asarray(cols["click"], dtype=np.float64)
     ids.check((pos < 1) | (pos >= 2**_POS_BITS), pos, where, "position", f"is outside 1..{2**_POS_BITS - 1}")
     ids.check((click != 0) & (click != 1), click, where, "click", "is not 0 or 1")
-    query, rows = ids.rows(cols["query"], cols["doc"], where)
-    return np.asarray(query, dtype=np.int64), np.asarray(rows, dtype=np.int64), pos, click, batch_propensity(cols, ids, where)
+    return pos, click
 
 
 def batch_propensity(cols: dict, ids, where) -> np.ndarray:

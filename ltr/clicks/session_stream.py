@@ -45,7 +45,7 @@ class ClickSessions:
     n_sessions: int
 
 
-def _clicked_sessions(session, rows, pos, click, p, weighting: str, clip: float, curve, every_session: bool = False):
+def _kept_sessions(session, rows, pos, click, p, weighting: str, clip: float, curve, every_session: bool = False):
     """The rows of one chunk's complete sessions that have a click (of all of them with ``every_session``, each
     session's rows then by shown position): ``(rows, click, position, weight, lengths, sessions in the chunk)``."""
     from ltr.clicks.ips import click_weights
@@ -86,7 +86,7 @@ def stream_click_sessions(path: str | os.PathLike, dataset, *, weighting: str = 
     parts, n_sessions = [], 0
     for _, (session, _query, rows, pos, click, p) in iter_complete_sessions(path, dataset, ids=ids, batch_size=batch_size,
                                                                            propensity=True, progress=progress):
-        *part, n = _clicked_sessions(session, rows, pos, click, p, weighting, clip, curve, every_session)
+        *part, n = _kept_sessions(session, rows, pos, click, p, weighting, clip, curve, every_session)
         parts.append(part)
         n_sessions += n
     if n_sessions == 0:
