@@ -167,6 +167,18 @@ def assert_refused(code, err: str, expect: tuple[str, ...]) -> None:
 # --------------------------------------------------------------------------------------------------
 # Hostile files
 # --------------------------------------------------------------------------------------------------
+def _parquet_bytes(columns: dict) -> bytes:
+    """A Parquet file of ``columns`` as bytes (for :func:`put`)."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = io.BytesIO()
+    pq.write_table(pa.table(columns), out)
+    return out.getvalue()
+
+
 def put(name: str, content: str | bytes) -> Callable[[Path, dict], dict]:
     """A setup writing ``content`` into ``tmp/name``; the case refers to it as ``{bad}``."""
 
@@ -1074,6 +1086,9 @@ NEW_CASES: list[Case] = [
          ("--propensity randomized", "policy-aware only")),
         ("lightgbm-rounds-0", ["--engine", "lightgbm", "--rounds", "0"], ("--rounds",)),
     ]],
+    Case("estimate-harvest-text-ids", EST + ["{bad}", "--method", "harvest"], ("text.parquet", "integer indices"),
+         put("text.parquet", _parquet_bytes({"session": [0, 0], "query": ["q", "q"], "doc": ["a", "b"],
+                                             "position": [1, 2], "click": [1, 0]}))),
     Case("blend-cv-one-query-valid", ["blend", "--models", "{lin}", "{gb}", "--valid", "{bad}", "--weights", "cv",
                                       "--out", "{tmp}/b"], ("rule cv", "1 query"), put("one.txt", SVM_GOOD)),
 ]
