@@ -205,6 +205,26 @@ def test_xgboost_streamed_sessions_boost_the_booster_of_the_whole_log(logged, ba
         assert (np.array(info_s["t_plus"]) != 1.0).any() == unbiased  # naive leaves the biases at 1
 
 
+def test_xgboost_streamed_sessions_paged_to_disk_boost_the_same_booster(logged, tmp_path):
+    """With external_memory the binned sessions are an ExtMemQuantileDMatrix whose pages are files in a temporary
+    folder made in the given one: the same trees and biases as the matrix in RAM, the cache's files counted in
+    info, and the folder removed once training returns."""
+    pytest.importorskip("xgboost")
+    from ltr.clicks.unbiased_xgboost import fit_xgboost_streamed_sessions
+
+    ds, path, _ = logged
+    for unbiased in (False, True):
+        kw = dict(batch_size=13, unbiased=unbiased, rounds=5, seed=2, valid=ds, early_stopping_rounds=3)
+        in_ram, info_r = fit_xgboost_streamed_sessions(ds, path, **kw)
+        paged, info_p = fit_xgboost_streamed_sessions(ds, path, external_memory=tmp_path, **kw)
+        assert paged.save_raw("json") == in_ram.save_raw("json")
+        assert (info_p["t_plus"], info_p["best_iteration"]) == (info_r["t_plus"], info_r["best_iteration"])
+        assert info_r["external_memory"] is None
+        cache = info_p["external_memory"]
+        assert cache["matrix"] == "ExtMemQuantileDMatrix" and cache["cache_files"] >= 1 and cache["cache_bytes"] > 0
+        assert list(tmp_path.iterdir()) == []
+
+
 def test_xgboost_streamed_sessions_refuse_a_session_that_skips_a_position(logged, tmp_path, monkeypatch):
     """XGBoost reads a position from the place within a session: a Parquet log whose session shows positions 1 and 3
     is refused, naming the session by its place in the file (counted from 1), whatever the blocks of the check."""

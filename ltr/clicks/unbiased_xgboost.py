@@ -23,6 +23,7 @@ from the log's per-cell sums (streamed from a Parquet log).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -95,27 +96,50 @@ def fit_xgboost_streamed_sessions(dataset, path, *, ids: str = "auto", batch_siz
                                   unbiased: bool = True, bias_norm: float | None = None, rounds: int = 100,
                                   params: dict | None = None, seed: int = 0, threads: int = 1,
                                   objective: str = "rank:ndcg", valid=None, early_stopping_rounds: int | None = None,
-                                  progress: bool = False) -> tuple[Any, dict]:
+                                  progress: bool = False, external_memory=None) -> tuple[Any, dict]:
     """:func:`fit_xgboost_clicks` on the Parquet log at ``path`` read ``batch_size`` rows at a time: every session
     (:func:`ltr.clicks.session_stream.stream_click_sessions` with ``every_session``) keeps per shown item its
     data-set row, click and position, and XGBoost's ``QuantileDMatrix`` sketches and bins the sessions' features
     from blocks gathered out of ``dataset`` (:func:`ltr.gbdt.streaming.xgboost_matrix`), so neither the log nor
     the float matrix is held. The same booster as the log read whole. Raises
-    :class:`ltr.clicks.list_stream.UnsortedSessionsError` when the log's session ids go back."""
+    :class:`ltr.clicks.list_stream.UnsortedSessionsError` when the log's session ids go back.
+
+    external_memory: a folder; XGBoost's page cache is then a temporary folder made in it (removed when training
+    returns or fails), and the binned sessions an ``ExtMemQuantileDMatrix`` whose pages are files there, read back
+    every round, instead of a matrix in RAM; ``info["external_memory"]`` records the files' count and bytes."""
     from ltr.clicks.session_stream import session_training_set, stream_click_sessions
     from ltr.gbdt.engines import import_engine
-    from ltr.gbdt.streaming import xgboost_matrix
+    from ltr.gbdt.xgboost import page_cache
 
     xgb = import_engine("xgboost")
     sessions = stream_click_sessions(path, dataset, ids=ids, batch_size=batch_size, progress=progress,
                                      every_session=True)
     _check_streamed_places(sessions)
     train_set, _ = session_training_set(dataset, sessions)
-    matrix = xgboost_matrix(train_set, sessions.click, quantile=True, nthread=threads)  # labels made float per block
     fit = _SessionFit(unbiased, bias_norm, rounds, params, seed, threads, objective, valid, early_stopping_rounds, progress)
-    booster, info = _fit_session_matrix(xgb, matrix, int(sessions.position.max()), int(sessions.n_sessions), fit)
-    info["log_read"] = "streamed per session"
+    with page_cache(external_memory) as cache:
+        booster, info, cached = _fit_streamed_matrix(xgb, train_set, sessions, cache, fit)
+    info.update(log_read="streamed per session", external_memory=cached)
     return booster, info
+
+
+def _fit_streamed_matrix(xgb, train_set, sessions, cache: Path | None, fit) -> tuple[Any, dict, dict | None]:
+    """:func:`_fit_session_matrix` on the sessions' ``QuantileDMatrix`` (an ``ExtMemQuantileDMatrix`` with its pages
+    under ``cache`` when given); ``(booster, info, the cache's file count and bytes or None)``. The matrix is freed
+    before returning, so that the cache's files can be removed while nothing holds them open."""
+    import gc
+
+    from ltr.gbdt.streaming import xgboost_matrix
+    from ltr.gbdt.xgboost import cache_facts
+
+    prefix = None if cache is None else str(cache / "sessions")
+    matrix = xgboost_matrix(train_set, sessions.click, quantile=True, nthread=fit.threads,  # labels made float per block
+                            cache_prefix=prefix)
+    facts = cache_facts(cache)
+    booster, info = _fit_session_matrix(xgb, matrix, int(sessions.position.max()), int(sessions.n_sessions), fit)
+    del matrix
+    gc.collect()  # the round callback (a reference cycle) may still refer to the matrix's evaluation list
+    return booster, info, facts
 
 
 class _SessionFit(NamedTuple):

@@ -261,6 +261,10 @@ def _register_train(sub, fmt) -> None:
                    f"stopping early on --valid's NDCG@10 (patience {GBDT_PATIENCE}); the model keeps the best round")
     t.add_argument("--bias-norm", type=number(min=0), default=None,
                    help="--engine xgboost: lambdarank_bias_norm p, the position biases' exponent 1/(p+1) (default: XGBoost's)")
+    t.add_argument("--external-memory", action="store_true",
+                   help="--engine xgboost, naive or pairwise-debias, Parquet --log: keep XGBoost's binned sessions in a "
+                   "page cache on disk (ExtMemQuantileDMatrix; a temporary folder beside --out, removed at the end) "
+                   "instead of RAM")
     _add_log_read_options(t)
     _add_quiet_option(t)
     add_data_options(t)
@@ -766,6 +770,7 @@ def run_train(args) -> int:
 
     inputs = [("--data", args.data), ("--log", args.log), ("--valid", args.valid)]
     check_destination(args.out, overwrite=args.force, inputs=inputs)
+    _check_external_memory(args)
     train = load_data_file(args.data, "data", None, data_options(args), **format_options(args, "data"))
     valid = load_data_file(args.valid, "valid", train.n_features, data_options(args), **format_options(args, "data"))
     with_curve = ("policy-aware",) if args.engine == "xgboost" else ("ips", "policy-aware")
@@ -798,6 +803,20 @@ def run_train(args) -> int:
     _print_propensities(info)
     print(f"wrote {args.out} (model.pt, model.json, clicks_training.json)")
     return 0
+
+
+def _check_external_memory(args) -> None:
+    """--external-memory: XGBoost's naive / pairwise-debias on a Parquet log (refused before any data are read)."""
+    from ltr.clicks.log_table import is_log_table
+
+    if not args.external_memory:
+        return
+    if args.engine != "xgboost" or args.estimator not in ("naive", "pairwise-debias"):
+        raise LtrError(f"--external-memory pages XGBoost's binned sessions (--engine xgboost, --estimator naive or "
+                       f"pairwise-debias), not --engine {args.engine} --estimator {args.estimator}")
+    if not is_log_table(args.log):
+        raise LtrError(f"--external-memory: --log {args.log} is read into memory (only a Parquet log is read in "
+                       "record batches); write the log as Parquet, or leave --external-memory out")
 
 
 def _train_xgboost(args, train, valid, inputs) -> int:
@@ -841,9 +860,27 @@ def _fit_xgboost_sessions_streamed(args, train, options: dict):
 
     meta = read_log_meta(args.log)
     _check_log_meta(args, train, meta)
-    fitted = _unless_unsorted(lambda: fit_xgboost_streamed_sessions(train, args.log, ids=args.log_ids,
-                                                                    batch_size=args.read_rows, **options))
+    if not args.external_memory:
+        fitted = _unless_unsorted(lambda: fit_xgboost_streamed_sessions(train, args.log, ids=args.log_ids,
+                                                                        batch_size=args.read_rows, **options))
+    else:
+        fitted = _fit_paged(args, lambda parent: fit_xgboost_streamed_sessions(
+            train, args.log, ids=args.log_ids, batch_size=args.read_rows, external_memory=parent, **options))
     return None if fitted is None else (*fitted, meta)
+
+
+def _fit_paged(args, fit):
+    """``fit(folder)`` with XGBoost's page cache made in the folder that will hold --out; a log whose session ids
+    go back is refused (read whole, it would not be paged)."""
+    from ltr.clicks.list_stream import UnsortedSessionsError
+
+    parent = Path(args.out).expanduser().absolute().parent
+    parent.mkdir(parents=True, exist_ok=True)
+    try:
+        return fit(parent)
+    except UnsortedSessionsError as exc:
+        raise LtrError(f"--external-memory: {exc}; read whole it would not be paged (leave --external-memory out "
+                       "to read it whole)") from None
 
 
 def _save_xgboost_run(args, train, valid, booster, info: dict, meta: dict, n_sessions: int, inputs) -> None:

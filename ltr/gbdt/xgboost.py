@@ -121,7 +121,7 @@ def _matrices(train_ds, valid_ds, gain, merged: dict[str, Any], cache: Path | No
                            cache_prefix=prefix(valid_ds, "valid"))  # fmt: skip
 
 
-def _cache_facts(cache: Path | None) -> dict[str, Any] | None:
+def cache_facts(cache: Path | None) -> dict[str, Any] | None:
     """What ``info["external_memory"]`` records: how many files the page cache holds once the matrices are
     built, and their bytes (the quantised pages: the histogram index, one byte a value up to 256 bins,
     with XGBoost's other per-page structures)."""
@@ -199,7 +199,7 @@ def _fit(merged, train_ds, valid_ds, gain, cache: Path | None, monitor, bar, num
     try:
         dtrain, dvalid = _matrices(train_ds, valid_ds, gain, merged, cache)
         evals = [] if dvalid is None else [(dvalid, "valid")]
-        external = _cache_facts(cache)
+        external = cache_facts(cache)
         booster = xgb.train(merged, dtrain, num_boost_round=int(num_boost_round), evals=evals, evals_result=evals_log,
                             verbose_eval=False, callbacks=[round_callback(evals, monitor, bar)])  # fmt: skip
     except xgb.core.XGBoostError as exc:  # raised below, once this traceback (and its hold on the matrices) is gone
