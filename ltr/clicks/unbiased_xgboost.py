@@ -13,7 +13,8 @@ to the shown positions; ``t+`` is the examination propensity estimate. With a va
 booster stops early on the toolkit's NDCG@10 and keeps the best round and its biases. Needs ``pip
 install 'ltr[xgboost]'``. A log in memory becomes a matrix of sessions x shown items float rows; a Parquet
 log is read in record batches (:func:`fit_xgboost_streamed_sessions`), keeping 9 bytes per shown item, and
-XGBoost bins the features gathered block by block.
+XGBoost bins the features gathered block by block; with ``external_memory`` the binned sessions are pages on disk
+(an ``ExtMemQuantileDMatrix``, ``ltr clicks train --external-memory``).
 
 ``policy-aware`` (:func:`fit_xgboost_policy_aware`, for a stochastic top-k logger) trains ``rank:ndcg``
 with ``ndcg_exp_gain=False`` on the policy-aware lists of :mod:`ltr.clicks.policy_aware` instead, built
