@@ -139,7 +139,7 @@ def _fit_streamed_matrix(xgb, train_set, sessions, cache: Path | None, fit) -> t
     facts = cache_facts(cache)
     booster, info = _fit_session_matrix(xgb, matrix, int(sessions.position.max()), int(sessions.n_sessions), fit)
     del matrix
-    gc.collect()  # the round callback (a reference cycle) may still refer to the matrix's evaluation list
+    gc.collect()  # training leaves reference cycles (the callbacks and their evaluation list): collect them now, not later
     return booster, info, facts
 
 
