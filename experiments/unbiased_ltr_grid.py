@@ -169,7 +169,8 @@ def click_estimators(train, valid, log, est, make, cfg, em, args):
         model, info = fit_on_clicks(train, valid, log, "rem", make, config=cfg, clip=0.01, em_relevance="gbdt")
         return model, info["propensity"]
     model, info = fit_on_clicks(train, valid, log, est, make, config=cfg, clip=0.01,
-                                propensity_update=getattr(args, "dla_propensity_update", "sgd"))
+                                propensity_update=getattr(args, "dla_propensity_update", "sgd"),
+                                relevance_reference=getattr(args, "dla_relevance_reference", None))
     return model, info.get("propensity") if est == "dla" else None
 
 
@@ -410,6 +411,9 @@ def main(argv=None) -> int:
                         "(each session ranks by score/T + Gumbel noise before the top k is cut)")
     p.add_argument("--dla-propensity-update", default="sgd", choices=("sgd", "full", "refit"),
                    help="how dla's propensity model follows the ranker (ltr.clicks.dla; default sgd)")
+    p.add_argument("--dla-relevance-reference", default=None, choices=("first", "geomean"),
+                   help="the reference relevance of dla's propensity loss weights, in training and refit (ltr.clicks.dla; "
+                        "default: first in training, geomean in the refit)")
     p.add_argument("--restarts", type=int, default=1,
                    help="train every model this many times on the same log (seeds s + 10007 j) and score the mean "
                         "of their scores (default 1)")

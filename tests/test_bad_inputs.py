@@ -1075,6 +1075,9 @@ NEW_CASES: list[Case] = [
     Case("clicks-train-dla-update-bogus", ["clicks", "train", "--data", "{train}", "--log", "{log}", "--out", "{tmp}/ct",
                                            "--estimator", "dla", "--dla-propensity-update", "bogus"],
          ("--dla-propensity-update",)),
+    Case("clicks-train-dla-reference-bogus", ["clicks", "train", "--data", "{train}", "--log", "{log}", "--out", "{tmp}/ct",
+                                              "--estimator", "dla", "--dla-relevance-reference", "mean"],
+         ("--dla-relevance-reference",)),
     *[Case(f"clicks-train-{name}", ["clicks", "train", "--data", "{train}", "--log", "{log}", "--valid", "{valid}",
                                     "--out", "{tmp}/ct", "--quiet", *argv], expect) for name, argv, expect in [
         ("lightgbm-dla", ["--engine", "lightgbm", "--estimator", "dla"], ("--engine lightgbm", "position-bias")),

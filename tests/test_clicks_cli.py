@@ -158,6 +158,8 @@ def test_dla_propensity_update_reaches_fit_dla_and_is_recorded(data_file, tmp_pa
                      "--dla-propensity-update", update]) == 0, capsys.readouterr().err
         infos[update] = json.loads((out / "clicks_training.json").read_text())
         assert infos[update]["propensity_update"] == update and infos[update]["log_read"] == "streamed per shown list"
+        assert infos[update]["relevance_reference"] == "first"
+        assert infos[update].get("refit_reference") == ("geomean" if update == "refit" else None)
         # a PBM log: the truth θ_r = 1/r is recorded and printed beside the learned curve, with the worst error
         truth = 1.0 / np.arange(1, 9)
         np.testing.assert_allclose(infos[update]["true_propensity"], truth)
@@ -173,6 +175,29 @@ def test_dla_propensity_update_reaches_fit_dla_and_is_recorded(data_file, tmp_pa
 
     sgd, refit = (load_model(tmp_path / f"m_{u}") for u in ("sgd", "refit"))
     assert all(torch.equal(a, b) for a, b in zip(sgd.parameters(), refit.parameters()))
+
+
+def test_dla_relevance_reference_reaches_fit_dla_from_either_log_and_is_recorded(data_file, tmp_path, capsys):
+    """--dla-relevance-reference reaches fit_dla from an in-memory .npz log and from a streamed Parquet log of the
+    same sessions (the same propensities from both), is recorded, and changes the propensities that the
+    training loss learns (sgd)."""
+    path, _, _ = data_file
+    logs = {}
+    for fmt in ("npz", "parquet"):
+        sim = tmp_path / f"sim_{fmt}"
+        assert main(["clicks", "simulate", "--data", str(path), "--out", str(sim), "--top-k", "8",
+                     "--sessions-per-query", "20", "--format", fmt, "--seed", "1", "--quiet"]) == 0
+        logs[fmt] = sim / f"clicks.{fmt}"
+    infos = {}
+    for fmt, reference in (("npz", "first"), ("npz", "geomean"), ("parquet", "geomean")):
+        out = tmp_path / f"m_{fmt}_{reference}"
+        assert main(["clicks", "train", "--data", str(path), "--log", str(logs[fmt]), "--valid", str(path),
+                     "--out", str(out), "--estimator", "dla", "--epochs", "2", "--model", "linear", "--quiet",
+                     "--dla-relevance-reference", reference]) == 0, capsys.readouterr().err
+        infos[fmt, reference] = json.loads((out / "clicks_training.json").read_text())
+        assert infos[fmt, reference]["relevance_reference"] == reference
+    assert not np.allclose(infos["npz", "first"]["propensity"], infos["npz", "geomean"]["propensity"], rtol=1e-3)
+    np.testing.assert_allclose(infos["parquet", "geomean"]["propensity"], infos["npz", "geomean"]["propensity"], rtol=1e-5)
 
 
 def test_train_user_errors(data_file, tmp_path, capsys):

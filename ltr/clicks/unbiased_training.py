@@ -98,11 +98,13 @@ def fit_on_clicks(
     max_weight: float = 100.0,
     propensity_lr: float = 0.05,
     propensity_update: str = "sgd",
+    relevance_reference: str | None = None,
 ) -> tuple[Any, dict]:
     """Train on ``log`` (simulated on ``train``) with ``estimator``; ``curve`` (theta by position) replaces
     the logged propensities of ``ips``. ``make_model(ds)`` builds an untrained scorer for data ``ds``.
-    ``propensity_update`` (dla only): how DLA's propensity model follows the ranker (``"sgd"`` or
-    ``"full"``, :mod:`ltr.clicks.dla`)."""
+    ``propensity_update`` (dla only): how DLA's propensity model follows the ranker (``"sgd"``,
+    ``"full"`` or ``"refit"``) and ``relevance_reference`` (dla only, ``"first"``, ``"geomean"`` or None for
+    each update's default) the reference relevance of its propensity loss's weights (:mod:`ltr.clicks.dla`)."""
     import losses as loss_lib
     from ltr.train.trainer import TrainConfig
 
@@ -118,7 +120,7 @@ def fit_on_clicks(
         lists = group_sessions(log)
         pairs = pair_counts(log, lists) if estimator == "pairwise-debias" else None
         return _fit_lists(train, valid, lists, pairs, estimator, make_model, config, clip, max_weight, propensity_lr, info,
-                          propensity_update=propensity_update)
+                          propensity_update=propensity_update, relevance_reference=relevance_reference)
     affine = None
     if estimator == "rem":
         curve = estimate_rem_curve(train, log, relevance=em_relevance, seed=config.seed, progress=config.progress)
@@ -142,18 +144,20 @@ def fit_on_clicks(
 
 
 def _fit_lists(train, valid, lists, pairs, estimator, make_model, config, clip, max_weight, propensity_lr, info,
-               propensity_update="sgd"):
+               propensity_update="sgd", relevance_reference=None):
     """DLA or pairwise debiasing on the shown lists (and, for the latter, their pair counts)."""
     model = _seeded_model(make_model, train, config.seed)
     if estimator == "dla":
         from ltr.clicks.dla import fit_dla
 
         res = fit_dla(lists, train.features, model, epochs=config.epochs, batch_size=config.batch_size, lr=config.lr,
-                      propensity_lr=propensity_lr, propensity_update=propensity_update, max_weight=max_weight,
-                      seed=config.seed, valid=valid, patience=config.patience, progress=config.progress)
+                      propensity_lr=propensity_lr, propensity_update=propensity_update,
+                      relevance_reference=relevance_reference, max_weight=max_weight, seed=config.seed, valid=valid, patience=config.patience, progress=config.progress)
         info.update({"propensity": res.theta.tolist(), "propensity_source": "DLA (learned with the ranker)",
                      "max_weight": max_weight, "clip_rule": f"DLA's inverse weights clipped at {max_weight:g}",
-                     "propensity_update": propensity_update})
+                     "propensity_update": propensity_update, "relevance_reference": relevance_reference or "first"})
+        if propensity_update == "refit":
+            info["refit_reference"] = relevance_reference or "geomean"
         return res.model, info
     model, t_plus, t_minus = fit_pairwise_debias(None, lists, train.features, model, epochs=config.epochs,
                                                  batch_size=config.batch_size, lr=config.lr, clip=clip, seed=config.seed,
@@ -166,7 +170,7 @@ def _fit_lists(train, valid, lists, pairs, estimator, make_model, config, clip, 
 
 def fit_on_lists(train, valid, lists, estimator: str, make_model: Callable[[Any], Any], *, pairs=None, config=None,
                  clip: float = DEFAULT_CLIP, max_weight: float = 100.0, propensity_lr: float = 0.05,
-                 propensity_update: str = "sgd") -> tuple[Any, dict]:
+                 propensity_update: str = "sgd", relevance_reference: str | None = None) -> tuple[Any, dict]:
     """:func:`fit_on_clicks` for ``dla`` and ``pairwise-debias`` from a log's shown lists (and, for the latter,
     their pair counts ``pairs``), as :func:`ltr.clicks.list_stream.stream_shown_lists` reads them from a
     Parquet log in record batches; the same lists give the same model as :func:`fit_on_clicks` on the log."""
@@ -180,7 +184,7 @@ def fit_on_lists(train, valid, lists, estimator: str, make_model: Callable[[Any]
     info: dict = {"estimator": estimator, "clip": clip, "log_read": "streamed per shown list",
                   "clip_rule": f"propensities floored at {clip}: weights at most {1 / clip:g}"}
     return _fit_lists(train, valid, lists, pairs, estimator, make_model, config, clip, max_weight, propensity_lr, info,
-                      propensity_update=propensity_update)
+                      propensity_update=propensity_update, relevance_reference=relevance_reference)
 
 
 def fit_on_aggregate(train, valid, agg, estimator: str, make_model: Callable[[Any], Any], *, loss=None, config=None,

@@ -237,6 +237,11 @@ def _register_train(sub, fmt) -> None:
                    help="dla: the propensity model steps with the ranker's minibatches (sgd), is set to its optimum on "
                    "the whole log given the ranker after every ranker step (full), or steps as sgd and is set to that "
                    "optimum once, at the kept ranker (refit: the propensities to report from a stochastic logger's log)")
+    t.add_argument("--dla-relevance-reference", default=None, choices=("first", "geomean"),
+                   help="dla: the reference relevance in its propensity loss's inverse-relevance weights, in training and "
+                   "in the refit: the list's first item (Ai et al.), or the geometric mean of the list's relevance, which "
+                   "weights every position's clicks alike when the ranker's errors do not depend on the position "
+                   "(default: first in training, geomean in the refit of --dla-propensity-update refit)")
     t.add_argument("--em-relevance", default="logistic", choices=("logistic", "gbdt"),
                    help="rem: the relevance model of regression EM's M-step (logistic regression, or LightGBM "
                    "cross-entropy, 50 trees per step)")
@@ -1049,7 +1054,8 @@ def _fit_from_log(args, train, valid, loss, cfg):
             lists, pairs, meta = streamed
             model, info = fit_on_lists(train, valid, lists, args.estimator, make, pairs=pairs, config=cfg,
                                        clip=args.clip, max_weight=args.max_weight,
-                                       propensity_update=args.dla_propensity_update)
+                                       propensity_update=args.dla_propensity_update,
+                                       relevance_reference=args.dla_relevance_reference)
             _record_click_model(info, meta)
             return model, info, int(lists.sessions.sum())
     if is_log_table(args.log) and args.estimator in STREAMED:
@@ -1062,7 +1068,8 @@ def _fit_from_log(args, train, valid, loss, cfg):
     curve, source = _estimated_curve(args, log)
     model, info = fit_on_clicks(train, valid, log, args.estimator, make, loss=loss, config=cfg, clip=args.clip,
                                 curve=curve, curve_source=source, max_weight=args.max_weight, em_relevance=args.em_relevance,
-                                propensity_update=args.dla_propensity_update)
+                                propensity_update=args.dla_propensity_update,
+                                relevance_reference=args.dla_relevance_reference)
     _record_click_model(info, log.meta)
     return model, info, log.n_sessions
 
