@@ -55,10 +55,11 @@ How the propensity model follows the ranker (``propensity_update``):
   costs one forward pass of the ranker over all G lists per step (G^2 / batch_size rows per epoch).
 * ``"refit"``: training as ``"sgd"``; then, at the kept ranker, ``phi`` is set once to the minimiser of
   ``loss_exam`` over the whole log by the same MM iteration (with the ``"geomean"`` reference unless
-  ``relevance_reference`` names one). The ranker is ``"sgd"``'s, only the propensities reported differ: an Adam step per minibatch leaves
-  ``phi`` jittering around its optimum when an epoch has many steps (a stochastic logger shows close
-  to one distinct list per session), one forward pass over the lists removes that noise, and the
-  geometric-mean reference removes the kept ranker's error factor from the positions below the first.
+  ``relevance_reference`` names one). The ranker is ``"sgd"``'s, only the propensities reported
+  differ: an Adam step per minibatch leaves ``phi`` jittering around its optimum when an epoch has
+  many steps (a stochastic logger shows close to one distinct list per session), one forward pass
+  over the lists removes that noise, and the geometric-mean reference removes the kept ranker's
+  error factor from the positions below the first.
 """
 
 from __future__ import annotations
