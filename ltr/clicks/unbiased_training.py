@@ -152,7 +152,8 @@ def _fit_lists(train, valid, lists, pairs, estimator, make_model, config, clip, 
 
         res = fit_dla(lists, train.features, model, epochs=config.epochs, batch_size=config.batch_size, lr=config.lr,
                       propensity_lr=propensity_lr, propensity_update=propensity_update,
-                      relevance_reference=relevance_reference, max_weight=max_weight, seed=config.seed, valid=valid, patience=config.patience, progress=config.progress)
+                      relevance_reference=relevance_reference, max_weight=max_weight, seed=config.seed,
+                      valid=valid, patience=config.patience, progress=config.progress)
         info.update({"propensity": res.theta.tolist(), "propensity_source": "DLA (learned with the ranker)",
                      "max_weight": max_weight, "clip_rule": f"DLA's inverse weights clipped at {max_weight:g}",
                      "propensity_update": propensity_update, "relevance_reference": relevance_reference or "first"})
