@@ -71,13 +71,30 @@ import numpy as np
 from ltr.clicks.logged_lists import ShownLists
 from ltr.errors import LtrError
 
-__all__ = ["DLAResult", "fit_dla", "list_tensors", "PROPENSITY_UPDATES", "RELEVANCE_REFERENCES", "FULL_ITERATIONS"]
+__all__ = ["DLAResult", "fit_dla", "list_tensors", "PROPENSITY_UPDATES", "RELEVANCE_REFERENCES", "FULL_ITERATIONS",
+           "resolved_references"]
 
 PROPENSITY_UPDATES = ("sgd", "full", "refit")
 #: the reference relevance of each list in the propensity loss's weights (module docstring)
 RELEVANCE_REFERENCES = ("first", "geomean")
 #: MM iterations of the ``"full"`` propensity update after each ranker step (warm-started).
 FULL_ITERATIONS = 20
+
+
+def resolved_references(relevance_reference: str | None) -> tuple[str, str]:
+    """(reference of the training loss, reference of the refit) that ``relevance_reference`` names;
+    None keeps the first item in training and the geometric mean in the refit (module docstring); any
+    other name than those of ``RELEVANCE_REFERENCES`` is an error.
+
+    >>> resolved_references(None), resolved_references("first")
+    (('first', 'geomean'), ('first', 'first'))
+    """
+    if relevance_reference is None:
+        return "first", "geomean"
+    if relevance_reference not in RELEVANCE_REFERENCES:
+        raise LtrError(f"DLA's relevance_reference must be one of {', '.join(RELEVANCE_REFERENCES)}, "
+                       f"got {relevance_reference!r}")
+    return relevance_reference, relevance_reference
 
 
 @dataclass
@@ -203,9 +220,7 @@ def fit_dla(
         raise LtrError(f"DLA needs epochs >= 1, batch_size >= 1 and max_weight >= 1, got {epochs}, {batch_size}, {max_weight}")
     if propensity_update not in PROPENSITY_UPDATES:
         raise LtrError(f"DLA's propensity_update must be one of {', '.join(PROPENSITY_UPDATES)}, got {propensity_update!r}")
-    if relevance_reference is not None and relevance_reference not in RELEVANCE_REFERENCES:
-        raise LtrError(f"DLA's relevance_reference must be one of {', '.join(RELEVANCE_REFERENCES)}, "
-                       f"got {relevance_reference!r}")
+    training_reference, refit_reference = resolved_references(relevance_reference)
     x, c, pos, mask = list_tensors(lists, features, clicks)
     if float(c.sum()) <= 0:
         raise LtrError("DLA needs at least one click in the log")
@@ -221,7 +236,7 @@ def fit_dla(
     for epoch in range(epochs):
         order = torch.randperm(len(x), generator=gen)
         history.append(_dla_epoch(model, phi, opt, (x, c, pos, mask), order, batch_size, max_weight,
-                                  propensity_update, relevance_reference or "first"))
+                                  propensity_update, training_reference))
         stop = False
         if valid is not None:
             value = _valid_ndcg(model, valid)
@@ -239,7 +254,7 @@ def fit_dla(
     model.eval()
     if propensity_update == "refit":
         phi = phi.detach().clone()
-        _full_propensity_update(model, phi, x, c, mask, max_weight, reference=relevance_reference or "geomean")
+        _full_propensity_update(model, phi, x, c, mask, max_weight, reference=refit_reference)
     theta = torch.exp(phi.detach() - phi.detach()[0]).double().numpy()
     return DLAResult(model, theta, history, valid_history, best.epoch if valid is not None else None)
 

@@ -148,7 +148,7 @@ def _fit_lists(train, valid, lists, pairs, estimator, make_model, config, clip, 
     """DLA or pairwise debiasing on the shown lists (and, for the latter, their pair counts)."""
     model = _seeded_model(make_model, train, config.seed)
     if estimator == "dla":
-        from ltr.clicks.dla import fit_dla
+        from ltr.clicks.dla import fit_dla, resolved_references
 
         res = fit_dla(lists, train.features, model, epochs=config.epochs, batch_size=config.batch_size, lr=config.lr,
                       propensity_lr=propensity_lr, propensity_update=propensity_update,
@@ -156,9 +156,10 @@ def _fit_lists(train, valid, lists, pairs, estimator, make_model, config, clip, 
                       valid=valid, patience=config.patience, progress=config.progress)
         info.update({"propensity": res.theta.tolist(), "propensity_source": "DLA (learned with the ranker)",
                      "max_weight": max_weight, "clip_rule": f"DLA's inverse weights clipped at {max_weight:g}",
-                     "propensity_update": propensity_update, "relevance_reference": relevance_reference or "first"})
+                     "propensity_update": propensity_update})
+        info["relevance_reference"], refit_reference = resolved_references(relevance_reference)
         if propensity_update == "refit":
-            info["refit_reference"] = relevance_reference or "geomean"
+            info["refit_reference"] = refit_reference
         return res.model, info
     model, t_plus, t_minus = fit_pairwise_debias(None, lists, train.features, model, epochs=config.epochs,
                                                  batch_size=config.batch_size, lr=config.lr, clip=clip, seed=config.seed,
