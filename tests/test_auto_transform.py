@@ -66,6 +66,97 @@ def test_streaming_fit_equals_the_in_memory_fit():
         np.testing.assert_array_equal(getattr(whole, name), getattr(blocks, name))
 
 
+def reference_fit(x: np.ndarray, rows: np.ndarray) -> dict[str, np.ndarray]:
+    """The auto rule computed on the whole matrix at once (the in-RAM formula, nothing streamed)."""
+    x = np.asarray(x, dtype=np.float64)
+    low, high = x.min(axis=0), x.max(axis=0)
+    sample = x[rows]
+
+    def robust(f):
+        q1, median, q3 = np.quantile(f, [0.25, 0.5, 0.75], axis=0)
+        scale, std = (q3 - q1) / 1.349, f.std(axis=0)
+        return median, np.where(scale > 0, scale, np.where(std > 0, std, 1.0))
+
+    signed = lambda v: np.sign(v) * np.log1p(np.abs(v))  # noqa: E731
+    (rc, rs), (lc, ls) = robust(sample), robust(signed(sample))
+    keep = high > low
+    log = keep & ((high - low) / rs > SPREAD_LIMIT) & ((signed(high) - signed(low)) / ls < (high - low) / rs / 2)
+    center, scale = np.where(log, lc, rc), np.where(log, ls, rs)
+    return {"log": log, "keep": keep, "center": center, "scale": scale,
+            "low": (np.where(log, signed(low), low) - center) / scale, "high": (np.where(log, signed(high), high) - center) / scale}
+
+
+def wide_columns(n: int, seed: int = 0) -> np.ndarray:
+    """40 float32 columns (more than one column chunk): the five kinds of ``columns`` repeated, and one
+    feature constant in the first half of the rows only (a block constant, the data set not)."""
+    x = np.tile(columns(n, seed), 8).astype(np.float32)
+    x[: n // 2, 7] = 5.0
+    return x
+
+
+@pytest.mark.parametrize("sample_rows", [None, 300])
+def test_fit_on_a_store_equals_the_in_ram_fit_and_the_whole_matrix_formula(tmp_path, monkeypatch, sample_rows):
+    from ltr.data import auto_transform, open_store
+    from ltr.data.store import convert_to_store
+
+    if sample_rows is not None:  # more rows than the sample: the evenly spaced rows are gathered from the store
+        monkeypatch.setattr(auto_transform, "SAMPLE_ROWS", sample_rows)
+    x = wide_columns(2000)
+    ds = RankingDataset(features=x, labels=np.zeros(len(x)), query_offsets=np.arange(0, 2001, 20), query_ids=np.arange(100))
+    save_svmlight(ds, tmp_path / "d.txt")
+    convert_to_store(tmp_path / "d.txt", tmp_path / "d.store", progress=False)
+    store = open_store(tmp_path / "d.store").features
+    expected = reference_fit(x, auto_transform.sample_rows(len(x)))
+    assert expected["keep"][7] and not expected["keep"][2]
+    for fit in (fit_auto(x), fit_auto(store, block_rows=97), fit_auto(np.asarray(store), block_rows=1 << 20)):
+        for name, value in expected.items():
+            np.testing.assert_array_equal(getattr(fit, name), value, err_msg=name)
+
+
+def test_a_non_finite_value_in_a_late_block_is_refused_as_in_one_block():
+    x = wide_columns(500)
+    x[450, 3] = np.nan
+    for rows in (7, 10_000):
+        with pytest.raises(ValueError, match="non-finite"):
+            fit_auto(x, block_rows=rows)
+
+
+def test_fit_on_a_store_holds_the_sample_and_one_block_not_the_data(tmp_path, monkeypatch):
+    """Bounded memory, measured by tracemalloc (numpy's buffers are traced): a store 40x the sample."""
+    import tracemalloc
+
+    from ltr.data import auto_transform
+    from ltr.data.store import StoreWriter, open_store
+    from ltr.data.blocks import Block
+
+    monkeypatch.setattr(auto_transform, "SAMPLE_ROWS", 1000)
+
+    class Source:
+        name, feature_names, n_features = "rows", None, 40
+
+        def describe(self, row):
+            return f"row {row}"
+
+        def error_at(self, row, message):
+            return ValueError(message)
+
+    rng = np.random.default_rng(0)
+    with StoreWriter(tmp_path / "big.store", Source()) as writer:
+        for start in range(0, 40_000, 4000):
+            writer.append(Block(features=rng.lognormal(size=(4000, 40)).astype(np.float32), labels=np.zeros(4000),
+                                query_keys=np.arange(start, start + 4000) // 40, positions=np.arange(start, start + 4000)))
+        writer.close()
+    store = open_store(tmp_path / "big.store").features
+    data_bytes = store.nbytes  # 6.4 MB
+    tracemalloc.start()
+    fit = fit_auto(store, block_rows=1000)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert fit.actions.count("log") == 40
+    # the sample (1000 x 40 float32) and a block (1000 x 40) with float64 temporaries: far below the data
+    assert peak < 0.15 * data_bytes, (peak, data_bytes)
+
+
 def test_state_round_trips_through_json_and_the_torch_module():
     x = columns()
     norm = Normalizer("auto").fit(x)

@@ -313,9 +313,10 @@ def _fit_ensemble(cfg, model_cfg, loss, train_ds, valid_ds, test_ds):
 
     from ltr.train.distributed import DistributedTrainer, context
     from ltr.train.ensemble import fit_ensemble
-    from ltr.train.settings import build_scorer
+    from ltr.train.settings import build_scorer, fit_input_transform
 
     seeds = [cfg.seed + k for k in range(model_cfg["ensemble"])]
+    transform = fit_input_transform(model_cfg, train_ds)  # once for every member: the data are read once
 
     def member_config(c, k):
         changes = {"log_dir": None if cfg.log_dir is None else f"{cfg.log_dir}/member-{k}"}
@@ -323,7 +324,7 @@ def _fit_ensemble(cfg, model_cfg, loss, train_ds, valid_ds, test_ds):
             changes["checkpoint_dir"] = f"{cfg.checkpoint_dir}/member-{k}"
         return dataclasses.replace(c, **changes)
 
-    fit = fit_ensemble(lambda seed: build_scorer(model_cfg, train_ds), loss, cfg, train_ds, valid_ds, test_ds,
+    fit = fit_ensemble(lambda seed: build_scorer(model_cfg, train_ds, transform), loss, cfg, train_ds, valid_ds, test_ds,
                        seeds=seeds, member_config=member_config,
                        trainer_class=DistributedTrainer if context().active else None)
     first = fit.members[0]

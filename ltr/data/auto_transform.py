@@ -16,8 +16,11 @@ For each feature column ``x`` of the training rows:
    so an extreme value at prediction time scores as the most extreme training value did.
 
 Minimum, maximum and constancy come from every training row (one streaming pass in blocks, so a
-memory-mapped store is never loaded whole); skewness, median and IQR from an evenly spaced sample of
-at most :data:`SAMPLE_ROWS` rows (deterministic: no random draw). Statistics in float64.
+memory-mapped store is never loaded whole); median, IQR and standard deviation from an evenly spaced
+sample of at most :data:`SAMPLE_ROWS` rows (deterministic: no random draw), gathered in blocks and
+kept in the features' own dtype, its statistics computed a few columns at a time in float64. The
+decisions are the same whether the rows are in RAM or in a store (tests/test_auto_transform.py), and
+the memory is bounded by the sample, not by N.
 
 Below, the third column spans 1000 / (4 / 1.349) = 337 robust standard deviations, its log 11.0: logged.
 
@@ -36,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["AutoFit", "fit_auto", "SPREAD_LIMIT", "SAMPLE_ROWS"]
+__all__ = ["AutoFit", "fit_auto", "sample_rows", "SPREAD_LIMIT", "SAMPLE_ROWS"]
 
 #: a column whose training range spans at most this many robust standard deviations stays linear
 SPREAD_LIMIT = 20.0
@@ -109,16 +112,63 @@ def _robust_scale(f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return median, scale
 
 
+def sample_rows(n_rows: int) -> np.ndarray:
+    """The rows the sample statistics are computed on: at most :data:`SAMPLE_ROWS`, evenly spaced, sorted.
+
+    >>> sample_rows(5).tolist(), len(sample_rows(10**7)) == SAMPLE_ROWS
+    ([0, 1, 2, 3, 4], True)
+    """
+    return np.unique(np.linspace(0, n_rows - 1, min(n_rows, SAMPLE_ROWS)).round().astype(np.int64))
+
+
+def _gather_sample(x, rows: np.ndarray, block_rows: int) -> np.ndarray:
+    """``x[rows]`` (sorted ``rows``) in ``x``'s own dtype, gathered from one span of ``block_rows`` rows of
+    ``x`` at a time; a memory-mapped array's pages are released after each span, so the resident set
+    holds the sample and one span, not the store."""
+    from ltr.data.store import is_mapped, release_pages
+
+    mapped = is_mapped(x)
+    step = max(1, int(block_rows))
+    sample = np.empty((len(rows), x.shape[1]), dtype=x.dtype)
+    cuts = np.searchsorted(rows, np.arange(0, x.shape[0] + step, step))
+    for lo, hi in zip(cuts[:-1], cuts[1:]):
+        if hi > lo:
+            sample[lo:hi] = x[rows[lo:hi]]
+            if mapped:
+                release_pages(x)
+    return sample
+
+
+def _sample_statistics(sample: np.ndarray, columns: int = 16) -> tuple[np.ndarray, ...]:
+    """Median and robust scale of each column of the sample, raw and after the signed log1p, in float64.
+
+    Computed ``columns`` columns at a time: each column's statistics are those of the whole matrix at
+    once (numpy reduces every column on its own), with float64 temporaries of a few columns only.
+    """
+    width = sample.shape[1]
+    stats = [np.empty(width) for _ in range(4)]
+    for lo in range(0, width, columns):
+        f = sample[:, lo : lo + columns].astype(np.float64)
+        raw_center, raw_scale = _robust_scale(f)
+        log_center, log_scale = _robust_scale(_signed_log1p(f))
+        for out, value in zip(stats, (raw_center, raw_scale, log_center, log_scale)):
+            out[lo : lo + columns] = value
+    return tuple(stats)
+
+
 def fit_auto(x, block_rows: int = 65536) -> AutoFit:
-    """Fit the ``auto`` transform on training features [N, F] (an array or a memory-mapped store's)."""
+    """Fit the ``auto`` transform on training features [N, F] (an array or a memory-mapped store's).
+
+    Memory: one block of ``block_rows`` rows, the sample (:data:`SAMPLE_ROWS` rows in ``x``'s dtype;
+    109 MB for 136 float32 features) and float64 temporaries of a few columns: bounded whatever N is,
+    with a store's pages released as the passes go.
+    """
     x = x if hasattr(x, "shape") else np.asarray(x)
     low, high = _range_of(x, block_rows)
-    n = x.shape[0]
-    rows = np.unique(np.linspace(0, n - 1, min(n, SAMPLE_ROWS)).round().astype(np.int64))
-    sample = np.asarray(x[rows], dtype=np.float64)
+    sample = _gather_sample(x, sample_rows(x.shape[0]), block_rows)
     keep = high > low
-    raw_center, raw_scale = _robust_scale(sample)
-    log_center, log_scale = _robust_scale(_signed_log1p(sample))
+    raw_center, raw_scale, log_center, log_scale = _sample_statistics(sample)
+    del sample
     spread_raw = (high - low) / raw_scale
     spread_log = (_signed_log1p(high) - _signed_log1p(low)) / log_scale
     log = keep & (spread_raw > SPREAD_LIMIT) & (spread_log < spread_raw / 2)

@@ -29,7 +29,7 @@ TOLERANCE = 1e-6
 #: rows read at most (about): fewer queries are read when their mean length would exceed it
 MAX_ROWS = 500_000
 #: rows held in memory at once (as float64)
-BLOCK_ROWS = 65_536
+BLOCK_ROWS = 16_384
 
 
 @dataclass(frozen=True)
@@ -102,10 +102,15 @@ def _blocks(features, offsets: np.ndarray, picked: np.ndarray, block_rows: int):
     """``(rows [M, F] float64, each query's first row in them)`` for consecutive groups of the ``picked``
     queries of about ``block_rows`` rows (a longer query makes a block of its own)."""
     from ltr.data.dataset import query_rows
+    from ltr.data.store import is_mapped, release_pages
 
+    mapped = is_mapped(features)
     lengths = offsets[picked + 1] - offsets[picked]
     group = np.cumsum(lengths) // max(1, int(block_rows))
     for g in np.unique(group):
         queries, sizes = picked[group == g], lengths[group == g]
         rows = query_rows(offsets, queries)
-        yield np.asarray(features[rows], dtype=np.float64).reshape(rows.size, -1), np.cumsum(sizes) - sizes
+        block = np.asarray(features[rows], dtype=np.float64).reshape(rows.size, -1)
+        if mapped:  # a store's pages go back after each gather: the resident set holds one block
+            release_pages(features)
+        yield block, np.cumsum(sizes) - sizes

@@ -374,7 +374,7 @@ def open_store(path: str | os.PathLike) -> RankingDataset:
 def _check_values(path: Path, features, labels) -> None:
     """The checks of the readers the store was converted from (:mod:`ltr.data.labels`; finite
     features), so a store changed since, or written by other means, is refused as its source file
-    would be. Labels are in memory; the features are read once in blocks of about 64 MB whose pages
+    would be. Labels are in memory; the features are read once in blocks of about 16 MB whose pages
     are released as the pass goes (the resident set stays bounded). Cost: about 0.3 s for a
     1,000,000 x 136 store (0.54 GB) whose pages are in the page cache."""
     from ltr.data.labels import LABEL_LIMIT, label_problem
@@ -384,7 +384,7 @@ def _check_values(path: Path, features, labels) -> None:
         if bad.size:
             r = int(bad[0])
             raise LtrError(f"{path}: labels.npy row {r}: {label_problem(float(labels[r]))} (damaged store, or not written by ltr convert)")
-    rows = max(1, (64 << 20) // (4 * max(features.shape[1], 1)))
+    rows = max(1, (16 << 20) // (4 * max(features.shape[1], 1)))
     for start, block in row_blocks(features, rows):
         finite = np.isfinite(block)
         if not finite.all():

@@ -26,15 +26,59 @@ torch.Size([2, 3])
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from ltr.errors import LtrError
+from ltr.train import draws as keyed_draws
 from ltr.train.scorers import _Scorer
 
-__all__ = ["ContextAwareScorer"]
+__all__ = ["ContextAwareScorer", "KeyedMultiheadAttention"]
+
+
+class KeyedMultiheadAttention(nn.MultiheadAttention):
+    """:class:`torch.nn.MultiheadAttention` whose attention-weight dropout is keyed by query in training
+    (:mod:`ltr.train.draws`); the same parameters and state dict, and torch's own code everywhere else.
+
+    Keyed path (batch first, self-attention): ``A = softmax(Q K^T / sqrt(d) - inf * padded_key)``,
+    ``A' = A * (u >= p) / (1 - p)`` with ``u`` drawn per query, output ``out_proj(A' V)`` per head.
+    """
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
+                average_attn_weights=True, is_causal=False):
+        draws = keyed_draws.current(query)
+        if not self.training or self.dropout == 0.0 or draws is None or attn_mask is not None or not self.batch_first:
+            return super().forward(query, key, value, key_padding_mask=key_padding_mask, need_weights=need_weights,
+                                   attn_mask=attn_mask, average_attn_weights=average_attn_weights, is_causal=is_causal)
+        b, length, width = query.shape
+        heads, d = self.num_heads, width // self.num_heads
+        q, k, v = F.linear(query, self.in_proj_weight, self.in_proj_bias).chunk(3, dim=-1)
+        q, k, v = (t.reshape(b, length, heads, d).transpose(1, 2) for t in (q, k, v))
+        logits = q @ k.transpose(-2, -1) / math.sqrt(d)
+        if key_padding_mask is not None:  # the encoder hands it on as an additive float mask (-inf on padding)
+            pad = key_padding_mask[:, None, None, :]
+            logits = logits.masked_fill(pad, float("-inf")) if pad.dtype == torch.bool else logits + pad
+        weights = torch.softmax(logits, dim=-1)
+        weights = weights * (draws.uniform_pairs(weights.shape, weights.dtype, weights.device) >= self.dropout) / (1.0 - self.dropout)
+        out = (weights @ v).transpose(1, 2).reshape(b, length, width)
+        return self.out_proj(out), None
+
+
+def _keyed_blocks(encoder: nn.TransformerEncoder) -> None:
+    """Give every block of ``encoder`` keyed dropout (its three Dropout modules and the attention's),
+    keeping the parameters: N processes then train exactly what one process trains."""
+    for layer in encoder.layers:
+        for name in ("dropout", "dropout1", "dropout2"):
+            setattr(layer, name, keyed_draws.KeyedDropout(getattr(layer, name).p))
+        old = layer.self_attn
+        new = nn.utils.skip_init(KeyedMultiheadAttention, old.embed_dim, old.num_heads, dropout=old.dropout,
+                                 batch_first=old.batch_first)
+        new.load_state_dict(old.state_dict(), assign=True)  # the same tensors (meta ones too, when a folder is loaded)
+        layer.self_attn = new
 
 
 class ContextAwareScorer(_Scorer):
@@ -67,6 +111,7 @@ class ContextAwareScorer(_Scorer):
         block = nn.TransformerEncoderLayer(width, heads, dim_feedforward=2 * width, dropout=self.dropout,
                                            activation="gelu", batch_first=True, norm_first=True)
         self.encoder = nn.TransformerEncoder(block, layers, enable_nested_tensor=False)
+        _keyed_blocks(self.encoder)
         self.norm = nn.LayerNorm(width)
         self.out = nn.Linear(width, 1)
 

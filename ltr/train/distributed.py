@@ -33,8 +33,10 @@ decision. Rank 0 alone writes checkpoints and TensorBoard; a checkpoint holds th
 model and the optimiser state, so a run checkpointed with N processes resumes with M (or with the
 plain :class:`~ltr.train.trainer.Trainer`).
 
-Not identical to one process: dropout masks (each rank draws its own) and batch normalisation,
-whose per-rank statistics would differ; a batch-norm model is refused with several processes.
+Input noise and dropout masks are drawn per query (:mod:`ltr.train.draws`), so each item gets the
+values one process gives it whichever rank scores it. Not identical to one process: batch
+normalisation, whose per-rank statistics would differ; a batch-norm model is refused with several
+processes.
 
 Backends: gloo on CPU, NCCL on CUDA (rank r uses ``cuda:LOCAL_RANK``). A worker that dies (killed,
 or an exception) stops the whole job: the launcher stops the others and :func:`launch` raises
@@ -319,7 +321,8 @@ class DistributedTrainer(Trainer):
     def _local_terms(self, batch, use_weights: bool, b: int, epoch: int) -> tuple[torch.Tensor, float, bool]:
         """This rank's summed loss terms (connected to every parameter), their count, and whether
         the terms themselves carry a gradient."""
-        scores = self.ddp(batch.features, mask=batch.mask)
+        with self._draws(batch, epoch):  # keyed by query: this rank's items get one process's noise
+            scores = self.ddp(batch.features, mask=batch.mask)
         anchor = 0.0 * scores.sum()  # every rank's graph reaches every parameter, as DDP requires
         if batch.batch_size == 0:
             return anchor, 0.0, False

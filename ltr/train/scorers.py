@@ -9,7 +9,9 @@ True``): it is scored query by query (:func:`ltr.train.trainer.predict_scores` w
 offsets). Ensembles of scorers live in :mod:`ltr.train.ensemble`.
 
 ``input_noise`` (every scorer): the standard deviation of Gaussian noise added to the (normalised)
-input features in training mode only, one of DASALC's ingredients (Qin et al., ICLR 2021).
+input features in training mode only, one of DASALC's ingredients (Qin et al., ICLR 2021). The
+trainer draws it, and dropout's masks, per query (:mod:`ltr.train.draws`), so that a run with N
+processes trains exactly what one process trains.
 
 An optional :class:`FeatureTransform` (log1p and/or standardisation, fitted on the training split)
 runs first inside the model, so a saved model carries its own input normalisation.
@@ -33,6 +35,7 @@ import torch
 from torch import nn
 
 from ltr.errors import LtrError
+from ltr.train.draws import KeyedDropout, normal_like
 from ltr.train.config import QUERY_NORMS  # re-exported: the scorer's choices, defined beside the rules that check them
 
 __all__ = [
@@ -225,7 +228,7 @@ class _Scorer(nn.Module):
             per_list = query_normalize(x, mask, self.query_norm.removeprefix("append_"))
             x = torch.cat([x, per_list], dim=-1) if self.query_norm.startswith("append_") else per_list
         if self.training and self.input_noise > 0:
-            x = x + self.input_noise * torch.randn_like(x)
+            x = x + self.input_noise * normal_like(x)  # keyed by query in training: N processes draw as one
         return x
 
     def set_feature_names(self, names) -> "_Scorer":
@@ -305,7 +308,7 @@ class MLPScorer(_Scorer):
                 self.norms.append(MaskedBatchNorm1d(h))
             width = h
         self.act = ACTIVATIONS[activation]()
-        self.drop = nn.Dropout(self.dropout) if self.dropout > 0 else nn.Identity()
+        self.drop = KeyedDropout(self.dropout) if self.dropout > 0 else nn.Identity()
         self.out = nn.Linear(width, 1)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:

@@ -21,7 +21,7 @@ from ltr.errors import LtrError
 from ltr.train.config import MODEL_RULES, NORMALIZE_CHOICES
 
 __all__ = ["MODEL_KEYS", "NORMALIZE_CHOICES", "MODEL_DEFAULTS", "DEFAULT_LOSS", "DEFAULT_ENSEMBLE", "ARCH_KEYS", "model_defaults", "build_loss",
-           "build_scorer", "resolve_query_norm"]
+           "build_scorer", "fit_input_transform", "resolve_query_norm"]
 
 MODEL_KEYS = tuple(MODEL_RULES)
 #: normalize "auto" and input_noise 0.1 (with the softmax loss of ltr train): chosen by issue 20's defaults
@@ -78,9 +78,27 @@ def build_loss(loss_cfg: dict[str, Any]):
         raise LtrError(f"loss {name!r} with {cfg}: {exc}") from None
 
 
-def build_scorer(model_cfg: dict[str, Any], train_ds):
-    """The scorer of a ``[model]`` table for ``train_ds``'s features, its normaliser fitted on them."""
-    from ltr.train.models import FeatureTransform, build_model
+def fit_input_transform(model_cfg: dict[str, Any], train_ds):
+    """The ``normalize`` input transform of a ``[model]`` table fitted on ``train_ds``'s features (in one
+    streaming pass: a store stays on disk), or None for ``normalize = "none"``."""
+    from ltr.train.models import FeatureTransform
+
+    kind = model_cfg.get("normalize", "none")
+    if kind not in NORMALIZE_CHOICES:
+        raise LtrError(f"normalize must be one of {', '.join(NORMALIZE_CHOICES)}, got {kind!r}")
+    return None if kind == "none" else FeatureTransform.fit(train_ds.features, kind)
+
+
+def build_scorer(model_cfg: dict[str, Any], train_ds, transform=None):
+    """The scorer of a ``[model]`` table for ``train_ds``'s features, its normaliser fitted on them.
+
+    ``transform``: the input transform already fitted on ``train_ds`` (:func:`fit_input_transform`);
+    each scorer gets its own copy. An ensemble's members share one fit this way, so the training
+    data is read once, not once per member.
+    """
+    import copy
+
+    from ltr.train.models import build_model
 
     if model_cfg.get("normalize", "none") not in NORMALIZE_CHOICES:
         raise LtrError(f"normalize must be one of {', '.join(NORMALIZE_CHOICES)}, got {model_cfg['normalize']!r}")
@@ -90,6 +108,7 @@ def build_scorer(model_cfg: dict[str, Any], train_ds):
         raise LtrError(f"model type must be one of {', '.join(ARCH_KEYS)}, got {kind!r}")
     arch = {"type": kind, **{k: v for k, v in model_cfg.items() if k in ARCH_KEYS[kind]}}
     model = build_model({**arch, "n_features": train_ds.n_features})
-    if model_cfg.get("normalize", "none") != "none":  # fitted in one streaming pass (a store stays on disk)
-        model.set_normalizer(FeatureTransform.fit(train_ds.features, model_cfg["normalize"]))
+    transform = copy.deepcopy(transform) if transform is not None else fit_input_transform(model_cfg, train_ds)
+    if transform is not None:
+        model.set_normalizer(transform)
     return model.set_feature_names(getattr(train_ds, "feature_names", None))  # written into model.json

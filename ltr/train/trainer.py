@@ -395,8 +395,17 @@ class Trainer:
             count += 1
         return total / max(count, 1)
 
+    def _draws(self, batch, epoch: int):
+        """The keyed random draws of a training forward pass over ``batch`` (:mod:`ltr.train.draws`)."""
+        from ltr.train.draws import QueryDraws, keyed
+
+        if not self.model.training:
+            return keyed(None)
+        return keyed(QueryDraws(self.config.seed, epoch, batch.query_index, batch.mask.sum(dim=1)))
+
     def _batch_loss(self, batch, use_weights: bool, b: int, epoch: int) -> torch.Tensor:
-        scores = self.model(batch.features, mask=batch.mask)
+        with self._draws(batch, epoch):
+            scores = self.model(batch.features, mask=batch.mask)
         try:
             if use_weights and batch.weights is not None:
                 return self.loss(scores, batch.labels, batch.mask, weights=batch.weights)
