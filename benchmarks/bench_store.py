@@ -220,6 +220,8 @@ def main() -> None:
     parser.add_argument("--no-release", action="store_true", help="also run the child with page release switched off")
     parser.add_argument("--compare-ram", action="store_true", help="also run the child on the features copied into RAM")
     parser.add_argument("--convert-rows", type=int, default=200_000, help="rows of the conversion benchmark (0: skip it)")
+    parser.add_argument("--default-train", action="store_true",
+                        help="instead of steps 2-3: `ltr train` with its defaults and --epochs 1 on the store, peak RSS")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--release", default="1", help=argparse.SUPPRESS)
     parser.add_argument("--convert-child", nargs=2, default=None, help=argparse.SUPPRESS)
@@ -255,6 +257,9 @@ def bench_epoch(args) -> None:
         size = sum(f.stat().st_size for f in store.iterdir()) / 1e9
         print(f"wrote {store}: {n_rows:,} rows x {N_FEATURES} features, {size:.2f} GB on disk, in {seconds:.1f} s "
               f"({n_rows / seconds:,.0f} rows/s); this process's peak RSS: {rss_mb():.0f} MiB")  # fmt: skip
+        if args.default_train:
+            default_train_epoch(store)
+            return
         modes = ["1"] + (["0"] if args.no_release else []) + (["ram"] if args.compare_ram else [])
         for release in modes:
             proc = subprocess.run([sys.executable, __file__, "--child", str(store), "--release", release],
@@ -275,6 +280,39 @@ def bench_epoch(args) -> None:
     finally:
         shutil.rmtree(store.parent, ignore_errors=True)
         print(f"\ndeleted {store.parent}")
+
+
+_CLI_CHILD = r"""
+import sys
+from ltr.cli import main
+code = main(sys.argv[1:])
+print(next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:")) / 1024)
+sys.exit(code)
+"""
+
+
+def default_train_epoch(store: Path) -> None:
+    """``ltr train`` with its defaults (three MLPs, ``auto`` input transform and query-norm decision) and
+    ``--epochs 1`` on the store, in a child process: wall, CPU and peak RSS against the store's size."""
+    from ltr.data import save_svmlight
+    from ltr.data.synthetic import make_mslr_like
+
+    valid = store.parent / "valid.txt"
+    save_svmlight(make_mslr_like(200, N_FEATURES, seed=1), valid)
+    argv = ["train", "--train", str(store), "--valid", str(valid), "--epochs", "1", "--quiet", "--out", str(store.parent / "run")]
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", _CLI_CHILD, *argv], capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        sys.exit(proc.stderr)
+    usage = __import__("resource").getrusage(__import__("resource").RUSAGE_CHILDREN)
+    peak = float(proc.stdout.split()[-1])
+    size = (store / "features.npy").stat().st_size
+    print(f"\nltr train (defaults, --epochs 1) on the store: {wall:.0f} s wall, {usage.ru_utime + usage.ru_stime:.0f} CPU s, "
+          f"peak RSS {peak:.0f} MiB = {peak * 2**20 / size:.2f} x the store's {size / 2**30:.2f} GiB of features")
+    for line in proc.stdout.splitlines():
+        if line.startswith("valid\tndcg@10"):
+            print("  " + line)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,9 @@ Each member's scores of ``--valid`` are standardised within each query (z-score;
 scores are all equal gets zeros) and the non-negative weights summing to 1 that maximise
 ``--metric`` on ``--valid`` are found by a deterministic search (:mod:`ltr.models.blend`; ``--weights
 equal`` takes 1/M each, ``--weights cv`` shrinks the searched weights toward equal weights by an
-amount chosen by cross-validation over the validation queries). The
+amount chosen by cross-validation over the validation queries; ``--weights held-out``, the default,
+keeps that blend only when it beats the best member alone on held-out validation queries, else the
+best member alone). The
 output is a model folder holding ``blend.json`` (members, weights, standardisation, metric and its
 validation value, the validation data's fingerprint) and ``summary.json``; ``ltr predict``,
 ``ltr importance`` and ``ltr clicks`` take it as ``--model`` like any run folder, and ``ltr eval``
@@ -42,7 +44,9 @@ def register(subparsers) -> None:
                    help="search: the weights that maximise --metric on --valid; equal: 1/M each (nothing fitted, "
                    "--valid only measured; steadier when the validation set is small); cv: the searched weights "
                    "shrunk toward equal weights by lambda in {0, .25, .5, .75, 1}, chosen by 5-fold cross-validation "
-                   "over the --valid queries")
+                   "over the --valid queries; held-out: the cv blend if it beats the best member alone on the --valid "
+                   "queries its weights were not fitted on (one-sided paired t-test, p < 0.05), else that member alone "
+                   "(weight 1): the members were early-stopped on --valid, so a blend must win on held-out queries")
     p.add_argument("--metric", default="ndcg@10", help="ranking metric the weights maximise, with the toolkit's conventions unless --preset")
     p.add_argument("--preset", default=None, help="metric conventions preset: trec_eval, sklearn, lightgbm, ranx (default: the toolkit's own)")
     p.add_argument("--copy-members", action="store_true",
@@ -155,6 +159,8 @@ def _print_report(out, members, fit, report) -> None:
         print(f"metric: {fit.metric} (searched weights shrunk toward equal by lambda {fit.shrinkage:g}, chosen by "
               f"{cv['folds']}-fold cross-validation over the validation queries)")
         print("cross-validated\t" + "  ".join(f"lambda {lam:g}: {v:.6f}" for lam, v in zip(cv["lambdas"], cv["values"])))
+    elif fit.search.get("rule") == "held-out":
+        _print_held_out(fit, members)
     else:
         print(f"metric: {fit.metric} ({fit.evaluations} weight vectors evaluated on the validation set)")
     for m, w in zip(members, fit.weights):
@@ -166,3 +172,13 @@ def _print_report(out, members, fit, report) -> None:
     if "test" in report:
         print(f"test\tblend\t{report['test']['blend']:.6f}")
         print(f"test\tequal weights\t{report['test']['equal_weights']:.6f}")
+
+
+def _print_held_out(fit, members) -> None:
+    """Rule held-out: what was chosen, and the held-out comparison that chose it."""
+    held, cv = fit.search["held_out"], fit.search["cv"]
+    best = members[held["best_member"]]["folder"]
+    verdict = ("the cross-validated blend" if held["chosen"] == "blend" else f"the best member alone, {best}")
+    print(f"metric: {fit.metric} ({verdict}: the cv blend (lambda {cv['lambda']:g}) gains {held['mean_gain']:+.6f} over {best} "
+          f"on {held['queries']} validation queries its weights were not fitted on, one-sided paired t p = {held['p']:.3g}; "
+          f"a blend is kept when p < {held['alpha']:g})")

@@ -218,11 +218,12 @@ def _search(value_of: Callable[[tuple[int, ...]], float], m: int) -> tuple[tuple
                      "window": WINDOW, "moves": moves_taken}
 
 
-WEIGHT_RULES = ("search", "equal", "cv")
+WEIGHT_RULES = ("search", "equal", "cv", "held-out")
 #: the rule of ``ltr blend``, ``fit_weights`` and ``ltr ablate``'s blend variants when none is named: chosen by the
-#: best-recipe study (docs/experiments.md, "Weights shrunk toward equal by cross-validation"), where ``cv`` was ahead of
-#: ``search`` on 7 of 12 comparisons (significantly on two) and significantly behind on none
-DEFAULT_WEIGHT_RULE = "cv"
+#: blend-rule study (docs/experiments.md, "Blends that never lose to their members")
+DEFAULT_WEIGHT_RULE = "held-out"
+#: rule ``held-out``: the one-sided p-value below which the cross-validated blend is kept over the best member
+HELD_OUT_ALPHA = 0.05
 
 
 def fit_weights(member_scores: Sequence[np.ndarray], ds, metric: str = "ndcg@10", preset: str | None = None,
@@ -258,6 +259,8 @@ def fit_weights(member_scores: Sequence[np.ndarray], ds, metric: str = "ndcg@10"
         units, search = _equal_units(m), {}
     elif rule == "cv":
         units, search = fit_cv(zs, ds, metric, preset, stamped, value_of, cv_folds)
+    elif rule == "held-out":
+        units, search = fit_held_out(zs, ds, metric, preset, stamped, value_of, cv_folds)
     else:
         units, search = _search_or_single(value_of, m)
     search = {"rule": rule, **search}
@@ -325,38 +328,103 @@ def fit_cv(zs, ds, metric, preset, stamped, value_of, k: int = CV_FOLDS) -> tupl
     ``CV(lambda)`` is the metric's mean over every validation query, each query of fold ``f`` scored
     with ``shrink_units(w^(-f), lambda)``, ``w^(-f)`` the weights searched on the other folds' queries.
     """
-    from types import SimpleNamespace
+    cross = _CrossFit(zs, ds, metric, preset, stamped, k)
+    values = [float(cross.held_out(lam).mean[stamped]) for lam in CV_LAMBDAS]
+    best = max(range(len(CV_LAMBDAS)), key=lambda i: (values[i], -i))  # ties: the smaller lambda
+    searched, search = _search_or_single(value_of, len(zs))
+    return shrink_units(searched, CV_LAMBDAS[best]), {**search, "cv": cross.record(values, CV_LAMBDAS[best], searched)}
 
-    from ltr.data.dataset import query_rows
+
+class _CrossFit:
+    """The searched weights of each cross-validation fold (found on the other folds' queries) and the
+    held-out per-query values of any shrinkage of them."""
+
+    def __init__(self, zs, ds, metric, preset, stamped, k: int):
+        from types import SimpleNamespace
+
+        from ltr.data.dataset import query_rows
+
+        self.ds, self.metric, self.preset, self.stamped = ds, metric, preset, stamped
+        off = np.asarray(ds.query_offsets, dtype=np.int64)
+        self.folds = cv_folds(len(off) - 1, k)
+        labels = np.asarray(ds.labels)
+        self.units, self.rows, self.evaluations = [], [], 0
+        for f, held_out in enumerate(self.folds):
+            rest = np.sort(np.concatenate([q for g, q in enumerate(self.folds) if g != f]))
+            rows = query_rows(off, rest)
+            lengths = off[rest + 1] - off[rest]
+            sub = SimpleNamespace(labels=labels[rows], query_offsets=np.concatenate([[0], np.cumsum(lengths)]))
+            sub_value, cache = _value_function([z[rows] for z in zs], sub, metric, preset, stamped,
+                                               f"the validation queries outside cross-validation fold {f + 1} of {len(self.folds)}")
+            self.units.append(_search_or_single(sub_value, len(zs))[0])
+            self.rows.append(query_rows(off, held_out))
+            self.evaluations += len(cache)
+        self.fold_zs = [[z[rows] for z in zs] for rows in self.rows]  # each held-out fold's scores, gathered once
+        self.n_rows = len(labels)
+
+    def held_out(self, lam: float):
+        """The metric's evaluation of the validation set, each query scored with its fold's weights shrunk
+        by ``lam`` (``.mean[stamped]``: ``CV(lambda)``; ``.per_query[stamped]``: each query's value)."""
+        from ltr.runs.scoring import evaluate_scores
+
+        held = np.zeros(self.n_rows, dtype=np.float64)
+        for units, rows, held_zs in zip(self.units, self.rows, self.fold_zs):
+            held[rows] = combine(held_zs, [u / DENOMINATOR for u in shrink_units(units, lam)])
+        return evaluate_scores(held, self.ds, [self.metric], self.preset)
+
+    def record(self, values, lam, searched) -> dict:
+        return {"folds": len(self.folds), "seed": CV_SEED, "lambdas": list(CV_LAMBDAS), "values": values, "lambda": lam,
+                "searched_units": list(searched), "fold_units": [list(u) for u in self.units],
+                "fold_evaluations": self.evaluations}
+
+
+def fit_held_out(zs, ds, metric, preset, stamped, value_of, k: int = CV_FOLDS,
+                 alpha: float = HELD_OUT_ALPHA) -> tuple[tuple[int, ...], dict]:
+    """Rule ``held-out`` (the default): the ``cv`` blend, kept only when it beats the best member alone on
+    validation queries its weights were not fitted on; else that member alone (weight 1).
+
+    The best member ``m*`` has the largest validation mean (ties: the earlier member); nothing is fitted
+    for it. The blend's held-out values are ``cv``'s: query ``q`` of fold ``f`` scored with the weights
+    searched on the other folds, shrunk by the ``lambda*`` of :func:`fit_cv`. With ``d_q`` = the blend's
+    held-out value of ``q`` minus ``m*``'s value (queries the metric scores), the blend is kept when the
+    one-sided paired t-test of ``mean(d) > 0`` gives ``p < alpha``:
+
+        t = mean(d) / (sd(d) / sqrt(n)),   p = P(T_{n-1} >= t).
+
+    A blend that only ties its best member, or wins by the noise of a few hundred queries, is not kept:
+    the members were early-stopped on these queries, so their validation values are already optimistic,
+    and fitted weights add their own noise (docs/experiments.md, "Blends that never lose to their members").
+    """
+    m = len(zs)
+    corners = [tuple(DENOMINATOR if j == c else 0 for j in range(m)) for c in range(m)]
+    member_values = [value_of(c) for c in corners]
+    best_member = max(range(m), key=lambda c: (member_values[c], -c))
+    cross = _CrossFit(zs, ds, metric, preset, stamped, k)
+    evaluations = [cross.held_out(lam) for lam in CV_LAMBDAS]
+    values = [float(ev.mean[stamped]) for ev in evaluations]
+    best = max(range(len(CV_LAMBDAS)), key=lambda i: (values[i], -i))
+    searched, search = _search_or_single(value_of, m)
+    gain, p = _paired_gain(evaluations[best].per_query[stamped], zs[best_member], ds, metric, preset, stamped)
+    keep_blend = m > 1 and p < alpha
+    units = shrink_units(searched, CV_LAMBDAS[best]) if keep_blend else corners[best_member]
+    record = {"cv": cross.record(values, CV_LAMBDAS[best], searched),
+              "held_out": {"best_member": best_member, "member_values": member_values, "alpha": alpha, **gain,
+                           "p": p, "chosen": "blend" if keep_blend else "best member"}}
+    return units, {**search, **record}
+
+
+def _paired_gain(blend_per_query, member_z, ds, metric, preset, stamped) -> tuple[dict, float]:
+    """The blend's per-query gain over a member on the queries the metric scores, and the one-sided
+    paired t-test's p-value of a positive mean (1 when the gains do not vary)."""
+    from scipy import stats
+
     from ltr.runs.scoring import evaluate_scores
 
-    m, off = len(zs), np.asarray(ds.query_offsets, dtype=np.int64)
-    folds = cv_folds(len(off) - 1, k)
-    labels = np.asarray(ds.labels)
-    fold_units, fold_rows, evaluations = [], [], 0
-    for f, held_out in enumerate(folds):
-        rest = np.sort(np.concatenate([q for g, q in enumerate(folds) if g != f]))
-        rows = query_rows(off, rest)
-        lengths = off[rest + 1] - off[rest]
-        sub = SimpleNamespace(labels=labels[rows], query_offsets=np.concatenate([[0], np.cumsum(lengths)]))
-        sub_value, cache = _value_function([z[rows] for z in zs], sub, metric, preset, stamped,
-                                           f"the validation queries outside cross-validation fold {f + 1} of {len(folds)}")
-        fold_units.append(_search_or_single(sub_value, m)[0])
-        fold_rows.append(query_rows(off, held_out))
-        evaluations += len(cache)
-    fold_zs = [[z[rows] for z in zs] for rows in fold_rows]  # each held-out fold's scores, gathered once
-    values = []
-    for lam in CV_LAMBDAS:
-        held = np.zeros(len(labels), dtype=np.float64)
-        for units, rows, held_zs in zip(fold_units, fold_rows, fold_zs):
-            held[rows] = combine(held_zs, [u / DENOMINATOR for u in shrink_units(units, lam)])
-        values.append(float(evaluate_scores(held, ds, [metric], preset).mean[stamped]))
-    best = max(range(len(CV_LAMBDAS)), key=lambda i: (values[i], -i))  # ties: the smaller lambda
-    searched, search = _search_or_single(value_of, m)
-    cv = {"folds": len(folds), "seed": CV_SEED, "lambdas": list(CV_LAMBDAS), "values": values,
-          "lambda": CV_LAMBDAS[best], "searched_units": list(searched), "fold_units": [list(u) for u in fold_units],
-          "fold_evaluations": evaluations}
-    return shrink_units(searched, CV_LAMBDAS[best]), {**search, "cv": cv}
+    member = np.asarray(evaluate_scores(member_z, ds, [metric], preset).per_query[stamped], dtype=np.float64)
+    d = np.asarray(blend_per_query, dtype=np.float64) - member
+    d = d[~np.isnan(d)]
+    p = float(stats.ttest_1samp(d, 0.0, alternative="greater").pvalue) if len(d) > 1 and np.ptp(d) > 0 else 1.0
+    return {"queries": int(len(d)), "mean_gain": float(d.mean()) if len(d) else 0.0}, p
 
 
 def _probe():

@@ -101,8 +101,10 @@ def _train_blend(spec: MethodSpec, train, valid, test, **kw) -> tuple[np.ndarray
             "curve": [fit.value], "hit_cap": any(i["hit_cap"] for i in infos.values()), "members": infos,
             "timing": {"train_seconds": seconds, "curve_seconds": [round(seconds, 4)], "tuning_seconds": [],
                        "ensemble_seconds": []}}
-    if "cv" in fit.search:  # rule cv: lambda and the cross-validated values, as blend.json has them
+    if "cv" in fit.search:  # rules cv and held-out: lambda and the cross-validated values, as blend.json has them
         info["cv"] = fit.search["cv"]
+    if "held_out" in fit.search:  # rule held-out: the held-out comparison with the best member, and the choice
+        info["held_out"] = fit.search["held_out"]
     return scores, info
 
 
