@@ -1,8 +1,8 @@
 """Which weight rule makes `ltr blend`'s default never lose to its members? Issue 44, part 3.
 
-Per data set and fold (the data of ``experiments/defaults_study.py``: its :func:`prepare`; plus held-out
-sets from a generator the rules were not chosen on, :data:`HELD_OUT`), the members are trained as a
-user trains them, with their defaults (``ltr.cli.main`` in this process):
+Per data set and fold (the data of ``experiments/defaults_study.py``: its :func:`prepare`, with its
+held-out sets ``HELD_OUT``, other generator settings that no choice is made on), the members are trained
+as a user trains them, with their defaults (``ltr.cli.main`` in this process):
 
 - the GBDT engines ``ltr gbdt --engine lightgbm|xgboost|catboost`` (``--engines``);
 - the neural run ``ltr train`` with no option.
@@ -32,19 +32,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from defaults_study import NDCG10, prepare, quiet_ltr  # noqa: E402
+from defaults_study import HELD_OUT, NDCG10, prepare, quiet_ltr  # noqa: E402
 
 ENGINES = ("lightgbm", "xgboost", "catboost")
-#: sets from other generator settings than the study's (other feature counts, list lengths, label noise,
-#: query-relative scores): the rules are compared on them after the choice, never to make it
-HELD_OUT = {
-    "heldout_f46": ["--queries", "1200", "--features", "46", "--mean-length", "40", "--label-noise", "1.0",
-                    "--seed", "11"],
-    "heldout_qr_long": ["--queries", "800", "--features", "60", "--mean-length", "90", "--query-relative", "1",
-                        "--seed", "12"],
-}
-
-
 def member_runs(name: str, files, folder: Path, engines) -> dict[str, Path]:
     """Train (or reuse) every member of one fold; returns member name -> run folder."""
     train, valid, test = files
@@ -147,13 +137,8 @@ def main() -> None:
     args = p.parse_args()
     only = None if args.only_datasets is None else set(args.only_datasets.split(","))
     engines, rules = args.engines.split(","), args.rules.split(",")
-    sets = prepare(args.out / "data", large=False, only=only)
-    for name, options in HELD_OUT.items():
-        if only is None or name in only:
-            folder = args.out / "data" / name
-            if not (folder / "test.txt").exists():
-                quiet_ltr(["synth", "--out", str(folder), *options, "--quiet"])
-            sets[name] = [(folder / "train.txt", folder / "valid.txt", folder / "test.txt")]
+    sets = prepare(args.out / "data", large=False, only=only or set(HELD_OUT) | {"synth400", "synth1000", "synth1000qr",
+                                                                                 "mq2008", "mslr5k", "lgbm_example", "trec_news"})
     results: dict[str, list] = {}
     for name, folds in sets.items():
         if only is not None and name not in only:

@@ -29,7 +29,12 @@ DEFAULT_RUNS = {
     },
     ("--queries", "40", "--mean-length", "10"): {  # 136 features, seed 0
         "description.json": "d70ae636ad922a660d884fbff29a096aba7832bda12657808405d448af9e9dc3",
-        "train.txt": "1bb910c44b260eb0136faaf8edbf1770601153ddc3b026b7d7a7a6a3e4d153a2",
+        # two digests: numpy's float32 exp / log1p take other SIMD paths on other CPUs (recorded on an
+        # AVX-512 machine, then on an AVX2-only AMD EPYC), and a value of the generator lying within one
+        # unit in the last place of a 4th-decimal rounding boundary (65 of this run's values do) can
+        # round the other way; the rest of this run, and the other run, are the same bytes on both
+        "train.txt": ("1bb910c44b260eb0136faaf8edbf1770601153ddc3b026b7d7a7a6a3e4d153a2",
+                      "bcd853e8d223e5f75b18cf79ea30dc5e7930cb950c98ac3f5f5fcc1a50b336c4"),
         "valid.txt": "9126c8ab82c0976fc51f3113b45087a27a7f43f200bb061260516660b0ac16e3",
         "test.txt": "70a5cadfaf709a5036b8c8d097c322f10d0d3d2a1c94cff30714551ec14551bc",
     },
@@ -63,7 +68,8 @@ def test_a_default_run_writes_the_same_bytes_as_before(tmp_path, options):
     out = tmp_path / "syn"
     assert main(["synth", "--out", str(out), *options, "--quiet"]) == 0
     for name, digest in DEFAULT_RUNS[options].items():
-        assert hashlib.sha256((out / name).read_bytes()).hexdigest() == digest, name
+        digests = digest if isinstance(digest, tuple) else (digest,)
+        assert hashlib.sha256((out / name).read_bytes()).hexdigest() in digests, name
     assert "query_relative" not in (out / "description.json").read_text()
 
 
