@@ -123,6 +123,8 @@ def load_csv(path: str | os.PathLike, options: DataOptions, feature_names: Seque
         table = csv.read_csv(str(path), convert_options=csv.ConvertOptions(column_types=types))
     except ArrowInvalid as exc:
         raise LtrError(f"{path}: not a CSV file with a header line Arrow can read ({' '.join(str(exc).split())[:200]})") from None
+    if table.num_rows == 0:
+        raise DataFormatError(path, None, "no rows (a header line only)")
     ds = dataset_from_frame(table, name=str(path), **kwargs)
     ds.meta["format"] = "csv"
     return ds
