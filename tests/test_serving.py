@@ -98,9 +98,8 @@ def test_unlabelled_parquet_and_csv_score_as_the_labelled_file(served, tmp_path,
         said = capsys.readouterr().out
         assert f"wrote {test.n_items} rows for {test.n_queries} queries" in said and "no metrics computed" in said
         table = pq.read_table(out).to_pandas()
-        assert table.columns.tolist() == ["row", "qid", "docid", "rank", "score"]
-        assert table["row"].tolist() == list(range(test.n_items))  # each score maps back to its row
-        assert table["docid"].tolist() == [f"doc-{i}" for i in range(test.n_items)]
+        assert table.columns.tolist() == ["qid", "docid", "rank", "score"]  # in the data's row order
+        assert table["docid"].tolist() == [f"doc-{i}" for i in range(test.n_items)]  # each score maps back to its row
         assert table["qid"].tolist() == [str(q) for q in np.repeat(test.query_ids, np.diff(test.query_offsets))]
         np.testing.assert_array_equal(table["score"].to_numpy(), expected)  # read by name, not by position
     # --feature-columns picks the same columns by hand; a labelled table with --label-column reads its labels too
@@ -120,6 +119,7 @@ def test_the_python_predict_function_needs_no_labels(served, tmp_path):
     pq.write_table(pa.table(_table(test, labels=False)), tmp_path / "new.parquet")
     frame = predict(served / "runs" / "blend", tmp_path / "new.parquet", query_column="session", doc_id_column="item")
     np.testing.assert_array_equal(frame["score"].to_numpy(), _tsv_scores(served / "runs" / "blend", served / "data" / "test.txt"))
+    assert frame["row"].tolist() == list(range(test.n_items)) and frame["docid"].tolist() == [f"doc-{i}" for i in range(test.n_items)]
     first = frame[frame["qid"] == test.query_ids[0]]
     assert sorted(first["rank"]) == list(range(1, len(first) + 1))
     assert first.sort_values("rank")["score"].is_monotonic_decreasing

@@ -2,8 +2,8 @@
 
 ``--format`` (default ``trec``): ``trec`` a TREC run file (below); ``tsv`` one score per line in the
 data file's row order (what ``ltr calibrate --scores`` and ``ltr clicks evaluate --scores`` read);
-``parquet`` a table with the columns ``row`` (0-based row of the data), ``qid``, ``docid``, ``rank`` and
-``score`` in row order (needs pyarrow); without ``--format``, an ``--out`` ending in ``.parquet`` means ``parquet``. ``--out -``
+``parquet`` a table with the columns ``qid``, ``docid``, ``rank`` and ``score`` in row order (needs
+pyarrow); without ``--format``, an ``--out`` ending in ``.parquet`` means ``parquet``. ``--out -``
 writes to standard output.
 
 The data need no labels: a Parquet or CSV table without the label column is scored all the same
@@ -99,7 +99,7 @@ def write_tsv(scores: np.ndarray, path: str | os.PathLike) -> None:
 
 
 def write_parquet(ds, scores: np.ndarray, path: str | os.PathLike) -> None:
-    """A parquet table ``row, qid, docid, rank, score`` in row order (atomically; ``"-"``: standard output)."""
+    """A parquet table ``qid, docid, rank, score`` in row order (atomically; ``"-"``: standard output)."""
     import sys
 
     from ltr.io_utils import STDIO, atomic_path
@@ -111,7 +111,6 @@ def write_parquet(ds, scores: np.ndarray, path: str | os.PathLike) -> None:
         raise LtrError("--format parquet needs pyarrow (pip install pyarrow)") from None
     off = np.asarray(ds.query_offsets)
     table = pa.table({
-        "row": np.arange(ds.n_items, dtype=np.int64),
         "qid": np.repeat(np.asarray(ds.query_ids).astype(str), np.diff(off)),
         "docid": doc_ids_of(ds).astype(str),
         "rank": ranks_in_queries(scores, off),
