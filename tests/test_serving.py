@@ -225,3 +225,26 @@ def test_model_folders_travel_and_messages_name_paths_as_given(served, tmp_path,
         from ltr.models.export_folder import export_folder
 
         export_folder("runs/blend", "b.onnx", "onnx")
+
+
+def test_bad_new_rows_are_refused_in_one_line(served, tmp_path, capsys):
+    """An empty table, a missing or renamed feature column, a narrower SVMlight file, a NaN feature:
+    each refused with exit status 2, naming the file and what differs from the model."""
+    import pandas as pd
+
+    test = load_svmlight(served / "data" / "test.txt")
+    frame = pd.DataFrame(_table(test, labels=False))
+    frame.iloc[:0].to_csv(tmp_path / "empty.csv", index=False)
+    frame.drop(columns=["age"]).to_parquet(tmp_path / "no-age.parquet")
+    frame.assign(clicks=np.where(np.arange(len(frame)) == 4, np.nan, frame["clicks"])).to_csv(tmp_path / "nan.csv", index=False)
+    narrow = dataclasses.replace(test, features=test.features[:, :5], feature_names=None)
+    save_svmlight(narrow, tmp_path / "narrow.txt")
+    cases = [("empty.csv", "empty.csv: no rows"),
+             ("no-age.parquet", "no-age.parquet: no feature column 'age'; its columns are: session, item, price, title_match"),
+             ("nan.csv", "nan.csv: row 4: column 'clicks' is missing a value"),
+             ("narrow.txt", "narrow.txt has 5 features, the model expects 6")]
+    for name, message in cases:
+        argv = ["predict", "--model", str(served / "runs" / "blend"), "--data", str(tmp_path / name), "--out", str(tmp_path / "x.run")]
+        assert main([*argv, "--query-column", "session", "--doc-id-column", "item"]) == 2, name
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1 and err.startswith("ltr predict: error: "), err
