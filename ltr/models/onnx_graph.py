@@ -101,13 +101,16 @@ def serving_model(rows_model, n_features: int, *, name: str = "ltr", metadata: d
     return _finish(helper, nodes, inits, inputs, outputs, opsets, name, metadata or {})
 
 
-def _standardise_nodes(helper, TensorProto, k: int, scores: str) -> tuple[list, str]:
-    """Nodes computing member ``k``'s per-list z-scores (module docstring) from its [B, L] scores; returns (nodes, z)."""
+def _weighted_z_nodes(helper, TensorProto, k: int, scores: str) -> tuple[list, str]:
+    """Nodes computing ``w_k * z_k`` (module docstring) from member ``k``'s [B, L] scores; returns (nodes, output).
+
+    The weight and the division by the deviation are one factor per list, ``w_k / std`` (0 for a list
+    whose scores are all equal), so that the [B, L] tensors see one product: ``(d * mask) * factor``."""
     p = f"z{k}/"
     n = helper.make_node
     nodes = [
         n("Cast", [scores], [p + "s"], to=TensorProto.DOUBLE),
-        n("Mul", [p + "s", "mask_d"], [p + "sm"]),
+        n("Mul", [p + "s", "mask_d"], [p + "sm"]),  # padded slots: 0 (the graphs score them 0 already)
         n("ReduceSum", [p + "sm", "axis1"], [p + "sum"], keepdims=1),
         n("Div", [p + "sum", "count"], [p + "mean"]),
         n("Sub", [p + "s", p + "mean"], [p + "d"]),
@@ -122,11 +125,11 @@ def _standardise_nodes(helper, TensorProto, k: int, scores: str) -> tuple[list, 
         n("ReduceMin", [p + "for_min", "axis1"], [p + "min"], keepdims=1),
         n("Greater", [p + "max", p + "min"], [p + "varied"]),  # [B, 1]: not all equal (an empty list: -inf > inf is False)
         n("Where", [p + "varied", p + "std", "one_d"], [p + "std_safe"]),
-        n("Div", [p + "d", p + "std_safe"], [p + "z_all"]),
-        n("And", ["mask", p + "varied"], [p + "keep"]),
-        n("Where", [p + "keep", p + "z_all", "zero_d"], [p + "z"]),
+        n("Div", [f"w{k}", p + "std_safe"], [p + "w_over_std"]),
+        n("Where", [p + "varied", p + "w_over_std", "zero_d"], [p + "factor"]),
+        n("Mul", [p + "dm", p + "factor"], [p + "wz"]),
     ]
-    return nodes, p + "z"
+    return nodes, p + "wz"
 
 
 def blend_model(members: Sequence, weights: Sequence[float], n_features: int, *, name: str = "ltr_blend",
@@ -150,14 +153,13 @@ def blend_model(members: Sequence, weights: Sequence[float], n_features: int, *,
         nodes += [helper.make_node("Identity", [x], [f"m{k}/{x}"]) for x in INPUTS]
         nodes += list(inner.graph.node)
         inits += list(inner.graph.initializer)
-        z_nodes, z = _standardise_nodes(helper, TensorProto, k, f"m{k}/{OUTPUT}")
+        z_nodes, wz = _weighted_z_nodes(helper, TensorProto, k, f"m{k}/{OUTPUT}")
         nodes += z_nodes
         inits.append(_const(helper, TensorProto, f"w{k}", float(w), np.float64))
-        nodes.append(helper.make_node("Mul", [z, f"w{k}"], [f"wz{k}"]))
         if total is None:
-            total = f"wz{k}"
+            total = wz
         else:  # the sum in member order, as ltr.models.blend.combine adds
-            nodes.append(helper.make_node("Add", [total, f"wz{k}"], [f"sum{k}"]))
+            nodes.append(helper.make_node("Add", [total, wz], [f"sum{k}"]))
             total = f"sum{k}"
     nodes.append(helper.make_node("Cast", [total], [OUTPUT], to=TensorProto.FLOAT))
     inputs, outputs = _interface(helper, TensorProto, n_features)
