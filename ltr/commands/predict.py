@@ -35,13 +35,15 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "predict",
         help="score a data file with a trained model and write a TREC run file",
-        description="Load a model folder written by `ltr train` or `ltr gbdt`, score every row of --data and "
-        "write a TREC run file (qid Q0 docid rank score tag) atomically.",
+        description="Load a model folder written by `ltr train`, `ltr gbdt` or `ltr blend`, score every row of --data "
+        "and write a TREC run file (qid Q0 docid rank score tag) atomically. The data need no labels: a Parquet or "
+        "CSV table without the label column is scored (no metrics are computed); each score keeps its row's "
+        "document id (--doc-id-column, else the row's index within its query).",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("--model", required=True, metavar="DIR", help="run folder holding model.json (from ltr train or ltr gbdt)")
-    p.add_argument("--data", required=True, metavar="FILE", help="data to score: SVMlight/LETOR, a Parquet file or folder (feature columns: the model's, by name, "
-                   "when it has names), or a store from `ltr convert`")
+    p.add_argument("--model", required=True, metavar="DIR", help="model folder (from ltr train, ltr gbdt or ltr blend)")
+    p.add_argument("--data", required=True, metavar="FILE", help="data to score: SVMlight/LETOR, a Parquet file or folder or a CSV file with a "
+                   "header (feature columns: the model's, by name, when it has names; no label column needed), or a store from `ltr convert`")
     p.add_argument("--out", required=True, metavar="FILE", help="file to write ('-': standard output)")
     p.add_argument("--format", choices=["trec", "tsv", "parquet"], default=None,
                    help="trec: TREC run file; tsv: one score per line in row order; parquet: qid, docid, rank, score "
