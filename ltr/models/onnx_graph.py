@@ -27,7 +27,7 @@ import numpy as np
 
 from ltr.errors import LtrError
 
-__all__ = ["INPUTS", "OUTPUT", "serving_model", "blend_model", "graph_opset", "run_graph", "verify_graph"]
+__all__ = ["INPUTS", "OUTPUT", "serving_model", "blend_model", "graph_opset", "run_graph", "padded", "verify_graph"]
 
 INPUTS = ("features", "mask")
 OUTPUT = "scores"
