@@ -974,7 +974,8 @@ NEW_CASES: list[Case] = [
     Case("store-train-out-is-store", ["train", "--train", "{store}", "--valid", "{valid}", "--quiet", "--epochs", "1",
                                       "--out", "{store}", "--force"], ("--out",)),
     # ------------------------------------------------------------------ ltr export
-    Case("export-lightgbm-folder", ["export", "--model", "{gb}", "--format", "onnx", "--out", "{tmp}/m.onnx"], ("--model",)),
+    Case("export-lightgbm-folder-torchscript", ["export", "--model", "{gb}", "--format", "torchscript", "--out", "{tmp}/m.pt"],
+         ("--model", "exports to ONNX only")),
     Case("export-model-missing", ["export", "--model", "{tmp}/none", "--format", "onnx", "--out", "{tmp}/m.onnx"], ("not found",)),
     Case("export-model-is-file", ["export", "--model", "{train}", "--format", "onnx", "--out", "{tmp}/m.onnx"], ("--model",)),
     Case("export-model-pt-truncated", ["export", "--model", "{bad}", "--format", "torchscript", "--out", "{tmp}/m.pt"],

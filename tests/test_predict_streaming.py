@@ -1,4 +1,4 @@
-"""``ltr predict --data STORE|PARQUET`` scores in row blocks (ltr.commands.predict.score_data): the
+"""``ltr predict --data STORE|PARQUET`` scores in row blocks (ltr.models.predict.score_data): the
 feature matrix is never read whole, and the output is the whole-file path's, byte for byte, for
 GBDT and pointwise neural models; listwise models get blocks of whole queries."""
 
@@ -11,7 +11,7 @@ pytest.importorskip("pyarrow")
 pytest.importorskip("lightgbm")
 torch = pytest.importorskip("torch")
 
-import ltr.commands.predict as predict_mod  # noqa: E402
+import ltr.models.predict as predict_mod  # noqa: E402
 import ltr.data.streamed as streamed_mod  # noqa: E402
 from ltr.cli import main  # noqa: E402
 from ltr.data import convert_to_store, load_svmlight, save_svmlight, to_parquet  # noqa: E402

@@ -1,15 +1,13 @@
-"""``ltr export``: a trained neural scorer as an ONNX or TorchScript file for serving.
+"""``ltr export``: any trained model folder as one ONNX graph (or a neural one as TorchScript) for serving.
 
-The graph takes raw features ``[B, L, F]`` and a mask ``[B, L]`` and returns scores ``[B, L]``; the
-feature normalisation is inside it and both B and L are dynamic (:mod:`ltr.models.export`).
+Neural runs (``ltr train``), GBDT runs (``ltr gbdt``: LightGBM, XGBoost, CatBoost) and blends
+(``ltr blend``) export to ONNX with one interface: features ``[B, L, F]`` float32 (raw) and a mask
+``[B, L]`` -> ``scores [B, L]``, B and L dynamic; a blend's lists are queries. The graph is checked
+against the model in onnxruntime before it is written, and ``<file>.json`` beside it states the
+interface, the feature names and the toolkit's version (:mod:`ltr.models.export_folder`).
 """
 
 from __future__ import annotations
-
-import json
-from pathlib import Path
-
-from ltr.errors import LtrError
 
 FORMATS = ("onnx", "torchscript")
 
@@ -17,48 +15,28 @@ FORMATS = ("onnx", "torchscript")
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "export",
-        help="export a trained neural scorer to ONNX or TorchScript for serving",
-        description="Write the model of a run folder from `ltr train` as ONNX (for onnxruntime and other ONNX "
-        "runtimes) or TorchScript (torch.jit.load). Inputs: features [B, L, F] float32 (raw, as in the data "
-        "file) and mask [B, L] bool; output: scores [B, L] (0 on padding). The normalisation fitted on the "
-        "training split is inside the graph; batch and list length are dynamic. The file is checked against "
-        "the trained model before it is written.",
+        help="export a trained model (neural, GBDT or blend) to ONNX, or a neural one to TorchScript, for serving",
+        description="Write the model of a model folder (ltr train, ltr gbdt with any engine, ltr blend) as ONNX "
+        "(for onnxruntime and other ONNX runtimes), or a neural one as TorchScript (torch.jit.load). Inputs: "
+        "features [B, L, F] float32 (raw, as in the data file) and mask [B, L] bool; output: scores [B, L] (0 on "
+        "padding); a blend standardises each list, so one list is one query. The normalisation fitted on the "
+        "training split is inside the graph; batch and list length are dynamic. The file is checked against the "
+        "model before it is written, and FILE.json beside it states the interface and the feature names.",
     )
-    p.add_argument("--model", required=True, metavar="DIR", help="run folder holding model.json + model.pt (from ltr train)")
-    p.add_argument("--format", required=True, choices=FORMATS, help="onnx or torchscript")
-    p.add_argument("--out", required=True, metavar="FILE", help="file to write (e.g. model.onnx, model.pt)")
+    p.add_argument("--model", required=True, metavar="DIR", help="model folder: a run of ltr train or ltr gbdt, or a blend of ltr blend")
+    p.add_argument("--format", required=True, choices=FORMATS, help="onnx (every kind) or torchscript (neural runs)")
+    p.add_argument("--out", required=True, metavar="FILE", help="file to write (e.g. model.onnx, model.pt); FILE.json is written beside it")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     from ltr.checks import input_folder, output_file
-    from ltr.models.export import export_model
-    from ltr.train.models import load_model
+    from ltr.models.export_folder import export_folder
 
-    folder = input_folder(args.model, "--model")  # missing, a file, unreadable: said so
+    input_folder(args.model, "--model")  # missing, a file, unreadable: said so
     output_file(args.out, "--out", inputs=[("--model", args.model)])  # never over or into the model's folder
-    try:
-        meta = json.loads((folder / "model.json").read_text())
-    except FileNotFoundError:
-        if (folder / "blend.json").exists():
-            raise LtrError(f"--model {folder}: is a blend (ltr blend), which export does not write; export its "
-                           "neural members one by one") from None
-        raise LtrError(f"--model {folder}: no model.json (not a run folder written by ltr train)") from None
-    except json.JSONDecodeError as exc:
-        raise LtrError(f"{folder / 'model.json'}: invalid JSON: {exc}") from None
-    if meta.get("type") == "lightgbm":
-        raise LtrError(f"--model {folder} holds a LightGBM model; ltr export covers the neural scorers of ltr train "
-                       "(serve model.txt with LightGBM itself, or convert it with onnxmltools)")
-    if args.format == "onnx":
-        try:
-            import onnx  # noqa: F401
-            import onnxruntime  # noqa: F401
-            import onnxscript  # noqa: F401
-        except ImportError as exc:
-            raise LtrError(f"ltr export --format onnx needs {exc.name}: pip install 'ltr[export]'") from None
-    model = load_model(folder)
-    info = export_model(model, args.out, args.format, metadata={"ltr.model": meta})
-    print(f"wrote {info['path']} ({info['format']}, exporter {info['exporter']}; largest difference from the trained "
-          f"model on the check inputs {info['max_abs_difference']:.2g})")
+    info = export_folder(args.model, args.out, args.format)
+    print(f"wrote {info['path']} ({info['format']} of a {info['kind']} model, exporter {info['exporter']}; largest "
+          f"difference from the model on the check inputs {info['max_abs_difference']:.2g}) and {info['facts']}")
     print("inputs: features [B, L, F] float32, mask [B, L] bool -> scores [B, L] float32")
     return 0

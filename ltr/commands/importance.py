@@ -13,7 +13,7 @@ import functools
 
 from ltr.checks import COUNT, SEED, integer, number
 from ltr.commands import add_json_option, text_stream
-from ltr.data.files import add_format_options
+from ltr.data.files import add_data_options, add_format_options
 from ltr.errors import LtrError
 
 
@@ -38,11 +38,14 @@ def register(subparsers) -> None:
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto (neural models only)")
     add_json_option(p, "the importances of every feature")
     add_format_options(p)
+    add_data_options(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    from ltr.data.files import format_options, load_data_file
+    import dataclasses
+
+    from ltr.data.files import data_options, format_options, is_labelled, load_data_file
     from ltr.io_utils import write_json_report
     from ltr.study.report_table import format_interval, markdown_table
     from ltr.models.importance import permutation_importance, write_importance
@@ -66,8 +69,13 @@ def run(args) -> int:
     score, n_features = load_scorer(args.model, args.device)
     # no width given: a narrower file must be refused, not zero-padded to the model's width; a Parquet
     # file's columns are matched by the model's feature names, as ltr predict does (never by position)
-    ds = load_data_file(args.data, "data", None, feature_names=model_feature_names(args.model), **format_options(args, "data"))
+    options = dataclasses.replace(data_options(args), labels="optional")  # a missing label column: said below, in words
+    ds = load_data_file(args.data, "data", None, options, feature_names=model_feature_names(args.model), **format_options(args, "data"))
     check_width(ds, n_features, "--data", args.data)
+    if not is_labelled(ds):
+        raise LtrError(f"--data {args.data}: no label column {args.label_column!r}; permutation importance measures the drop of "
+                       f"{args.metric}, which needs labels (set --label-column; a GBDT run folder's importance.json holds the "
+                       "engine's own importances, which need no data)")
     offsets = ds.query_offsets  # a listwise model (the context-aware scorer) scores whole queries
     imp = permutation_importance(lambda x: score(x, offsets), ds, metric=args.metric, n_repeats=args.repeats, seed=args.seed,
                                  confidence=args.confidence, preset=args.preset)

@@ -6,6 +6,8 @@ data file's row order (what ``ltr calibrate --scores`` and ``ltr clicks evaluate
 pyarrow); without ``--format``, an ``--out`` ending in ``.parquet`` means ``parquet``. ``--out -``
 writes to standard output.
 
+The data need no labels: a Parquet or CSV table without the label column is scored all the same
+(the message says that no metrics were computed), and an SVMlight file's label field is ignored.
 With ``--qrels FILE`` the data's labels are written too, as TREC qrels with the same document ids,
 so that ``ltr eval --qrels FILE --run RUN`` scores the run.
 
@@ -26,19 +28,22 @@ import numpy as np
 
 from ltr.data.files import add_data_options, add_format_options
 from ltr.errors import LtrError
+from ltr.models.predict import doc_ids_of, ranks_in_queries  # numpy only: the parser stays light
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "predict",
         help="score a data file with a trained model and write a TREC run file",
-        description="Load a model folder written by `ltr train` or `ltr gbdt`, score every row of --data and "
-        "write a TREC run file (qid Q0 docid rank score tag) atomically.",
+        description="Load a model folder written by `ltr train`, `ltr gbdt` or `ltr blend`, score every row of --data "
+        "and write a TREC run file (qid Q0 docid rank score tag) atomically. The data need no labels: a Parquet or "
+        "CSV table without the label column is scored (no metrics are computed); each score keeps its row's "
+        "document id (--doc-id-column, else the row's index within its query).",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("--model", required=True, metavar="DIR", help="run folder holding model.json (from ltr train or ltr gbdt)")
-    p.add_argument("--data", required=True, metavar="FILE", help="data to score: SVMlight/LETOR, a Parquet file or folder (feature columns: the model's, by name, "
-                   "when it has names), or a store from `ltr convert`")
+    p.add_argument("--model", required=True, metavar="DIR", help="model folder (from ltr train, ltr gbdt or ltr blend)")
+    p.add_argument("--data", required=True, metavar="FILE", help="data to score: SVMlight/LETOR, a Parquet file or folder or a CSV file with a "
+                   "header (feature columns: the model's, by name, when it has names; no label column needed), or a store from `ltr convert`")
     p.add_argument("--out", required=True, metavar="FILE", help="file to write ('-': standard output)")
     p.add_argument("--format", choices=["trec", "tsv", "parquet"], default=None,
                    help="trec: TREC run file; tsv: one score per line in row order; parquet: qid, docid, rank, score "
@@ -49,14 +54,6 @@ def register(subparsers) -> None:
     add_format_options(p)
     add_data_options(p)
     p.set_defaults(func=run)
-
-
-def doc_ids_of(ds) -> np.ndarray:
-    """The data set's ``doc_ids``, or each row's index within its query ("0", "1", ...)."""
-    if getattr(ds, "doc_ids", None) is not None:
-        return np.asarray(ds.doc_ids)
-    offsets = np.asarray(ds.query_offsets)
-    return (np.arange(offsets[-1]) - np.repeat(offsets[:-1], np.diff(offsets))).astype(str)
 
 
 def check_unique_doc_ids(ds, path) -> None:
@@ -103,17 +100,6 @@ def write_tsv(scores: np.ndarray, path: str | os.PathLike) -> None:
     write_text_or_stdout(path, "".join(f"{float(s)!r}\n" for s in scores))
 
 
-def ranks_in_queries(scores: np.ndarray, query_offsets) -> np.ndarray:
-    """[N] 1-based rank of each row within its query by descending score (ties keep row order)."""
-    import metrics
-
-    off = np.asarray(query_offsets)
-    perm = metrics.rank_order(scores, off)
-    ranks = np.empty(len(scores), dtype=np.int64)
-    ranks[perm] = np.arange(len(scores)) - np.repeat(off[:-1], np.diff(off)) + 1
-    return ranks
-
-
 def write_parquet(ds, scores: np.ndarray, path: str | os.PathLike) -> None:
     """A parquet table ``qid, docid, rank, score`` in row order (atomically; ``"-"``: standard output)."""
     import sys
@@ -140,52 +126,13 @@ def write_parquet(ds, scores: np.ndarray, path: str | os.PathLike) -> None:
         pq.write_table(table, tmp)
 
 
-SCORE_ROWS = 65536  # the rows load_scorer's scorers take at a time (ltr.train.trainer.predict_scores, the GBDT scorer)
-
-
-def open_data(args):
-    """``--data``: a store or a Parquet file/folder (without ``--sort-by-query``) opened to be read in
-    row blocks (:func:`ltr.data.streamed.open_streamed`: labels, queries and ids in memory, never the
-    feature matrix); anything else read into memory. A Parquet file's feature columns are picked by
-    the model's feature names, when it has them."""
-    from ltr.data.files import data_format, data_options, format_options, load_data_file
-    from ltr.data.streamed import open_streamed
-    from ltr.models.folder import model_feature_names
-
-    options, names = data_options(args), model_feature_names(args.model)
-    where = Path(args.data).expanduser()  # a FIFO or device is left to the reader, which refuses it unopened
-    if (where.is_file() or where.is_dir()) and data_format(args.data) in ("store", "parquet") and not options.sort_by_query:
-        return open_streamed(args.data, "data", None, options, feature_names=names)
-    return load_data_file(args.data, "data", None, options, feature_names=names, **format_options(args, "data"))
-
-
-def score_data(score, ds, rows: int | None = None) -> np.ndarray:
-    """Scores [N] of ``ds`` by ``score`` (:func:`ltr.models.folder.load_scorer`'s).
-
-    A data set in memory is scored in one call. A streamed one (:mod:`ltr.data.streamed`) is scored
-    in blocks of about ``rows`` rows (default: about 64 MB of features), so that the features are
-    never held whole: blocks of whole queries for a scorer that needs them (``score.whole_queries``:
-    a listwise model, a blend); otherwise blocks of a multiple of :data:`SCORE_ROWS` rows, so that
-    the scorer's own batches are those of the one call on the whole matrix and the scores are the
-    same bit for bit. (A listwise model pads the queries of a block into batches that can differ
-    from the one call's at the blocks' edges: the same scores to float rounding.)
-    """
-    from ltr.data.streamed import block_rows, is_streamed, predict_in_blocks, predict_in_query_blocks
-
-    if not is_streamed(ds):
-        return score(ds.features, ds.query_offsets)
-    rows = block_rows(ds.n_features) if rows is None else int(rows)
-    if getattr(score, "whole_queries", True):
-        return predict_in_query_blocks(score, ds, rows)
-    # exact blocks of a multiple of SCORE_ROWS rows, whatever the sizes of a Parquet file's batches
-    return predict_in_blocks(score, ds, max(1, rows // SCORE_ROWS) * SCORE_ROWS, exact=True)
-
-
 def run(args) -> int:
     import sys
 
     from ltr.checks import output_file, same_file
+    from ltr.data.files import data_options, format_options, is_labelled
     from ltr.models.folder import check_width, load_scorer
+    from ltr.models.predict import open_for_scoring, score_data
 
     if args.qrels == "-" or (args.qrels and args.qrels == args.out):
         raise LtrError("--qrels needs a file of its own (standard output is for --out)")
@@ -200,8 +147,11 @@ def run(args) -> int:
     if not tag or any(c.isspace() for c in tag):
         raise LtrError(f"--tag must be one word (no spaces), got {tag!r}")
     score, n_features = load_scorer(args.model, args.device)
-    ds = open_data(args)
+    ds = open_for_scoring(args.data, args.model, data_options(args), **format_options(args, "data"))
     check_width(ds, n_features, "--data", args.data)
+    if args.qrels and not is_labelled(ds):
+        raise LtrError(f"--qrels: --data {args.data} has no label column {args.label_column!r}, so there are no labels "
+                       "to write (leave --qrels out to score it, or set --label-column)")
     if args.format is None:
         args.format = "parquet" if str(args.out).lower().endswith(".parquet") else "trec"
     if args.format != "tsv" or args.qrels:
@@ -216,7 +166,8 @@ def run(args) -> int:
     if args.qrels:
         write_qrels(ds, args.qrels)
     what = "lines" if args.format != "parquet" else "rows"
+    labels = "" if is_labelled(ds) else f" (no label column {args.label_column!r}: scores only, no metrics computed)"
     # the message goes to standard error when the scores go to standard output
-    print(f"wrote {ds.n_items} {what} for {ds.n_queries} queries to {args.out}",
+    print(f"wrote {ds.n_items} {what} for {ds.n_queries} queries to {args.out}{labels}",
           file=sys.stderr if args.out == "-" else sys.stdout)
     return 0

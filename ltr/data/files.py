@@ -8,7 +8,13 @@ that an error names that option; the format is recognised here, in one place (:f
 - a ``.parquet`` / ``.pq`` file, a file starting with Parquet's magic bytes, or a folder of Parquet
   files (partitioned or not): :func:`ltr.data.parquet.load_parquet`, with the column roles of
   :class:`DataOptions` (``--query-column``, ``--label-column``, ...);
+- a ``.csv`` file (a header line, then one row per item): read with Arrow's CSV reader and the
+  same column roles as Parquet (:func:`ltr.data.parquet.dataset_from_frame`);
 - anything else: an SVMlight/LETOR text file (:func:`ltr.data.svmlight.load_svmlight`).
+
+Scoring needs no labels: with ``DataOptions(labels="optional")`` a Parquet or CSV table without the
+label column is read with placeholder labels 0 and :func:`is_labelled` is False (an SVMlight line
+always starts with its label field, which scoring ignores).
 
 Commands add the column options with :func:`add_data_options` and read them back with
 :func:`data_options`.
@@ -29,7 +35,7 @@ from ltr.checks import input_file, input_folder
 from ltr.errors import DataFormatError, LtrError
 
 __all__ = ["load_data_file", "check_loaded", "data_facts", "data_format", "DataOptions", "add_data_options", "data_options",
-           "add_format_options", "format_options"]
+           "add_format_options", "format_options", "is_labelled"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +48,7 @@ class DataOptions:
     doc_id_column: str | None = None
     weight_column: str | None = None
     sort_by_query: bool = False
+    labels: str = "required"  # "optional": a table without the label column is read for scoring
 
     def parquet_kwargs(self, feature_names: Sequence[str] | None = None) -> dict[str, Any]:
         """Keyword arguments of :func:`~ltr.data.parquet.load_parquet`; ``feature_names`` (the
@@ -51,6 +58,7 @@ class DataOptions:
             "query_column": self.query_column, "label_column": self.label_column,
             "feature_columns": None if features is None else list(features),
             "doc_id_column": self.doc_id_column, "weight_column": self.weight_column, "sort_by_query": self.sort_by_query,
+            "labels": self.labels,
         }  # fmt: skip
 
 
@@ -83,8 +91,14 @@ def data_options(args) -> DataOptions:
     )
 
 
+def is_labelled(ds) -> bool:
+    """False for a data set read without its labels (``labels="optional"``, no label column), whose
+    labels are placeholders: nothing may be measured on it."""
+    return bool(getattr(ds, "meta", {}).get("labelled", True))
+
+
 def data_format(path: str | os.PathLike) -> str:
-    """``"store"``, ``"parquet"`` or ``"svmlight"`` (see the module docstring)."""
+    """``"store"``, ``"parquet"``, ``"csv"`` or ``"svmlight"`` (see the module docstring)."""
     from ltr.data.parquet import is_parquet
     from ltr.data.store import is_store
 
@@ -92,7 +106,28 @@ def data_format(path: str | os.PathLike) -> str:
         return "store"
     if is_parquet(path):
         return "parquet"
+    if Path(path).suffix.lower() == ".csv" and not Path(path).is_dir():
+        return "csv"
     return "svmlight"
+
+
+def load_csv(path: str | os.PathLike, options: DataOptions, feature_names: Sequence[str] | None = None):
+    """A CSV file with a header line, read by Arrow's CSV reader, with the column roles of Parquet."""
+    from pyarrow import ArrowInvalid, csv
+
+    from ltr.data.parquet import dataset_from_frame
+
+    kwargs = options.parquet_kwargs(feature_names)
+    types = {kwargs["doc_id_column"]: "string"} if kwargs["doc_id_column"] else {}
+    try:  # document ids stay text ("007" is not 7); query ids are numbers or text, as Arrow infers them
+        table = csv.read_csv(str(path), convert_options=csv.ConvertOptions(column_types=types))
+    except ArrowInvalid as exc:
+        raise LtrError(f"{path}: not a CSV file with a header line Arrow can read ({' '.join(str(exc).split())[:200]})") from None
+    if table.num_rows == 0:
+        raise DataFormatError(path, None, "no rows (a header line only)")
+    ds = dataset_from_frame(table, name=str(path), **kwargs)
+    ds.meta["format"] = "csv"
+    return ds
 
 
 def load_data_file(
@@ -134,6 +169,8 @@ def load_data_file(
         from ltr.data.parquet import load_parquet
 
         ds = load_parquet(path, **options.parquet_kwargs(feature_names))
+    elif kind == "csv":
+        ds = load_csv(path, options, feature_names)
     else:
         from ltr.data.svmlight import load_svmlight
 

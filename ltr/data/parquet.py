@@ -5,7 +5,9 @@ A table holds one row per item, and its columns play roles:
 - the query column (default ``"qid"``): integers or strings; the rows of a query must be contiguous
   (the same rule as the SVMlight reader: row order is the metrics' tie-break, so nothing is regrouped
   silently; ``sort_by_query=True`` asks for a stable sort by query id);
-- the label column (default ``"label"``): numbers;
+- the label column (default ``"label"``): numbers. With ``labels="optional"`` (scoring: ``ltr predict``,
+  the ``predict`` functions) a table without it is read with placeholder labels 0 and
+  ``ds.meta["labelled"] = False`` (:func:`ltr.data.files.is_labelled`): served data has no labels;
 - the feature columns: by default every numeric column (integers, floats, decimals; booleans only
   when named) that plays no other role and is not a partition key, in file order; their names become
   ``ds.feature_names``;
@@ -60,7 +62,7 @@ class ColumnRoles:
     """Which column plays which role; ``unnamed``: the features were written without names."""
 
     query: str
-    label: str
+    label: str | None  # None: no label column (read with labels="optional")
     features: tuple[str, ...]
     doc_id: str | None = None
     weight: str | None = None
@@ -100,13 +102,19 @@ def resolve_roles(
     user_column: str | None = None,
     exclude: Sequence[str] = (),
     source: str = "the table",
+    labels: str = "required",
 ) -> ColumnRoles:
     """Check the named columns exist with usable types and pick the default feature columns.
 
     Roles left as ``None`` are taken from the metadata :func:`to_parquet` writes, when present.
-    ``exclude``: columns never taken as default features (partition keys).
+    ``exclude``: columns never taken as default features (partition keys). ``labels="optional"``:
+    a missing label column is no error (the roles' ``label`` is then None).
     """
     names = list(schema.names)
+    if labels not in ("required", "optional"):
+        raise ValueError(f"labels must be 'required' or 'optional', got {labels!r}")
+    if labels == "optional" and label_column not in names:
+        label_column = None
     written = _written_roles(schema) or {}
     present = lambda c: c is not None and c in names  # noqa: E731
 
@@ -173,6 +181,14 @@ class _Source:
     def feature_names(self) -> tuple[str, ...] | None:
         return None if self.roles.unnamed else self.roles.features
 
+    @property
+    def labelled(self) -> bool:
+        return self.roles.label is not None
+
+    def meta(self) -> dict:
+        """What a data set read from this source records: where from, labelled, negative labels read as 0."""
+        return {"source": self.name, "labelled": self.labelled, "negative_labels": getattr(self, "n_negative_labels", 0)}
+
     def describe(self, row: int) -> str:
         return f"row {row}"
 
@@ -189,7 +205,7 @@ class _Source:
             features[:, j] = self._numbers(batch, name, positions, np.float32)
         return Block(
             features=features,
-            labels=self._labels(batch, r.label, positions),
+            labels=np.zeros(n) if r.label is None else self._labels(batch, r.label, positions),
             query_keys=self._ids(batch, r.query, positions),
             positions=positions,
             doc_ids=None if r.doc_id is None else self._strings(batch, r.doc_id, positions),
@@ -322,7 +338,7 @@ class ParquetSource(_Source):
         import pyarrow as pa
 
         r = self.roles
-        numeric = {r.label, *r.features} | ({r.weight} if r.weight else set())
+        numeric = {*r.features} | ({r.label} if r.label else set()) | ({r.weight} if r.weight else set())
         first = self.dataset.schema
         for fragment in self.fragments:
             schema = fragment.physical_schema
@@ -399,18 +415,21 @@ def load_parquet(
     *,
     user_column: str | None = None,
     sort_by_query: bool = False,
+    labels: str = "required",
 ) -> RankingDataset:
     """Read a Parquet file or a partitioned Parquet folder into a :class:`RankingDataset`.
 
     See the module docstring for the column roles and the checks. ``feature_columns``: names (or one
     comma-separated string); default every numeric column without another role. ``sort_by_query``:
     group the rows of each query by a stable sort on the query id instead of refusing rows of a
-    query that are not contiguous.
+    query that are not contiguous. ``labels="optional"``: a table without the label column is read
+    with placeholder labels (module docstring).
     """
     source = ParquetSource(path, query_column=query_column, label_column=label_column, feature_columns=feature_columns,
-                           doc_id_column=doc_id_column, weight_column=weight_column, user_column=user_column)  # fmt: skip
+                           doc_id_column=doc_id_column, weight_column=weight_column, user_column=user_column,
+                           labels=labels)  # fmt: skip
     ds = _assemble(source, sort_by_query)
-    ds.meta = {"source": str(path), "format": "parquet", "negative_labels": getattr(source, "n_negative_labels", 0)}
+    ds.meta = {**source.meta(), "format": "parquet"}
     return ds
 
 
@@ -424,14 +443,18 @@ def dataset_from_frame(
     *,
     user_column: str | None = None,
     sort_by_query: bool = False,
+    labels: str = "required",
+    name: str = "the data frame",
 ) -> RankingDataset:
     """A :class:`RankingDataset` from a pandas data frame, an Arrow table, a dict of columns, or any
     object with the Arrow C stream interface (polars, DuckDB results...); the rules of
-    :func:`load_parquet`. The frame's index is ignored."""
-    source = TableSource(_arrow_table(frame), query_column=query_column, label_column=label_column, feature_columns=feature_columns,
-                         doc_id_column=doc_id_column, weight_column=weight_column, user_column=user_column)  # fmt: skip
+    :func:`load_parquet` (``labels="optional"`` included). The frame's index is ignored; ``name``
+    names the table in messages."""
+    source = TableSource(_arrow_table(frame), name=name, query_column=query_column, label_column=label_column,
+                         feature_columns=feature_columns, doc_id_column=doc_id_column, weight_column=weight_column,
+                         user_column=user_column, labels=labels)  # fmt: skip
     ds = _assemble(source, sort_by_query)
-    ds.meta = {"source": "data frame", "negative_labels": getattr(source, "n_negative_labels", 0)}
+    ds.meta = source.meta()
     return ds
 
 

@@ -281,7 +281,7 @@ def _parquet_data(path, columns: dict[str, Any]) -> StreamedData:
         for block in ParquetSource(path, block_rows=rows, **columns).blocks():
             yield int(block.positions[0]), block.features
 
-    meta = {"source": str(path), "format": "parquet", "negative_labels": getattr(source, "n_negative_labels", 0)}
+    meta = {**source.meta(), "format": "parquet"}
     return StreamedData(labels=arrays["labels"], query_offsets=offsets, query_ids=query_ids, n_features=source.n_features,
                         blocks=blocks, feature_names=source.feature_names, weights=arrays["weights"],
                         user_ids=per_query.get("user_ids"), doc_ids=arrays["doc_ids"], meta=meta, name=str(path))  # fmt: skip
