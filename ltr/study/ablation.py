@@ -39,7 +39,6 @@ import copy
 import dataclasses
 import hashlib
 import json
-import math
 import os
 import re
 import time
@@ -50,7 +49,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from ltr.errors import LtrError
-from ltr.io_utils import atomic_write_json
+from ltr.io_utils import atomic_write_json, json_safe
 from ltr.study.methods import check_variant, known_losses, resolve_method, split_method
 
 __all__ = [
@@ -452,19 +451,8 @@ def cell_fingerprint(cell: Cell, config: AblationConfig) -> str:
     return hashlib.sha256(_canonical(parts).encode()).hexdigest()[:16]
 
 
-def _json_safe(obj: Any) -> Any:
-    """NaN and infinities become null so the files are strict JSON (read back as NaN)."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_json_safe(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _json_safe(obj.tolist())
-    if isinstance(obj, np.generic):
-        return _json_safe(obj.item())
-    return obj
+# NaN and infinities become null so the files are strict JSON (read back as NaN): the one rule of ltr.io_utils
+_json_safe = json_safe
 
 
 def read_cell(path: Path, fingerprint: str | None = None) -> dict | None:
