@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ltr.commands import add_force_option
 from ltr.errors import LtrError
 
 FORMATS = ("onnx", "torchscript")
@@ -27,6 +28,7 @@ def register(subparsers) -> None:
     p.add_argument("--model", required=True, metavar="DIR", help="run folder holding model.json + model.pt (from ltr train)")
     p.add_argument("--format", required=True, choices=FORMATS, help="onnx or torchscript")
     p.add_argument("--out", required=True, metavar="FILE", help="file to write (e.g. model.onnx, model.pt)")
+    add_force_option(p, "--out")
     p.set_defaults(func=run)
 
 
@@ -36,7 +38,8 @@ def run(args) -> int:
     from ltr.train.models import load_model
 
     folder = input_folder(args.model, "--model")  # missing, a file, unreadable: said so
-    output_file(args.out, "--out", inputs=[("--model", args.model)])  # never over or into the model's folder
+    # never over or into the model's folder, nor over an existing file without --force
+    output_file(args.out, "--out", inputs=[("--model", args.model)], force=args.force)
     try:
         meta = json.loads((folder / "model.json").read_text())
     except FileNotFoundError:

@@ -163,10 +163,12 @@ class StoreWriter:
 
         self.path = output_folder(path, "--out", inputs=inputs)  # not a file, not the cwd, not holding an input
         if self.path.exists() and any(self.path.iterdir()):
-            if not overwrite:
-                raise LtrError(f"--out {self.path} already exists; choose another --out or pass --force to replace it")
             if not is_store(self.path):  # --force replaces a store, never a folder holding other things
-                raise LtrError(f"--out {self.path} is a folder that is not a store; --force replaces only a store written by ltr convert")
+                raise LtrError(f"--out {self.path} is a folder that is not a store, which --force never replaces (only "
+                               "a store written by ltr convert): choose another --out")
+            if not overwrite:
+                raise LtrError(f"--out {self.path} already exists (a store); choose another --out or pass --force to "
+                               "replace it")
         self.source = source
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.tmp = self.path.parent / f".{self.path.name}.partial-{os.getpid()}"
