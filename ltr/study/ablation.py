@@ -254,7 +254,8 @@ _COLUMN_KEYS = ("query_column", "label_column", "doc_id_column", "weight_column"
 def _check_tables(data: dict, path: Path) -> None:
     """Every table of an ablation TOML against the rules of its values (ltr.checks), before any work."""
     from ltr import checks
-    from ltr.train.config import GBDT_RULES, LOSS_RULES, MODEL_RULES, TRAIN_RULES, check_lightgbm_params
+    from ltr.gbdt.params import check_param_values
+    from ltr.train.config import GBDT_RULES, LOSS_RULES, MODEL_RULES, TRAIN_RULES
 
     for name in ("ablation", "train", "model", "models", "lightgbm", "xgboost", "catboost", "gbdt", "loss_options", "variants"):
         if name in data and not isinstance(data[name], dict):
@@ -280,7 +281,7 @@ def _check_tables(data: dict, path: Path) -> None:
     gbdt_rules = {k: v for k, v in GBDT_RULES.items() if k not in ("seed", "metrics", "preset")}
     checks.check_table(data.get("gbdt", {}), gbdt_rules, where=f"{path} [gbdt]")
     for engine in ("lightgbm", "xgboost", "catboost"):
-        check_lightgbm_params(data.get(engine, {}), where=f"{path} [{engine}]")
+        check_param_values(data.get(engine, {}), where=f"{path} [{engine}]")
     for method, opts in data.get("loss_options", {}).items():
         if not isinstance(opts, dict):
             raise LtrError(f"{path} [loss_options.{method}] must be a table")

@@ -40,7 +40,7 @@ from ltr.checks import COUNT, SEED, boolean, integer, list_of, number, table, te
 from ltr.errors import LtrError
 
 __all__ = ["DEFAULT_METRICS", "QUERY_NORMS", "QUERY_NORM_CHOICES", "TrainConfig", "auto_batch_size", "AUTO_BATCH", "load_toml", "check_keys", "read_toml",
-           "TRAIN_RULES", "MODEL_RULES", "LOSS_RULES", "GBDT_RULES", "LIGHTGBM_RULES", "check_lightgbm_params"]
+           "TRAIN_RULES", "MODEL_RULES", "LOSS_RULES", "GBDT_RULES"]
 
 DEFAULT_METRICS = ("ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "map", "mrr")
 
@@ -89,31 +89,6 @@ GBDT_RULES: dict[str, checks.Rule] = {
     "early_stopping_rounds": integer(min=0, optional=True), "eval_at": list_of(integer(min=1), min_len=1),
     "monitor_k": COUNT, "seed": SEED, "metrics": _METRIC_NAMES, "preset": text(optional=True),
 }
-
-
-# [lightgbm] keys that ltr gbdt has options for, or whose range LightGBM's documentation states: the
-# same rule for --num-leaves, a TOML value and a searched range of ltr tune.
-LIGHTGBM_RULES: dict[str, checks.Rule] = {
-    "num_leaves": integer(min=2, max=131072), "learning_rate": number(above=0), "max_depth": integer(),
-    "min_data_in_leaf": integer(min=0), "min_sum_hessian_in_leaf": number(min=0), "bagging_freq": integer(min=0),
-    "bagging_fraction": number(above=0, max=1), "feature_fraction": number(above=0, max=1),
-    "lambda_l1": number(min=0), "lambda_l2": number(min=0), "min_gain_to_split": number(min=0),
-    "max_bin": integer(min=2), "num_threads": integer(min=0),
-}
-
-
-def check_lightgbm_params(params: dict[str, Any], *, where: str) -> dict[str, Any]:
-    """[lightgbm]: passed to LightGBM as they are, but only numbers, booleans, text or lists of them,
-    and the keys of :data:`LIGHTGBM_RULES` by their rules (LightGBM judges the other values itself
-    and its refusals become one-line errors)."""
-    for key, value in params.items():
-        items = value if isinstance(value, list) else [value]
-        if not all(isinstance(v, (bool, int, float, str)) for v in items) or (
-                any(isinstance(v, float) and not math.isfinite(v) for v in items)):
-            raise LtrError(f"{where} {key} must be a number, true/false, text or a list of them, got {value!r}")
-        if key in LIGHTGBM_RULES:
-            LIGHTGBM_RULES[key].check(value, f"{where} {key}")
-    return params
 
 
 #: bounds and steps per epoch of the "auto" batch size: chosen by issue 20's defaults study
