@@ -207,7 +207,10 @@ def unit_bounded(name: str) -> bool:
     >>> unit_bounded("ndcg@10"), unit_bounded("dcg@10"), unit_bounded("num_ret")
     (True, False, False)
     """
-    return _parse(name).kind not in _UNBOUNDED
+    try:
+        return _parse(name.split("[", 1)[0]).kind not in _UNBOUNDED
+    except ValueError:  # a measure of another module: no range known
+        return False
 
 
 def _split_outside(text: str, opening: str, closing: str) -> list[str]:
