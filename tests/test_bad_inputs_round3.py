@@ -103,6 +103,12 @@ CASES: list[Case] = [
          holding("notes.txt"), protect=("theirs",)),
     Case("gbdt-out-user-folder-force", G[:-1] + ["{bad}", "--force"], ("--out", "not a run folder"), holding("notes.txt"),
          protect=("theirs",)),
+    # ------------------------------------------------------------------ calibration tables: no silent true = 1
+    Case("calibrate-table-boolean-scores", ["calibrate", "--table", "{bad}", "--method", "platt", "--out", "{tmp}/cal"],
+         ("t.csv", "'score'", "true/false"), put("t.csv", "score,label\n" + "true,1\nfalse,0\n" * 10)),
+    Case("calibrate-table-text-score-names-the-row", ["calibrate", "--table", "{bad}", "--method", "platt", "--out",
+                                                      "{tmp}/cal"], ("t.csv", "'score'", "row 3", "'x'"),
+         put("t.csv", "score,label\n0.5,1\n0.2,0\nx,1\n" + "0.4,0\n" * 10)),
     # ------------------------------------------------------------------ training on no signal
     Case("train-every-feature-constant", ["train", "--train", "{bad}", "--valid", "{valid}", "--quiet", "--epochs", "1",
                                           "--out", "{tmp}/o"], ("c.txt", "constant", "no signal"), put("c.txt", CONSTANT)),
