@@ -17,7 +17,7 @@ from typing import Callable
 import numpy as np
 import pytest
 
-from test_bad_inputs import Case, _quiet_main, build_world, check_refusal, put, run_cli
+from test_bad_inputs import Case, _quiet_main, build_world, check_refusal, edit_json, put, run_cli, store_copy
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -109,6 +109,10 @@ CASES: list[Case] = [
     Case("calibrate-table-text-score-names-the-row", ["calibrate", "--table", "{bad}", "--method", "platt", "--out",
                                                       "{tmp}/cal"], ("t.csv", "'score'", "row 3", "'x'"),
          put("t.csv", "score,label\n0.5,1\n0.2,0\nx,1\n" + "0.4,0\n" * 10)),
+    # ------------------------------------------------------------------ found by the property tests
+    Case("train-store-feature-names-not-a-list", ["train", "--train", "{bad}", "--valid", "{valid}", "--quiet", "--epochs",
+                                                  "1", "--out", "{tmp}/o"], ("store.json", "feature_names"),
+         store_copy(edit_json("store.json", feature_names=False))),
     # ------------------------------------------------------------------ training on no signal
     Case("train-every-feature-constant", ["train", "--train", "{bad}", "--valid", "{valid}", "--quiet", "--epochs", "1",
                                           "--out", "{tmp}/o"], ("c.txt", "constant", "no signal"), put("c.txt", CONSTANT)),

@@ -423,3 +423,61 @@ def test_check_table_returns_only_values_its_rules_accept(values):
     for k, v in out.items():
         assert rules[k].problem(v) is None and not isinstance(v, bool) or rules[k].kind == "bool" or v is None
         assert v == values[k] and (type(v) is type(values[k]) or rules[k].kind == "float")
+
+
+# --------------------------------------------------------------------------------------------------
+# The other JSON of model and data folders: calibrator.json, a store's store.json
+# --------------------------------------------------------------------------------------------------
+def _calibrator_file(tmp: str) -> Path:
+    from ltr.calibrate.factory import make_calibrator
+
+    rng = np.random.default_rng(0)
+    s = 1 / (1 + np.exp(-rng.normal(size=200)))  # probabilities: Platt on their logit
+    cal = make_calibrator("platt").fit(s, (rng.random(200) < s).astype(float))
+    path = Path(tmp) / "calibrator.json"
+    cal.save(path)
+    return path
+
+
+@FAST
+@given(st.data())
+def test_calibrator_json_of_any_value_loads_or_is_refused_naming_the_file(data):
+    from ltr.calibrate.factory import load_calibrator
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = _calibrator_file(tmp)
+        doc = json.loads(path.read_text())
+        key = data.draw(st.sampled_from(sorted(doc)))
+        doc[key] = data.draw(JSON_VALUE)
+        path.write_text(json.dumps(doc))
+        try:
+            cal = load_calibrator(path)
+        except LtrError as exc:
+            _names_the_place(exc, path)
+            return
+    p = cal.predict(np.linspace(0.05, 0.95, 7))  # probabilities: valid input whatever the calibrator's input rule
+    assert np.all(np.isfinite(p)) and np.all((p >= 0) & (p <= 1)) and np.all(np.diff(p) >= 0)
+
+
+@FAST
+@given(st.data())
+def test_store_json_of_any_value_opens_or_is_refused_naming_the_file(data):
+    from ltr.data.store import STORE_JSON, convert_to_store, open_store
+
+    rng = np.random.default_rng(1)
+    lines = "".join(f"{rng.integers(0, 3)} qid:{q} 1:{rng.normal():.3f} 2:{rng.normal():.3f}\n" for q in (1, 1, 2, 2, 2))
+    with tempfile.TemporaryDirectory() as tmp:
+        src = _file(tmp, "d.txt", lines)
+        convert_to_store(src, Path(tmp) / "st", progress=False)
+        path = Path(tmp) / "st" / STORE_JSON
+        doc = json.loads(path.read_text())
+        key = data.draw(st.sampled_from(sorted(doc)))
+        doc[key] = data.draw(JSON_VALUE)
+        path.write_text(json.dumps(doc))
+        try:
+            ds = open_store(Path(tmp) / "st")
+            features, labels, offsets = np.array(ds.features), np.array(ds.labels), np.array(ds.query_offsets)
+        except LtrError as exc:
+            assert "st" in str(exc), str(exc)
+            return
+    assert features.shape == (5, 2) and offsets.tolist() == [0, 2, 5] and np.all(np.isfinite(labels))

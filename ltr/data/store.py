@@ -357,6 +357,9 @@ def open_store(path: str | os.PathLike) -> RankingDataset:
         raise LtrError(f"{path}: features.npy does not hold [{n}, {width}] float32 as {STORE_JSON} says (damaged store)")
     labels = load("labels")
     _check_values(path, features, labels)
+    names = manifest.get("feature_names")
+    if names is not None and (not isinstance(names, list) or not all(isinstance(x, str) for x in names)):
+        raise LtrError(f"{manifest_path}: feature_names is not a list of names (damaged store)")
     try:
         return RankingDataset(
             features=features,
@@ -366,7 +369,7 @@ def open_store(path: str | os.PathLike) -> RankingDataset:
             user_ids=load("user_ids"),
             weights=load("weights"),
             doc_ids=load("doc_ids"),
-            feature_names=manifest.get("feature_names"),
+            feature_names=names,
             meta={"source": manifest.get("source"), "store": str(path), "format": "store"},
         )
     except ValueError as exc:
