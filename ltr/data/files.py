@@ -221,6 +221,10 @@ def check_signal(ds, path, option: str = "--train") -> None:
 
     import numpy as np
 
+    from ltr.data.streamed import is_streamed
+
+    if is_streamed(ds):  # its features are read in row blocks by the engine, never whole
+        return
     features = getattr(ds, "features", None)
     if not isinstance(features, np.ndarray) or features.size == 0:
         return
