@@ -226,7 +226,7 @@ def test_gbdt_progress_labels_lightgbms_own_ndcg(world, tmp_path, capsys):
     assert _quiet_main(["gbdt", "--train", world["train"], "--valid", world["valid"], "--num-boost-round", "3",
                         "--out", str(tmp_path / "g")]) == 0
     err = capsys.readouterr().err
-    assert "valid ndcg@10[empty=one] (LightGBM's own)" in err, err
+    assert "valid ndcg@10 (LightGBM's) [empty=one]" in err, err
 
 
 def test_eval_says_how_many_queries_are_scored(tmp_path, capsys):

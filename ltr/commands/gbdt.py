@@ -293,7 +293,8 @@ def _load_splits(args, stream: bool = False):
     ``stream``: a store or a Parquet file/folder (without --sort-by-query) is opened as a
     :class:`~ltr.data.streamed.StreamedData` (labels and queries in memory, the features read in row
     blocks by the engine, the predictions and the metrics); other files are read into memory."""
-    from ltr.data.files import check_signal, data_format, data_options, format_options, load_data_file
+    from ltr.data.files import data_format, data_options, format_options, load_data_file
+    from ltr.data.signal import check_signal
     from ltr.data.streamed import open_streamed
 
     options = data_options(args)

@@ -238,7 +238,8 @@ def _say_query_norm(facts: dict[str, Any]) -> None:
 
 def _load_splits(args):
     """The train, valid and test data sets (test None when not given), read with the data options."""
-    from ltr.data.files import check_signal, data_options, format_options, load_data_file
+    from ltr.data.files import data_options, format_options, load_data_file
+    from ltr.data.signal import check_signal
 
     options = data_options(args)
     train_ds = load_data_file(args.train, "train", None, options, **format_options(args, "train", SPLITS))

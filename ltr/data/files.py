@@ -28,7 +28,7 @@ from typing import Any, Sequence
 from ltr.checks import input_file, input_folder
 from ltr.errors import DataFormatError, LtrError
 
-__all__ = ["load_data_file", "check_loaded", "check_signal", "data_facts", "data_format", "DataOptions", "add_data_options", "data_options",
+__all__ = ["load_data_file", "check_loaded", "data_facts", "data_format", "DataOptions", "add_data_options", "data_options",
            "add_format_options", "format_options"]
 
 
@@ -201,40 +201,6 @@ def format_options(args, option: str, data_options: Sequence[str] = ("data",)) -
             raise LtrError(f"--query-file {item!r}: expected one of {choices}")
         files[key] = value
     return {"zero_based": zero_based, "query_file": files.get(option)}
-
-
-def check_signal(ds, path, option: str = "--train") -> None:
-    """Refuse training data whose every feature is constant over its rows: no model can learn a ranking
-    from it (every item of a query would score the same), and a run on it would still report a
-    validation NDCG, that of the ties' order. Data read in row blocks (a store, Parquet streamed to an
-    engine) is not scanned here.
-
-    >>> import numpy as np
-    >>> from ltr.data.dataset import RankingDataset
-    >>> ds = RankingDataset(np.ones((4, 2), np.float32), np.array([1.0, 0, 1, 0]), np.array([0, 2, 4]), np.array([1, 2]))
-    >>> check_signal(ds, "t.txt")
-    Traceback (most recent call last):
-    ...
-    ltr.errors.LtrError: --train t.txt: every one of its 2 features is constant over its 4 rows: there is no signal to rank by; check the file (its feature columns, the --*-column options)
-    """
-    import warnings
-
-    import numpy as np
-
-    from ltr.data.streamed import is_streamed
-
-    if is_streamed(ds):  # its features are read in row blocks by the engine, never whole
-        return
-    features = getattr(ds, "features", None)
-    if not isinstance(features, np.ndarray) or features.size == 0:
-        return
-    with warnings.catch_warnings():  # an all-NaN column (LightGBM's missing values) is constant too
-        warnings.simplefilter("ignore", RuntimeWarning)
-        varies = np.nanmax(features, axis=0) > np.nanmin(features, axis=0)
-    if not varies.any():
-        raise LtrError(f"{option} {path}: every one of its {features.shape[1]} features is constant over its "
-                       f"{features.shape[0]} rows: there is no signal to rank by; check the file (its feature columns, "
-                       "the --*-column options)")
 
 
 def data_facts(path: str | os.PathLike, ds) -> dict[str, Any]:

@@ -327,7 +327,7 @@ def rounds_progress_callback(total: int, metric: str | None = None):
             if value > best["value"]:
                 best.update(value=value, round=env.iteration + 1)
             # LightGBM's own NDCG scores a query without a relevant item 1 (the toolkit skips it): say so
-            bar.set_postfix_str(rounds_note(f"{metric}[empty=one] (LightGBM's own)", value, best["value"], best["round"]),
+            bar.set_postfix_str(rounds_note(f"{metric} (LightGBM's) [empty=one]", value, best["value"], best["round"]),
                                 refresh=False)
         bar.update(1)
 

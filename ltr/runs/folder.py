@@ -186,7 +186,7 @@ def print_run_metrics(out: Path, metrics_out: dict[str, dict[str, float]], best:
     """Print where a run folder is, its best ``unit`` (epoch, or a GBDT's boosting round; a list: one per
     ensemble member, in member order) and its metrics, one ``split<TAB>name<TAB>value`` line each.
 
-    >>> print_run_metrics(Path("runs/x"), {"valid": {"ndcg@10": 0.5}}, [4, 7, 3])
+    >>> print_run_metrics(Path("runs/x"), {"valid": {"ndcg@10": 0.5}}, [4, 7, 3])  # doctest: +NORMALIZE_WHITESPACE
     run folder: runs/x (best epochs of the 3 members: 4, 7, 3)
     valid	ndcg@10	0.500000
     """
