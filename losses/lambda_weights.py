@@ -24,9 +24,16 @@ least one item in the current top K are built. Unlike TF-Ranking, the pair weigh
 multiplied by the list size (its heuristic to bring the loss back to the scale of the unweighted
 one); scale the learning rate instead.
 
-Item weights (``SoftmaxCrossEntropy(lambda_weight="ndcg")``): ``G_i / D(r_i)`` (0 below rank K),
-each item's share of the current NDCG@K: TF-Ranking's ``SoftmaxLoss`` with a
-``DCGLambdaWeight(normalized=True)``, whose ``individual_weights`` replace the labels.
+Item weights (``SoftmaxCrossEntropy(lambda_weight="ndcg")``): ``G_i / D(r_i)``, TF-Ranking's
+``SoftmaxLoss`` with a ``DCGLambdaWeight(normalized=True)``, whose ``individual_weights`` replace the
+labels. A cutoff K acts by ``k_rule`` (:data:`ITEM_K_RULES`):
+
+* ``"items"`` (the default): each item's share of the current NDCG@K: IDCG cut at K and 0 below
+  rank K, so an item ranked below K draws no gradient toward its label;
+* ``"ideal"``: TF-Ranking's ``DCGLambdaWeight(topn=K)``, whose ``individual_weights`` cut only the
+  ideal DCG (``inverse_max_dcg(topn=K)``) and keep ``G_i / D(r_i)`` at every rank. Same weights
+  above rank K; below it ``"items"`` gives 0 where TF-Ranking does not (a relevant item at rank 2
+  with K = 1 and labels [0, 1], exp2 gains: 0 against 1 / log2(3) = 0.6309).
 
 >>> import torch
 >>> y = torch.tensor([[0.0, 1.0]]); s = torch.tensor([[1.0, 0.0]])   # relevant item at rank 2
@@ -42,11 +49,12 @@ import torch
 from losses.lambdaloss import K_METHODS, _LambdaLossWeights
 from metrics.swap import prepare_swap_deltas
 
-__all__ = ["LAMBDA_WEIGHTS", "ITEM_LAMBDA_WEIGHTS", "check_lambda_weight", "pair_lambda_weights",
+__all__ = ["LAMBDA_WEIGHTS", "ITEM_LAMBDA_WEIGHTS", "ITEM_K_RULES", "check_lambda_weight", "pair_lambda_weights",
            "item_lambda_weights"]
 
 LAMBDA_WEIGHTS = ("ndcg", "ndcg2")
 ITEM_LAMBDA_WEIGHTS = ("ndcg",)
+ITEM_K_RULES = ("items", "ideal")
 
 
 def check_lambda_weight(lambda_weight, k_method: str = "truncate", allowed=LAMBDA_WEIGHTS):
@@ -78,9 +86,21 @@ def pair_lambda_weights(lambda_weight: str, scores, labels, mask, *, k=None, k_m
 
 
 def item_lambda_weights(lambda_weight: str, scores, labels, mask, *, k=None, gain="exp2",
-                        discount="log2") -> torch.Tensor:
-    """``[B, L]`` item weights ``G_i / D(r_i)`` (item order; 0 on padding and below rank K)."""
+                        discount="log2", k_rule: str = "items") -> torch.Tensor:
+    """``[B, L]`` item weights ``G_i / D(r_i)`` (item order; 0 on padding; with a cutoff K, 0 below
+    rank K for ``k_rule="items"``, every rank kept for ``"ideal"``: the module docstring).
+
+    >>> import torch
+    >>> s, y, m = torch.tensor([[1.0, 0.0]]), torch.tensor([[0.0, 1.0]]), torch.ones(1, 2, dtype=torch.bool)
+    >>> [round(float(item_lambda_weights("ndcg", s, y, m, k=1, k_rule=r)[0, 1]), 4) for r in ITEM_K_RULES]
+    [0.0, 0.6309]
+    """
     check_lambda_weight(lambda_weight, allowed=ITEM_LAMBDA_WEIGHTS)
+    if k_rule not in ITEM_K_RULES:
+        raise ValueError(f"k_rule must be one of {ITEM_K_RULES}, got {k_rule!r}")
     ndcg = prepare_swap_deltas("ndcg", scores, labels, mask, k=k, gain=gain, discount=discount)
-    in_rank = (ndcg.normalised * ndcg.discounts[None, :]).to(scores.dtype)
+    discounts = ndcg.discounts
+    if k_rule == "ideal" and k is not None:  # the same order; the discounts of every rank
+        discounts = prepare_swap_deltas("ndcg", scores, labels, mask, gain=gain, discount=discount).discounts
+    in_rank = (ndcg.normalised * discounts[None, :]).to(scores.dtype)
     return torch.zeros_like(scores).scatter_(1, ndcg.order, in_rank).masked_fill(~mask, 0.0)

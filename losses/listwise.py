@@ -16,9 +16,9 @@ a query by a constant changes nothing. Cost O(B * L).
     loss_q = -sum_i w_i * y_i * log softmax(s)_i
 
 This is the listwise loss of TF-Ranking (``SoftmaxLoss`` normalises the labels into a distribution
-and weighs each query by its label sum, which is the same thing), of Rax's ``softmax_loss`` in its
-releases since late 2022 (its first releases divided by the label sum, as ``ListNet(target=
-"linear")`` does) and of Bruch et al., "An Analysis of the Softmax Cross Entropy Loss for
+and weighs each query by its label sum, which is the same thing), of Rax's ``softmax_loss`` in every
+release since its first, v0.1.0 (February 2022; only the code published before it, in January 2022,
+divided by the label sum, as ``ListNet(target="linear")`` does) and of Bruch et al., "An Analysis of the Softmax Cross Entropy Loss for
 Learning-to-Rank with Binary Relevance" (ICTIR 2019). How it differs from the two ListNet targets:
 
 * ``ListNet(target="linear")`` divides by ``sum_j y_j`` first: every query weighs the same,
@@ -31,8 +31,10 @@ Learning-to-Rank with Binary Relevance" (ICTIR 2019). How it differs from the tw
 
 With ``lambda_weight="ndcg"`` (TF-Ranking's ``SoftmaxLoss`` with a normalised ``DCGLambdaWeight``)
 the labels are replaced by each item's share of the current NDCG@K, ``G_i / D(r_i)`` (G = g /
-IDCG@K, r_i the item's rank under the current scores, D(r) = log2(1 + r); 0 below rank K; see
-:mod:`losses.lambda_weights`), a constant for autograd::
+IDCG@K, r_i the item's rank under the current scores, D(r) = log2(1 + r); 0 below rank K with
+``k_rule="items"``, the default; ``k_rule="ideal"`` is TF-Ranking's ``DCGLambdaWeight(topn=K)``,
+which cuts only the ideal DCG at K and keeps every rank; see :mod:`losses.lambda_weights`), a
+constant for autograd::
 
     loss_q = -sum_i w_i * (G_i / D(r_i)) * log softmax(s)_i
 
@@ -51,7 +53,7 @@ import torch
 from torch import nn
 
 from losses._inputs import check_inputs, check_reduction, reduce_per_query
-from losses.lambda_weights import ITEM_LAMBDA_WEIGHTS, check_lambda_weight, item_lambda_weights
+from losses.lambda_weights import ITEM_K_RULES, ITEM_LAMBDA_WEIGHTS, check_lambda_weight, item_lambda_weights
 from metrics.discounts import check_cutoff
 
 __all__ = ["ListNet", "SoftmaxCrossEntropy"]
@@ -116,16 +118,22 @@ class SoftmaxCrossEntropy(nn.Module):
         lambda_weight: None (default: the labels) or ``"ndcg"`` (the items' shares of the
             current NDCG@K replace the labels; module docstring).
         k, gain, discount: cutoff (None = whole list), gain and discount of the lambda weight.
+        k_rule: what the cutoff cuts: ``"items"`` (default: the items below rank K weigh 0, each
+            item's share of NDCG@K) or ``"ideal"`` (only the ideal DCG, as TF-Ranking's
+            ``DCGLambdaWeight(topn=K)``).
     """
 
     def __init__(self, reduction: str = "mean", *, lambda_weight: str | None = None, k: int | None = None,
-                 gain="exp2", discount="log2"):
+                 gain="exp2", discount="log2", k_rule: str = "items"):
         super().__init__()
         self.reduction = check_reduction(reduction)
         self.lambda_weight = check_lambda_weight(lambda_weight, allowed=ITEM_LAMBDA_WEIGHTS)
         self.k = check_cutoff(k)
         if self.k is not None and lambda_weight is None:
             raise TypeError("k applies to lambda_weight='ndcg' only")
+        if k_rule not in ITEM_K_RULES:
+            raise ValueError(f"k_rule must be one of {ITEM_K_RULES}, got {k_rule!r}")
+        self.k_rule = k_rule
         self.gain = gain
         self.discount = discount
 
@@ -140,7 +148,7 @@ class SoftmaxCrossEntropy(nn.Module):
         target = labels
         if self.lambda_weight is not None:
             target = item_lambda_weights(self.lambda_weight, scores.detach(), labels, mask, k=self.k,
-                                         gain=self.gain, discount=self.discount)
+                                         gain=self.gain, discount=self.discount, k_rule=self.k_rule)
         if weights is not None:
             target = target * weights
         per_query = -(target * log_p).sum(dim=1)
@@ -148,4 +156,6 @@ class SoftmaxCrossEntropy(nn.Module):
 
     def extra_repr(self) -> str:
         extra = "" if self.lambda_weight is None else f", lambda_weight={self.lambda_weight!r}, k={self.k}"
+        if self.k_rule != "items":
+            extra += f", k_rule={self.k_rule!r}"
         return f"reduction={self.reduction!r}{extra}"

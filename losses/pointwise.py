@@ -9,8 +9,12 @@ BCE's target t_i comes from the label by ``label_rule``:
 
 * ``"unit"`` (default): t = y, labels must lie in [0, 1] (clicks, probabilities); anything else
   is refused with a ValueError naming the value.
-* ``"binarize"``: t = 1 if y >= 1 else 0 — Rax's ``pointwise_sigmoid_loss`` (formerly
-  ``sigmoid_cross_entropy_loss``), which turns graded relevance into binary relevance.
+* ``"clip"``: t = min(max(y, 0), 1) — Rax's ``pointwise_sigmoid_loss`` since v0.3.0 (May 2023),
+  which clips the labels to [0, 1]: a label in (0, 1) stays a soft target.
+* ``"binarize"``: t = 1 if y >= 1 else 0 — Rax's ``pointwise_sigmoid_loss`` of v0.1.0 and v0.2.0
+  (which turned graded relevance into binary relevance before it clipped). The two differ on labels
+  in (0, 1) only: for s = 1, y = 0.5 the term is softplus(1) - 0.5 = 0.8133 clipped, softplus(1) =
+  1.3133 binarized.
 * ``"as_given"``: t = y for any label, the formula taken literally, as TF-Ranking's
   ``SigmoidCrossEntropyLoss`` (``tf.nn.sigmoid_cross_entropy_with_logits``) does; the term is
   ``softplus(s) - y s``, which for y > 1 keeps decreasing as s grows (no minimum), so a label of 2
@@ -64,12 +68,12 @@ class _PointwiseLoss(nn.Module):
         return f"reduction={self.reduction!r}"
 
 
-LABEL_RULES = ("unit", "binarize", "as_given")
+LABEL_RULES = ("unit", "clip", "binarize", "as_given")
 
 
 class PointwiseBCE(_PointwiseLoss):
-    """Binary cross-entropy on logits; ``label_rule`` (``"unit"``, ``"binarize"``, ``"as_given"``)
-    says how labels become targets (module docstring).
+    """Binary cross-entropy on logits; ``label_rule`` (``"unit"``, ``"clip"``, ``"binarize"``,
+    ``"as_given"``) says how labels become targets (module docstring).
 
     >>> import torch
     >>> s = torch.tensor([[0.0, 1.0]]); y = torch.tensor([[2.0, 0.5]])
@@ -77,6 +81,8 @@ class PointwiseBCE(_PointwiseLoss):
     1.5064
     >>> round(float(PointwiseBCE("sum", label_rule="binarize")(s, y)), 4)   # log 2 + softplus(1)
     2.0064
+    >>> round(float(PointwiseBCE("sum", label_rule="clip")(s, y)), 4)   # log 2 + (softplus(1) - 0.5)
+    1.5064
     """
 
     def __init__(self, reduction: str = "mean", *, label_rule: str = "unit"):
@@ -88,10 +94,12 @@ class PointwiseBCE(_PointwiseLoss):
     def terms(self, scores, labels, mask) -> torch.Tensor:
         if self.label_rule == "binarize":
             labels = (labels >= 1).to(scores.dtype)
+        elif self.label_rule == "clip":
+            labels = labels.clamp(0.0, 1.0)
         elif self.label_rule == "unit" and bool(((labels < 0) | (labels > 1)).any()):
             bad = labels[(labels < 0) | (labels > 1)][0].item()
             raise ValueError(f"PointwiseBCE needs labels in [0, 1] (click / no click); got {bad} "
-                             "(label_rule='binarize' or 'as_given' take graded labels)")
+                             "(label_rule='clip', 'binarize' or 'as_given' take graded labels)")
         logits = scores.masked_fill(~mask, 0.0)
         # torch's stable form, (1 - t) s + log(1 + e^-s), is the formula for any t (no range check).
         return F.binary_cross_entropy_with_logits(logits, labels, reduction="none")

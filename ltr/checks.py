@@ -26,7 +26,9 @@ argparse.ArgumentTypeError: must be a finite number > 0, got 'nan'
 Paths. :func:`input_file` refuses, before anything opens it, a path that is missing, a folder, a FIFO
 or device (opening a FIFO would wait forever for a writer) or unreadable; :func:`output_file` and
 :func:`output_folder` refuse a destination under a file, a folder where a file is wanted (or the
-reverse), a read-only place, and a destination that is one of the command's inputs.
+reverse), a read-only place, and a destination that is one of the command's inputs; and
+:func:`output_file` holds the overwrite rule: an existing file is replaced only with ``--force``,
+and never an input.
 :func:`describe_os_error` turns any :class:`OSError` left over (a disk filling up mid-write) into
 the same kind of one-line message.
 """
@@ -362,13 +364,17 @@ def _writable_place(path: Path, who: str) -> None:
 
 
 def output_file(path: str | os.PathLike, what: str | None = None, *,
-                inputs: Iterable[tuple[str, Any]] = ()) -> Path:
+                inputs: Iterable[tuple[str, Any]] = (), force: bool | None = None) -> Path:
     """``path`` if a file can be written there without harming anything; else an LtrError.
 
-    Refused: an existing folder or non-regular file at ``path``, an ancestor that is a file, a
-    read-only folder, a path that is one of ``inputs`` (``(option, path)`` pairs; ``None`` paths
-    are skipped) or lies inside an input folder: writing there would destroy or change the input;
-    and an existing file of a folder ltr made (:data:`RUN_MARK`): an earlier run's output.
+    The overwrite rule of every command that writes a file: an existing file is replaced only when
+    the user says so (``force=True``, the command's ``--force``), because ltr cannot tell its own
+    earlier output from the user's file of the same name; and never when it is one of ``inputs``
+    (``(option, path)`` pairs; ``None`` paths are skipped), lies inside an input folder, or belongs
+    to a folder ltr made (:data:`RUN_MARK`: an earlier run's record), whatever ``force`` says.
+    ``force=None`` is a command without ``--force``: its refusal names another way out. Also refused:
+    an existing folder or non-regular file at ``path``, an ancestor that is a file, a read-only folder.
+    Each refusal's hint names a command line that works.
     """
     path = Path(os.path.expanduser(str(path)))
     who = _label(what, path)
@@ -384,6 +390,10 @@ def output_file(path: str | os.PathLike, what: str | None = None, *,
             raise LtrError(f"{who}: exists and is not a regular file; give another file name")
         if (path.parent / RUN_MARK).is_file():
             raise LtrError(f"{who}: is an output of an earlier ltr run (its folder holds {RUN_MARK}); give another file name")
+        if not force:
+            how = ("give another file name, or pass --force to replace it" if force is False
+                   else "give another file name, or move the old file away first")
+            raise LtrError(f"{who}: already exists (ltr replaces a file only when told to); {how}")
     _writable_place(path, who)
     return path
 

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-__all__ = ["LtrError", "DataFormatError"]
+__all__ = ["LtrError", "DataFormatError", "FeatureCountError"]
 
 
 class LtrError(Exception):
     """A problem with the user's input or configuration (not a bug in the toolkit)."""
+
+
+class FeatureCountError(LtrError, ValueError):
+    """Features whose column count is not the model's (never zero-padded, never cut: the scores would be
+    silently wrong); the message names both counts."""
 
 
 class DataFormatError(LtrError, ValueError):

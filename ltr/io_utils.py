@@ -6,12 +6,18 @@ the previous version (or nothing) in place, never a truncated file.
 
 The command line's ``-`` (standard input or output in place of a file) is read and written here
 too: :func:`open_text`, :func:`write_text_or_stdout`, :func:`write_json_report`.
+
+Every JSON file is strict JSON (RFC 8259): a number that is not finite (NaN, an infinity: a skipped
+query's value, a ratio over nothing) is written as ``null``, never as the ``NaN`` / ``Infinity``
+tokens that Python's :mod:`json` writes by default and that jq, browsers and most languages refuse.
+:func:`json_safe` does the conversion; :func:`atomic_write_json` and :func:`write_json_report` use it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import sys
 import tempfile
@@ -20,8 +26,8 @@ from typing import Any, Iterator
 
 from ltr.errors import LtrError
 
-__all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text", "atomic_write_json", "STDIO", "open_text",
-           "write_text_or_stdout", "write_json_report"]
+__all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text", "atomic_write_json", "json_safe", "json_text",
+           "STDIO", "open_text", "write_text_or_stdout", "write_json_report"]
 
 
 def _read_umask() -> int:
@@ -76,18 +82,37 @@ def atomic_write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8
     atomic_write_bytes(path, text.encode(encoding))
 
 
-def _json_default(obj: Any) -> Any:
-    # numpy scalars and arrays appear in summaries; write them as plain JSON numbers and lists.
-    if hasattr(obj, "tolist"):
-        return obj.tolist()
+def json_safe(obj: Any) -> Any:
+    """``obj`` with plain JSON values only: numpy arrays and scalars as lists and numbers, paths as
+    text, and every number that is not finite (NaN, +-inf) as None (``null``; a reader takes it back
+    as "no value").
+
+    >>> import numpy as np
+    >>> json_safe({"a": float("nan"), "b": np.array([1.0, np.inf]), "c": (np.float32(0.5), 2)})
+    {'a': None, 'b': [1.0, None], 'c': [0.5, 2]}
+    """
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
     if isinstance(obj, Path):
         return str(obj)
-    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+    if hasattr(obj, "tolist") and hasattr(obj, "dtype"):  # numpy arrays and scalars (torch tensors too)
+        return json_safe(obj.tolist())
+    return obj
+
+
+def json_text(obj: Any, indent: int | None = 2) -> str:
+    """Strict JSON text of ``obj`` (:func:`json_safe` first; a value JSON cannot hold is a TypeError)."""
+    return json.dumps(json_safe(obj), indent=indent, allow_nan=False)
 
 
 def atomic_write_json(path: str | os.PathLike, obj: Any, indent: int = 2) -> None:
-    """Write ``obj`` as JSON to ``path`` atomically (numpy values become plain numbers)."""
-    atomic_write_text(path, json.dumps(obj, indent=indent, default=_json_default, allow_nan=True) + "\n")
+    """Write ``obj`` as strict JSON to ``path`` atomically (numpy values become plain numbers, NaN and
+    infinities ``null``)."""
+    atomic_write_text(path, json_text(obj, indent) + "\n")
 
 
 STDIO = "-"  # a path argument of "-" means standard input (to read) or standard output (to write)
@@ -126,15 +151,5 @@ def write_text_or_stdout(path: str | os.PathLike, text: str) -> None:
 
 def write_json_report(target: str | os.PathLike, obj: Any) -> None:
     """The ``--json`` rule of every command: JSON on standard output for ``"-"``, else written to the
-    file ``target`` atomically. NaN is written as null (a skipped value)."""
-    write_text_or_stdout(target, json.dumps(_nan_to_none(obj), indent=2, default=_json_default) + "\n")
-
-
-def _nan_to_none(obj: Any) -> Any:
-    if isinstance(obj, float) and obj != obj:
-        return None
-    if isinstance(obj, dict):
-        return {k: _nan_to_none(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_nan_to_none(v) for v in obj]
-    return obj
+    file ``target`` atomically. Strict JSON: NaN and infinities are written as null (:func:`json_safe`)."""
+    write_text_or_stdout(target, json_text(obj) + "\n")

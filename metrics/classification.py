@@ -5,7 +5,9 @@ probabilities (LogLoss, Brier, ECE, MCE, the calibration curve). numpy and scipy
 
 Conventions, stated once:
 
-* Labels are binary (0/1, or booleans); anything else is a ``ValueError``.
+* Labels are binary (0/1, or booleans); anything else is a ``ValueError``. :func:`log_loss` and
+  :func:`brier` also take two other label values with ``pos_label`` (``{1, 2}``, ``{"no", "yes"}``)
+  and ``{-1, 1}`` without it, as scikit-learn's ``brier_score_loss(pos_label=)`` does.
 * AUC gives half credit to a tied positive-negative pair (the trapezoid rule), exactly as
   ``sklearn.metrics.roc_auc_score``; a single-class input has no AUC and returns NaN (no warning).
 * Calibration bins follow ``sklearn.calibration.calibration_curve``: a prediction equal to an inner
@@ -47,6 +49,27 @@ def _binary_labels(y_true, name: str = "y_true") -> np.ndarray:
         i = int(np.flatnonzero(bad)[0])
         raise ValueError(f"{name} must hold binary labels 0/1; position {i} holds {y[i]!r}")
     return y
+
+
+def _labels_with_positive(y_true, pos_label) -> np.ndarray:
+    """0/1 labels from ``y_true``: ``y == pos_label`` when given (at most two distinct values, as
+    scikit-learn asks), else labels in {0, 1} or {-1, 1} (1 positive; scikit-learn's rule when
+    ``pos_label`` is None) or booleans."""
+    y = np.asarray(y_true)
+    if y.ndim != 1:
+        raise ValueError(f"y_true must be one-dimensional, got shape {y.shape}")
+    values = np.unique(y)
+    if values.size > 2:
+        raise ValueError(f"y_true must hold two label values at most (a binary task), got {values.size}: "
+                         f"{values[:5].tolist()}")
+    if pos_label is not None:
+        return (y == pos_label).astype(np.float64)
+    if y.dtype == bool:
+        return y.astype(np.float64)
+    if y.dtype.kind not in "iuf" or not set(values.tolist()) <= {-1.0, 0.0, 1.0} or {-1.0, 0.0} <= set(values.tolist()):
+        raise ValueError(f"y_true holds the labels {values.tolist()}: without pos_label they must be 0/1 or -1/1; "
+                         "give pos_label, the label of the positive class")
+    return (y == 1).astype(np.float64)
 
 
 def _scores(y_score, n: int, name: str = "y_score", probability: bool = False) -> np.ndarray:
@@ -96,7 +119,7 @@ def _weights(sample_weight, n: int) -> np.ndarray | None:
 
 
 # ----------------------------------------------------------------------------- AUC
-def auc(y_true, y_score) -> float:
+def auc(y_true, y_score, *, sample_weight=None) -> float:
     r"""Area under the ROC curve, tie-aware (equal to ``sklearn.metrics.roc_auc_score``).
 
     Mann-Whitney form with average ranks ``r`` of the scores over all ``n = P + N`` items::
@@ -104,21 +127,48 @@ def auc(y_true, y_score) -> float:
         AUC = (sum_{i positive} r_i - P (P + 1) / 2) / (P N)
 
     which equals ``P(s_pos > s_neg) + 0.5 P(s_pos = s_neg)`` over all positive-negative pairs.
-    O(n log n). Returns NaN when only one class is present.
+    With ``sample_weight`` w (scikit-learn's and XGBoost's instance weights) each pair counts
+    ``w_i w_j``::
+
+        AUC = sum_{i pos, j neg} w_i w_j ([s_i > s_j] + [s_i = s_j] / 2) / (W_pos W_neg)
+
+    the area under the weighted ROC curve (trapezoids over the tied groups), as
+    ``roc_auc_score(sample_weight=w)``. O(n log n). Returns NaN when only one class is present
+    (or has weight).
 
     >>> auc([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])
     0.75
     >>> auc([0, 1, 0, 1], [0.5, 0.5, 0.2, 0.9])   # the tied pair counts 1/2
     0.875
+    >>> auc([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8], sample_weight=[1, 3, 1, 1])   # (1 + 3*0 + 1 + 3) / (2 * 4)
+    0.625
     """
     y = _binary_labels(y_true)
     s = _scores(y_score, y.shape[0])
+    w = _weights(sample_weight, y.shape[0])
+    if w is not None:
+        return _weighted_auc(y, s, w)
     n_pos = float(y.sum())
     n_neg = float(y.shape[0] - n_pos)
     if n_pos == 0 or n_neg == 0:
         return float("nan")
     ranks = average_ranks(s)
     return float((ranks[y == 1].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
+
+
+def _weighted_auc(y: np.ndarray, s: np.ndarray, w: np.ndarray) -> float:
+    """AUC with per-item weights: for each positive, the negative weight below its score plus half
+    the negative weight tied with it, over one sort of the scores."""
+    order = np.argsort(s, kind="stable")
+    s_sorted = s[order]
+    group = np.cumsum(np.r_[True, s_sorted[1:] != s_sorted[:-1]]) - 1
+    pos_w = np.bincount(group, weights=(w * y)[order])
+    neg_w = np.bincount(group, weights=(w * (1.0 - y))[order])
+    total_pos, total_neg = float(pos_w.sum()), float(neg_w.sum())
+    if total_pos <= 0 or total_neg <= 0:
+        return float("nan")
+    below = np.cumsum(neg_w) - neg_w
+    return float(np.sum(pos_w * (below + 0.5 * neg_w)) / (total_pos * total_neg))
 
 
 @dataclass(frozen=True)
@@ -221,18 +271,22 @@ def grouped_auc(y_true, y_score, groups, weighting: str = "pairs") -> GroupedAUC
 
 
 # ----------------------------------------------------------------------------- proper scores
-def log_loss(y_true, y_prob, *, eps: float | str = "auto", sample_weight=None) -> float:
+def log_loss(y_true, y_prob, *, eps: float | str = "auto", sample_weight=None, pos_label=None) -> float:
     r"""Mean binary cross-entropy: ``-mean(y log p + (1 - y) log(1 - p))``.
 
     ``p`` is clipped to ``[eps, 1 - eps]`` first so that a confident mistake costs ``-log(eps)``
     instead of infinity. ``eps="auto"`` is the machine epsilon of float64 (2.2e-16), the rule of
     scikit-learn >= 1.5, so the value equals ``sklearn.metrics.log_loss``. With ``sample_weight`` the
-    mean is weighted.
+    mean is weighted. ``p`` is the probability of ``pos_label`` (y = 1 where ``y_true == pos_label``);
+    without it the labels are 0/1 or -1/1 (module docstring). scikit-learn's ``log_loss`` reads a
+    one-column ``p`` as the probability of the greater of the two labels: ``pos_label=2`` for {1, 2}.
 
     >>> round(log_loss([1, 0], [0.8, 0.4]), 6)   # (-log 0.8 - log 0.6) / 2
     0.366985
+    >>> round(log_loss(["yes", "no"], [0.8, 0.4], pos_label="yes"), 6)
+    0.366985
     """
-    y = _binary_labels(y_true)
+    y = _labels_with_positive(y_true, pos_label)
     p = _scores(y_prob, y.shape[0], "y_prob", probability=True)
     w = _weights(sample_weight, y.shape[0])
     e = np.finfo(np.float64).eps if eps == "auto" else float(eps)
@@ -243,13 +297,16 @@ def log_loss(y_true, y_prob, *, eps: float | str = "auto", sample_weight=None) -
     return float(np.average(losses, weights=w))
 
 
-def brier(y_true, y_prob, *, sample_weight=None) -> float:
-    r"""Brier score: ``mean((p - y)^2)`` (``sklearn.metrics.brier_score_loss``).
+def brier(y_true, y_prob, *, sample_weight=None, pos_label=None) -> float:
+    r"""Brier score: ``mean((p - y)^2)`` (``sklearn.metrics.brier_score_loss``), y = 1 where
+    ``y_true == pos_label`` (without it: 0/1 or -1/1 labels, 1 positive, as scikit-learn).
 
     >>> round(brier([1, 0, 1], [0.9, 0.2, 0.6]), 12)   # (0.01 + 0.04 + 0.16) / 3
     0.07
+    >>> round(brier([2, 1, 2], [0.9, 0.2, 0.6], pos_label=2), 12), round(brier([1, -1, 1], [0.9, 0.2, 0.6]), 12)
+    (0.07, 0.07)
     """
-    y = _binary_labels(y_true)
+    y = _labels_with_positive(y_true, pos_label)
     p = _scores(y_prob, y.shape[0], "y_prob", probability=True)
     w = _weights(sample_weight, y.shape[0])
     return float(np.average((p - y) ** 2, weights=w))

@@ -4,7 +4,9 @@ For each metric and each run r other than the baseline b, over the queries both 
 with a NaN on either side dropped), with d_q = v_q(r) - v_q(b):
 
 - the means of every run, and the mean difference mean(d) with its ``confidence`` interval:
-  Student-t (``test="t"``) or percentile bootstrap (``"randomization"``, ``"bootstrap"``);
+  Student-t (``test="t"``; clipped to [-1, 1] for a measure whose values lie in [0, 1], where the
+  difference of two means lies) or percentile bootstrap (``"randomization"``, ``"bootstrap"``: inside
+  the range of the differences by construction);
 - a two-sided p-value of mean(d) = 0: paired t-test (scipy's ``ttest_rel``), sign-flip
   randomization test (exact for small n, seeded Monte Carlo otherwise) or paired bootstrap test;
 - p-values adjusted for the number of comparisons *within each metric* (the runs compared to the
@@ -24,7 +26,7 @@ from typing import Mapping
 
 import numpy as np
 
-from metrics.evaluate import EvaluationResult, higher_is_better
+from metrics.evaluate import EvaluationResult, higher_is_better, unit_bounded
 from metrics.stats import (
     CORRECTIONS,
     adjust_p_values,
@@ -116,10 +118,10 @@ def _aligned(results: Mapping[str, EvaluationResult]) -> tuple[list | None, dict
     return None, {r: np.arange(n) for r in runs}
 
 
-def _test(d_run, d_base, test, confidence, n_resamples, seed):
-    if test == "t":
+def _test(d_run, d_base, test, confidence, n_resamples, seed, bounded=False):
+    if test == "t":  # a difference of two values in [0, 1] lies in [-1, 1]: so does its interval
         res = paired_t_test(d_run, d_base)
-        ci = t_interval(d_run - d_base, confidence=confidence)
+        ci = t_interval(d_run - d_base, confidence=confidence, bounds=(-1.0, 1.0) if bounded else None)
     elif test == "randomization":
         res = paired_randomization_test(d_run, d_base, n_resamples=n_resamples, seed=seed)
         ci = bootstrap_ci(d_run - d_base, confidence=confidence, n_resamples=n_resamples, seed=seed)
@@ -165,7 +167,8 @@ def compare(results: Mapping[str, EvaluationResult], *, baseline: str | None = N
         name = stamped[metric]
         values = {r: np.asarray(results[r].per_query[name], dtype=np.float64)[index[r]] for r in runs}
         sign = 1.0 if higher_is_better(name) else -1.0
-        tested = [_test(values[r], values[baseline], test, confidence, n_resamples, seed) for r in others]
+        tested = [_test(values[r], values[baseline], test, confidence, n_resamples, seed, unit_bounded(metric))
+                  for r in others]
         adjusted = adjust_p_values([res.p_value for res, _ in tested], correction) if others else []
         base = values[baseline]
         out.rows.append(ComparisonRow(metric, name, baseline, True, _nanmean(base), int(np.sum(~np.isnan(base)))))

@@ -70,6 +70,8 @@ _FIELDS_BY_KIND = {
     "opa": ("empty", "ties"),
     "arp": ("rel", "empty", "ties"),
     "arp_graded": ("empty", "ties"),  # weighted by the label: no relevance threshold
+    "fallout": ("rel", "empty", "ties"),
+    "judged": ("empty", "ties"),  # judged or not, whatever the label
 }
 # trec_eval's measures (computed by metrics.trec_eval, which imports these two names from here):
 # the counts, which ignore the order and the empty rule, and the measures built on gains. They are
@@ -191,7 +193,7 @@ class Conventions:
             parts.append(f"unjudged_below={_fmt_number(self.unjudged_below)}")
         if self.score_dtype != "float64":
             parts.append(f"scores={self.score_dtype}")
-        if qrels and kind not in ("dcg", "err", "rbp", "rbp_resid", "opa", "arp", "arp_graded"):  # |R|, ideal from the qrels
+        if qrels and kind not in ("dcg", "err", "rbp", "rbp_resid", "opa", "arp", "arp_graded", "judged"):  # |R|, ideal from the qrels
             parts.append("R=qrels")
         return f"{short_name}[{','.join(parts)}]"
 

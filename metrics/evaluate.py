@@ -4,10 +4,12 @@ Metric name grammar (case-insensitive kind, optional ``@K``)::
 
     ndcg | dcg | map | ap | mrr | rr | p | precision | recall | hit | hitrate | rprec   [@K]
     err[@K] | rbp[.P] | rbp_resid[.P] | opa | arp | arp_graded | dcg_burges[@K] | ndcg_burges[@K]
+    fallout[@K] | judged[@K]
 
 ``rbp.95``, ``rbp.0.95`` and ``rbp.p=0.95`` set the persistence (default 0.8); ``dcg_burges`` and
 ``ndcg_burges`` are DCG / NDCG with the exponential gain 2^rel - 1 (ranx's names); ``arp_graded``
-is ARP weighted by the graded label (:mod:`metrics.order_metrics`). trec_eval's
+is ARP weighted by the graded label (:mod:`metrics.order_metrics`); ``fallout`` (torchmetrics'
+``RetrievalFallOut``) and ``judged`` (ir_measures' ``Judged``) are in :mod:`metrics.coverage`. trec_eval's
 names work too: ``ndcg_cut_K``, ``map_cut_K``, ``P_K``, ``recall_K``, ``success_K``,
 ``recip_rank``, ``Rprec`` and every other per-query measure of ``trec_eval -m all_trec`` (see
 :mod:`metrics.trec_eval`), with trec_eval's parameter syntax (``P.5,10``) and ``all_trec``.
@@ -16,7 +18,10 @@ conventions override the call's for that metric. Each result is keyed by its sta
 begins with the name exactly as asked.
 
 Means are over the queries with a value (NaN = skipped), optionally weighted per query
-(``query_weights``); the gm_ measures average as trec_eval does, ``exp(mean of the logs)``.
+(``query_weights``); the gm_ measures average as trec_eval does, ``exp(mean of the logs)``, and
+trec_eval's counts (``num_ret``, ``num_rel``, ``num_rel_ret``, ``num_nonrel_judged_ret``) are summed
+over the queries, trec_eval's and ir_measures' summary figure for them ("sum of individual topics,
+not average"): :func:`aggregate_of` names the rule of each measure.
 """
 
 from __future__ import annotations
@@ -28,14 +33,16 @@ from typing import Any, Iterable
 import numpy as np
 
 from metrics.conventions import Conventions, get_conventions
+from metrics.coverage import fallout_values, judged_values
 from metrics.order_metrics import arp_values, opa_values
 from metrics.ranking import KINDS, RankedLists, _flat_inputs
 from metrics.trec_eval import (
-    GEOMETRIC_KINDS, TREC_KINDS, TrecLists, TrecSpec, expand_trec_name, is_param_token, parse_trec_name,
+    GEOMETRIC_KINDS, SUMMED_KINDS, TREC_KINDS, TrecLists, TrecSpec, expand_trec_name, is_param_token, parse_trec_name,
 )
 from metrics.user_models import err_values, rbp_values
 
-__all__ = ["evaluate", "EvaluationResult", "parse_metric_name", "higher_is_better", "metric_names"]
+__all__ = ["evaluate", "EvaluationResult", "parse_metric_name", "higher_is_better", "metric_names", "aggregate_of",
+           "unit_bounded"]
 
 # kinds beyond the RankedLists ones: name -> (kind, convention overrides)
 _EXTRA = {
@@ -48,10 +55,16 @@ _EXTRA = {
     "arp_graded": ("arp_graded", {}),
     "dcg_burges": ("dcg", {"gain": "exp2"}),
     "ndcg_burges": ("ndcg", {"gain": "exp2"}),
+    "fallout": ("fallout", {}),
+    "fall_out": ("fallout", {}),
+    "judged": ("judged", {}),
 }
 _NO_CUTOFF = ("rbp", "rbp_resid", "opa", "arp", "arp_graded")
-_NO_AVERAGE_TIES = ("err", "rbp", "rbp_resid", *TREC_KINDS)
-LOWER_IS_BETTER = ("arp", "arp_graded", "num_nonrel_judged_ret", "rbp_resid")
+_NO_AVERAGE_TIES = ("err", "rbp", "rbp_resid", "judged", *TREC_KINDS)
+LOWER_IS_BETTER = ("arp", "arp_graded", "num_nonrel_judged_ret", "rbp_resid", "fallout")
+# the measures whose every value lies in [0, 1] (an interval of their mean, or of a mean difference in [-1, 1],
+# can be clipped there): all but the unnormalised DCGs, ranks and counts
+_UNBOUNDED = ("dcg", "arp", "arp_graded", "utility", "num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret")
 DEFAULT_RBP_P = 0.8
 
 _KIND_ALIASES = {
@@ -134,7 +147,8 @@ def _parse(name: str) -> MetricSpec:
     if not m or param or (word not in _KIND_ALIASES and word not in _EXTRA):
         raise ValueError(
             f"unknown metric {name!r}: use ndcg, dcg, map/ap, mrr/rr, p/precision, recall, hit/hitrate, rprec, "
-            "err, rbp, rbp_resid, opa, arp, arp_graded, dcg_burges or ndcg_burges, optionally with @K (e.g. ndcg@10), "
+            "err, rbp, rbp_resid, opa, arp, arp_graded, dcg_burges, ndcg_burges, fallout or judged, optionally with @K "
+            "(e.g. ndcg@10), "
             "or a trec_eval measure name (all_trec lists them all)"
         )
     k = None if m.group(2) is None else int(m.group(2))
@@ -170,6 +184,33 @@ def higher_is_better(name: str) -> bool:
     (True, False)
     """
     return _parse(name).kind not in LOWER_IS_BETTER
+
+
+def aggregate_of(name: str) -> str:
+    """How the summary of measure ``name`` is made from its per-query values: ``"mean"``,
+    ``"geometric mean"`` (gm_map, gm_bpref) or ``"sum"`` (trec_eval's counts).
+
+    >>> aggregate_of("ndcg@10"), aggregate_of("num_rel_ret"), aggregate_of("gm_map")
+    ('mean', 'sum', 'geometric mean')
+    """
+    try:
+        kind = _parse(name.split("[", 1)[0]).kind  # the stamp does not change the rule
+    except ValueError:  # a measure of another module (alpha_ndcg): a mean
+        return "mean"
+    return "sum" if kind in SUMMED_KINDS else "geometric mean" if kind in GEOMETRIC_KINDS else "mean"
+
+
+def unit_bounded(name: str) -> bool:
+    """Whether every per-query value of measure ``name`` lies in [0, 1] (NDCG, MAP, P, fall-out...;
+    not DCG, ARP, utility or the counts).
+
+    >>> unit_bounded("ndcg@10"), unit_bounded("dcg@10"), unit_bounded("num_ret")
+    (True, False, False)
+    """
+    try:
+        return _parse(name.split("[", 1)[0]).kind not in _UNBOUNDED
+    except ValueError:  # a measure of another module: no range known
+        return False
 
 
 def _split_outside(text: str, opening: str, closing: str) -> list[str]:
@@ -235,7 +276,8 @@ class EvaluationResult:
 
     per_query : {stamped name: [Q] float64 (NaN where a query is skipped)}
     mean : {stamped name: mean over the non-NaN queries (NaN if none); weighted by
-        ``query_weights`` when given; exp(mean of the logs) for the gm_ measures}
+        ``query_weights`` when given; exp(mean of the logs) for the gm_ measures; the sum for
+        trec_eval's counts (:func:`aggregate_of`)}
     names : {short name as asked: stamped name}
     counted : {stamped name: number of queries in the mean}
     query_ids : the query ids, when given
@@ -261,7 +303,8 @@ class EvaluationResult:
         """JSON-ready, keyed by the short names as asked (a skipped value stays NaN)::
 
             {"mean": {short: mean},
-             "metrics": {short: {"stamped": stamped name, "mean": mean, "queries": n counted}},
+             "metrics": {short: {"stamped": stamped name, "mean": mean, "queries": n counted,
+                                 "aggregate": "mean" | "geometric mean" | "sum"}},
              "per_query": {query id: {short: value}}}      (only when ``per_query``)
 
         Query ids are ``query_ids`` when given, else the positions "0", "1", ...
@@ -269,7 +312,8 @@ class EvaluationResult:
         out: dict = {"mean": {}, "metrics": {}}
         for short, stamped in self.names.items():
             out["mean"][short] = self.mean[stamped]
-            out["metrics"][short] = {"stamped": stamped, "mean": self.mean[stamped], "queries": self.counted[stamped]}
+            out["metrics"][short] = {"stamped": stamped, "mean": self.mean[stamped], "queries": self.counted[stamped],
+                                     "aggregate": aggregate_of(short)}
         if per_query:
             n = len(next(iter(self.per_query.values()), []))
             ids = [str(q) for q in self.query_ids] if self.query_ids is not None else [str(i) for i in range(n)]
@@ -278,11 +322,16 @@ class EvaluationResult:
         return out
 
     def table(self) -> str:
-        """A plain-text table: stamped name, mean, number of queries counted."""
+        """A plain-text table: stamped name, mean, number of queries counted; a last line names the
+        measures summarised otherwise (trec_eval's counts: summed; gm_ measures: geometric mean)."""
         width = max((len(n) for n in self.mean), default=6)
         lines = [f"{'metric':<{width}}  {'mean':>10}  {'queries':>7}"]
         for name, value in self.mean.items():
             lines.append(f"{name:<{width}}  {value:>10.6f}  {self.counted[name]:>7d}")
+        other = {rule: [s for s in self.names if aggregate_of(s) == rule] for rule in ("sum", "geometric mean")}
+        notes = [f"{', '.join(names)}: the {rule} over the queries" for rule, names in other.items() if names]
+        if notes:
+            lines.append(f"({'; '.join(notes)}, as trec_eval summarises them)")
         return "\n".join(lines)
 
 
@@ -374,14 +423,20 @@ def _values(spec: MetricSpec, conv: Conventions, lists: _Lists) -> np.ndarray:
     if spec.kind in ("arp", "arp_graded"):
         values, n_rel = arp_values(rl, graded=spec.kind == "arp_graded")
         return _fill(values, n_rel <= 0, conv.empty)
+    if spec.kind == "fallout":
+        return fallout_values(rl, spec.k)
+    if spec.kind == "judged":
+        return judged_values(rl, spec.k)
     raise ValueError(f"unknown metric kind {spec.kind!r}")
 
 
-def _mean(values: np.ndarray, weights: np.ndarray | None, geometric: bool) -> float:
+def _mean(values: np.ndarray, weights: np.ndarray | None, geometric: bool, summed: bool = False) -> float:
     ok = ~np.isnan(values)
     if not ok.any():
         return float("nan")
     v = values[ok]
+    if summed:  # trec_eval's counts: the total over the queries (weighted: sum_q w_q v_q)
+        return float(np.sum(v if weights is None else weights[ok] * v))
     if weights is None:
         m = float(np.mean(v))
     else:
@@ -465,7 +520,7 @@ def evaluate(
         result.names[spec.short] = stamped
         result.per_query[stamped] = values
         result.counted[stamped] = int(np.count_nonzero(~np.isnan(values)))
-        result.mean[stamped] = _mean(values, weights, spec.kind in GEOMETRIC_KINDS)
+        result.mean[stamped] = _mean(values, weights, spec.kind in GEOMETRIC_KINDS, spec.kind in SUMMED_KINDS)
     return result
 
 

@@ -178,16 +178,31 @@ def bootstrap_ci(values, *, confidence: float = 0.95, n_resamples: int = 10_000,
     return ConfidenceInterval(mean, float(low), float(high), confidence, int(x.shape[0]), f"bootstrap-{m}")
 
 
-def t_interval(values, *, confidence: float = 0.95) -> ConfidenceInterval:
+def t_interval(values, *, confidence: float = 0.95, bounds: tuple[float, float] | None = None) -> ConfidenceInterval:
     """Student-t interval of the mean: ``mean +- t.ppf(1 - a/2, n - 1) * s / sqrt(n)``.
 
     ``s`` is the sample standard deviation (``ddof=1``). NaN dropped; fewer than two values give a
     NaN interval around the mean (no spread can be estimated), a zero spread gives ``[mean, mean]``.
+    ``bounds=(lo, hi)``: the range every value lies in (``(0, 1)`` for NDCG, ``(-1, 1)`` for a
+    difference of two such values); the interval is clipped to it, since the mean cannot leave it
+    (with few values, the symmetric t-interval does), and ``method`` says so (``"t, clipped to [0, 1]"``).
 
     >>> ci = t_interval([1.0, 2.0, 3.0])
     >>> round(ci.low, 4), round(ci.high, 4)   # 2 -+ 4.3027 * 1 / sqrt(3)
     (-0.4841, 4.4841)
+    >>> ci = t_interval([0.9, 1.0], bounds=(0, 1))
+    >>> round(ci.low, 4), ci.high, ci.method   # 0.95 -+ 12.7062 * 0.0707 / sqrt(2)
+    (0.3147, 1.0, 't, clipped to [0, 1]')
     """
+    ci = _t_interval(values, confidence)
+    if bounds is None:
+        return ci
+    lo, hi = float(bounds[0]), float(bounds[1])
+    low, high = (min(max(ci.low, lo), hi), max(min(ci.high, hi), lo)) if not np.isnan(ci.low) else (ci.low, ci.high)
+    return ConfidenceInterval(ci.mean, low, high, ci.confidence, ci.n, f"t, clipped to [{lo:g}, {hi:g}]")
+
+
+def _t_interval(values, confidence: float) -> ConfidenceInterval:
     _check_confidence(confidence)
     x = _as_1d(values, "values")
     x = x[~np.isnan(x)]

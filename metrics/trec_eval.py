@@ -116,6 +116,9 @@ _SINGLE = {
 }
 TREC_KINDS = tuple(sorted(set(_SINGLE.values()) | {"iprec", "relative_p", "rprec_mult", "trec_ndcg"}))
 GEOMETRIC_KINDS = ("gm_map", "gm_bpref")
+# trec_eval's summary of these is the sum over the queries, not the mean ("Summary figure is sum of
+# individual topics, not average", m_num_ret.c and its siblings); utility's is the mean
+SUMMED_KINDS = ("num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret")
 
 _INT_FAMILIES = {"p": "P", "recall": "recall", "relative_p": "relative_P", "map_cut": "map_cut",
                  "ndcg_cut": "ndcg_cut", "success": "success"}

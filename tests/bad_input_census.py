@@ -9,8 +9,10 @@ the inputs are then rebuilt). Issue 13 measured the code before and after with i
 
     PYTHONPATH=/path/to/other/checkout HANG_S=5 python tests/bad_input_census.py
 
+The cases are those of the three rounds (:mod:`test_bad_inputs`, ``_round2``, ``_round3``).
 Arguments, when given, keep only the cases whose id contains one of them (``python
-tests/bad_input_census.py convert- tune-``); ``--new`` keeps the cases added after issue 13 (``NEW_CASES``).
+tests/bad_input_census.py convert- tune-``); ``--new`` keeps the cases added after issue 13 (``NEW_CASES``),
+``--round3`` those of issue 48.
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import test_bad_inputs as T  # noqa: E402
+import test_bad_inputs_round2 as T2  # noqa: E402
+import test_bad_inputs_round3 as T3  # noqa: E402
+
+ALL_CASES = [*T.CASES, *T2.CASES, *T3.CASES]
 
 
 def fresh_world() -> dict:
@@ -36,7 +42,9 @@ def fresh_world() -> dict:
 def select(words: list[str]) -> list:
     if words == ["--new"]:
         return list(T.NEW_CASES)
-    return [c for c in T.CASES if not words or any(w in c.id for w in words)]
+    if words == ["--round3"]:
+        return list(T3.CASES)
+    return [c for c in ALL_CASES if not words or any(w in c.id for w in words)]
 
 
 def main() -> None:

@@ -114,7 +114,7 @@ def test_convert_refusals_are_one_line(files, tmp_path, capsys):
     (data / "notes.txt").write_text("mine")
     cases = [
         (["convert", str(tmp_path / "missing.txt"), "--out", str(tmp_path / "s")], "file not found"),
-        (["convert", str(files["train"]), "--out", str(data), "--force"], "is a folder that is not a store; --force replaces only a store"),
+        (["convert", str(files["train"]), "--out", str(data), "--force"], "is a folder that is not a store, which --force never replaces"),
         (["convert", str(files["train_pq"]), "--out", str(tmp_path / "s"), "--sort-by-query"], "cannot regroup rows"),
         (["convert", str(files["train_pq"]), "--out", str(tmp_path / "s")], "no query column 'qid'"),
     ]

@@ -260,8 +260,8 @@ def test_interleave_probabilistic(data_file, tmp_path):
     assert res["p_value"] < 1e-6 and res["sessions_to_detect"] < 1600
     # swapping A and B mirrors the outcome's sign
     assert main(["clicks", "interleave", "--method", "probabilistic", "--data", str(path), "--a", str(bad), "--b", str(good),
-                 "--json", str(out)]) == 0
-    assert json.loads(out.read_text())["mean_outcome"] < -0.1
+                 "--json", str(tmp_path / "pi-swapped.json")]) == 0  # an existing file is replaced only with --force
+    assert json.loads((tmp_path / "pi-swapped.json").read_text())["mean_outcome"] < -0.1
 
 
 @pytest.mark.parametrize("estimator", ["ips", "dla", "pairwise-debias"])

@@ -90,6 +90,28 @@ def test_softmax_with_ndcg_lambda_weight_replaces_labels_by_ndcg_shares():
     assert float(value_k) == pytest.approx(-(1.0 / 3.0) * math.log(p[2]), rel=1e-12)
 
 
+def test_softmax_k_rule_ideal_is_tf_rankings_dcg_lambda_weight_with_topn():
+    """TF-Ranking's DCGLambdaWeight(topn=K, normalized=True).individual_weights: gain * inverse_max_dcg(topn=K)
+    * rank_discount at every rank, the ideal DCG alone cut at K (losses_impl.py, AbstractDCGLambdaWeight)."""
+    p = np.exp(S) / np.exp(S).sum()
+    idcg_1 = 3.0  # the best gain at rank 1
+    target = [(2.0 ** Y[i] - 1.0) / idcg_1 * d(RANK[i]) for i in range(3)]  # every rank kept
+    expected = -sum(t * math.log(pi) for t, pi in zip(target, p))
+    value = SoftmaxCrossEntropy(reduction="sum", lambda_weight="ndcg", k=1, k_rule="ideal")(_tensor(S), _tensor(Y))
+    assert float(value) == pytest.approx(expected, rel=1e-12)
+    # the item of label 2 at rank 2 keeps 1 / log2(3) of its gain share, where k_rule="items" gives it 0
+    assert target[0] == pytest.approx(1.0 / math.log2(3.0), rel=1e-12)
+    items = SoftmaxCrossEntropy(reduction="sum", lambda_weight="ndcg", k=1)(_tensor(S), _tensor(Y))
+    assert float(items) == pytest.approx(-(1.0 / 3.0) * math.log(p[2]), rel=1e-12) and float(items) < float(value)
+    # without a cutoff the two rules are the same weights
+    a, b = (SoftmaxCrossEntropy(reduction="sum", lambda_weight="ndcg", k_rule=r)(_tensor(S), _tensor(Y))
+            for r in ("items", "ideal"))
+    assert float(a) == float(b)
+    with pytest.raises(ValueError, match="k_rule must be one of"):
+        SoftmaxCrossEntropy(lambda_weight="ndcg", k=1, k_rule="topn")
+    assert "k_rule='ideal'" in repr(SoftmaxCrossEntropy(lambda_weight="ndcg", k=1, k_rule="ideal"))
+
+
 def test_lambda_weight_options_are_checked():
     with pytest.raises(ValueError, match="lambda_weight must be"):
         PairwiseHinge(lambda_weight="map")
@@ -148,13 +170,17 @@ def test_bce_label_rules_follow_their_definitions():
     # as_given (TF-Ranking): softplus(s) - y s for every label, 3 included.
     as_given = sum(softplus(a) - b * a for a, b in zip([0.5, -1.0, 2.0], [3.0, 0.5, 1.0]))
     assert float(PointwiseBCE("sum", label_rule="as_given")(s, y)) == pytest.approx(as_given, rel=1e-12)
-    # binarize (Rax): targets 1, 0, 1.
+    # binarize (Rax v0.1.0 and v0.2.0): targets 1, 0, 1.
     binarized = sum(softplus(a) - b * a for a, b in zip([0.5, -1.0, 2.0], [1.0, 0.0, 1.0]))
     assert float(PointwiseBCE("sum", label_rule="binarize")(s, y)) == pytest.approx(binarized, rel=1e-12)
+    # clip (Rax since v0.3.0, jnp.clip(labels, 0, 1)): targets 1, 0.5, 1; it differs from binarize on the 0.5
+    clipped = sum(softplus(a) - b * a for a, b in zip([0.5, -1.0, 2.0], [1.0, 0.5, 1.0]))
+    assert float(PointwiseBCE("sum", label_rule="clip")(s, y)) == pytest.approx(clipped, rel=1e-12)
+    assert clipped - binarized == pytest.approx(0.5, rel=1e-12)  # -(0.5 * -1.0): the soft target's term
     with pytest.raises(ValueError, match="labels in \\[0, 1\\].*got 3.0.*label_rule"):
         PointwiseBCE()(s, y)
     with pytest.raises(ValueError, match="label_rule must be one of"):
-        PointwiseBCE(label_rule="clip")
+        PointwiseBCE(label_rule="round")
 
 
 def test_listnet_eps_floors_the_log_probabilities():

@@ -43,14 +43,18 @@ def calibrator_from_json(text: str) -> _Calibrator:
         raise LtrError(f"calibrator JSON format_version {d.get('format_version')!r} is not {_FORMAT_VERSION}")
     try:
         if kind == "platt":
-            return PlattCalibrator.from_dict(d)
-        if kind in ("isotonic", "isotonic-strict"):
-            return IsotonicCalibrator.from_dict(d)
-        if kind in ALL_METHODS[len(METHODS):]:
-            return field_calibrator_from_dict(d)
+            cal = PlattCalibrator.from_dict(d)
+        elif kind in ("isotonic", "isotonic-strict"):
+            cal = IsotonicCalibrator.from_dict(d)
+        elif kind in ALL_METHODS[len(METHODS):]:
+            cal = field_calibrator_from_dict(d)
+        else:
+            raise LtrError(f"unknown calibrator kind {kind!r} in JSON")
     except KeyError as exc:
         raise LtrError(f"calibrator JSON of kind {kind!r} lacks the field {exc}") from None
-    raise LtrError(f"unknown calibrator kind {kind!r} in JSON")
+    if not isinstance(getattr(cal, "fit_fingerprint_", None), str):  # a saved calibrator was fitted: it says by what
+        raise LtrError("the calibrator is not fitted (its fit_fingerprint is not the fingerprint text of a fit)")
+    return cal
 
 
 def load_calibrator(path) -> _Calibrator:

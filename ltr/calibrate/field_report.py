@@ -58,10 +58,16 @@ def _missing(path, wanted, names) -> None:
 
 
 def _numbers(path, name, values, allowed=None) -> np.ndarray:
+    """A column as float64; refused, naming the row: text, and true/false anywhere but in 0/1 labels
+    (a CSV reader reads ``true`` as a boolean, which would silently become a score or weight of 1)."""
+    values = np.asarray(values)
+    if values.dtype == bool and allowed is None:
+        raise LtrError(f"{path}: column {name!r} holds true/false values, not numbers")
     try:
         v = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
-        raise LtrError(f"{path}: column {name!r} must hold numbers") from None
+        i = next(i for i, x in enumerate(values.tolist()) if not _is_number(x))
+        raise LtrError(f"{path}: column {name!r}, row {i + 1} holds {values[i]!r}, which is not a number") from None
     bad = ~np.isfinite(v)
     if allowed is not None:
         bad |= ~np.isin(v, allowed)
@@ -71,6 +77,14 @@ def _numbers(path, name, values, allowed=None) -> np.ndarray:
         shown = values[i].item() if isinstance(values[i], np.generic) else values[i]
         raise LtrError(f"{path}: column {name!r}, row {i + 1} holds {shown!r}, which is not {need}")
     return v
+
+
+def _is_number(x) -> bool:
+    try:
+        float(x)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def read_calibration_table(path, *, score_column: str, label_column: str, field_columns=(),

@@ -6,7 +6,9 @@ Shared here (and nowhere else, since a command never imports another):
   (``--json`` alone or ``--json -``; the command's text then goes to standard error), or written
   atomically to FILE;
 - the metric conventions of ``ltr eval`` and ``ltr compare`` (``--preset``, ``--gain``, ...);
-- the rule that standard input (``-``) can be read by one option of a command only.
+- the rule that standard input (``-``) can be read by one option of a command only;
+- ``--force`` of the commands that write files, and :func:`check_output_files`: an existing file is
+  replaced only with ``--force`` and an input never (:func:`ltr.checks.output_file` holds the rule).
 """
 
 from __future__ import annotations
@@ -54,6 +56,22 @@ def add_convention_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--complete", action="store_true",
                         help="also evaluate queries of the qrels that the run does not have, as empty rankings "
                         "(trec_eval -c; with --empty skip a query without relevant documents is still skipped)")
+
+
+def add_force_option(parser: argparse.ArgumentParser, files: str = "the output files") -> None:
+    """``--force``: replace existing files at the destinations (never an input, nor a run folder's file)."""
+    parser.add_argument("--force", action="store_true",
+                        help=f"replace {files} when they exist already (never an input file, nor a file of a run folder)")
+
+
+def check_output_files(args: argparse.Namespace, targets, inputs) -> None:
+    """Check each ``(option, path)`` destination of ``targets`` before any work (``None`` and ``-``,
+    standard output, skipped) by :func:`ltr.checks.output_file`, with the command's ``--force``."""
+    from ltr.checks import output_file
+
+    for option, target in targets:
+        if target is not None and str(target) != "-":
+            output_file(target, option, inputs=inputs, force=getattr(args, "force", None))
 
 
 def add_threads_option(parser: argparse.ArgumentParser) -> None:

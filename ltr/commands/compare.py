@@ -15,7 +15,7 @@ import functools
 from pathlib import Path
 
 from ltr.commands import (
-    add_convention_options, add_json_option, add_threads_option, check_one_stdin, convention_overrides, metric_threads,
+    add_convention_options, add_force_option, add_json_option, add_threads_option, check_one_stdin, convention_overrides, metric_threads,
     text_stream,
 )
 from ltr.checks import COUNT, SEED, number
@@ -52,6 +52,7 @@ def register(subparsers) -> None:
     add_json_option(p, "the comparison")
     p.add_argument("--latex", default=None, metavar="FILE", help="also write the table as LaTeX to FILE")
     p.add_argument("--plot", default=None, metavar="FILE.png", help="also draw the per-query differences to FILE.png")
+    add_force_option(p, "--json FILE, --latex FILE and --plot FILE")
     p.set_defaults(func=run)
 
 
@@ -80,12 +81,10 @@ def run(args) -> int:
     if len(args.run) < 2:
         raise LtrError("ltr compare needs at least two --run (to evaluate one run, use ltr eval)")
     check_one_stdin(qrels=args.qrels, run=args.run)
-    from ltr.checks import output_file
+    from ltr.commands import check_output_files
 
     inputs = [("--qrels", args.qrels)] + [("--run", r) for r in args.run]
-    for option, target in (("--latex", args.latex), ("--plot", args.plot), ("--json", args.json)):
-        if target and target != "-":
-            output_file(target, option, inputs=inputs)
+    check_output_files(args, [("--latex", args.latex), ("--plot", args.plot), ("--json", args.json)], inputs)
     names = run_names(args.run, args.name)
     qrels = read_qrels_table(args.qrels)
     results = {}

@@ -6,7 +6,7 @@ import argparse
 import functools
 
 from ltr.commands import (
-    add_convention_options, add_json_option, add_threads_option, check_one_stdin, convention_overrides, metric_threads,
+    add_convention_options, add_force_option, add_json_option, add_threads_option, check_one_stdin, convention_overrides, metric_threads,
     text_stream,
 )
 from ltr.errors import LtrError
@@ -51,14 +51,31 @@ def register(subparsers) -> None:
                     '"per_query"}}} with names as asked (per_query with --per-query; a skipped query is null)')
     parser.add_argument("--output", metavar="FILE", default=None,
                         help="also write the JSON report to FILE (atomically)")
+    add_force_option(parser, "--json FILE and --output FILE")
     parser.set_defaults(func=run)
+
+
+def scored_note(evaluated: int, scored: list[int], result) -> str:
+    """How many of the evaluated queries the means count: the others have no relevant document and
+    are skipped by the ``empty`` convention (``empty=skip``, the toolkit's default).
+
+    >>> scored_note(156, [105], None)
+    'scored: 105 (51 skipped: no relevant document, empty=skip)'
+    >>> scored_note(3, [3], None)
+    'scored: all 3'
+    """
+    if len(scored) > 1:
+        return f"scored: {scored[0]} to {scored[-1]}, by metric (the queries column)"
+    if scored[0] == evaluated:
+        return f"scored: all {evaluated}"
+    return f"scored: {scored[0]} ({evaluated - scored[0]} skipped: no relevant document, empty=skip)"
 
 
 def run(args: argparse.Namespace) -> int:
     from ltr.data.trec import (
         align_diversity, evaluate_aligned, evaluate_diversity, read_diversity_qrels, read_run,
     )
-    from ltr.checks import output_file
+    from ltr.commands import check_output_files
     from ltr.io_utils import write_json_report
 
     if len(args.run) > 1:
@@ -67,9 +84,7 @@ def run(args: argparse.Namespace) -> int:
     run_path = args.run[0]
     check_one_stdin(qrels=args.qrels, run=run_path)
     inputs = [("--qrels", args.qrels), ("--run", run_path)]
-    for option, target in (("--output", args.output), ("--json", args.json)):
-        if target and target != "-":
-            output_file(target, option, inputs=inputs)
+    check_output_files(args, [("--output", args.output), ("--json", args.json)], inputs)
     if not [m for m in args.metrics.split(",") if m.strip()]:
         raise LtrError(f"--metrics names no metric ({args.metrics!r}); e.g. --metrics ndcg@10,map")
     if args.diversity:
@@ -87,9 +102,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         result = evaluate_aligned(aligned, args.metrics, args.preset, threads=metric_threads(args),
                                   **convention_overrides(args))
+    scored = sorted(set(result.counted.values()))
     report = {
         "queries": {"evaluated": len(aligned.query_ids), "run_only": len(aligned.dropped_run_queries),
-                    "qrels_only": len(aligned.dropped_qrels_queries)},
+                    "qrels_only": len(aligned.dropped_qrels_queries),
+                    "scored": {short: result.counted[st] for short, st in result.names.items()}},
         "preset": args.preset,
         **result.as_dict(per_query=args.per_query),
     }
@@ -99,7 +116,8 @@ def run(args: argparse.Namespace) -> int:
         write_json_report(args.json, report)
     say = functools.partial(print, file=text_stream(args))  # JSON on standard output: text to stderr
     say(f"queries evaluated: {len(aligned.query_ids)} (run only: {len(aligned.dropped_run_queries)}, "
-        f"qrels only: {len(aligned.dropped_qrels_queries)}); preset: {args.preset}")
+        f"qrels only: {len(aligned.dropped_qrels_queries)}); {scored_note(len(aligned.query_ids), scored, result)}; "
+        f"preset: {args.preset}")
     say(result.table())
     if args.per_query:
         width = max(len(n) for n in result.names)

@@ -9,6 +9,8 @@ interface, the feature names and the toolkit's version (:mod:`ltr.models.export_
 
 from __future__ import annotations
 
+from ltr.commands import add_force_option
+
 FORMATS = ("onnx", "torchscript")
 
 
@@ -26,6 +28,7 @@ def register(subparsers) -> None:
     p.add_argument("--model", required=True, metavar="DIR", help="model folder: a run of ltr train or ltr gbdt, or a blend of ltr blend")
     p.add_argument("--format", required=True, choices=FORMATS, help="onnx (every kind) or torchscript (neural runs)")
     p.add_argument("--out", required=True, metavar="FILE", help="file to write (e.g. model.onnx, model.pt); FILE.json is written beside it")
+    add_force_option(p, "--out and FILE.json")
     p.set_defaults(func=run)
 
 
@@ -33,8 +36,12 @@ def run(args) -> int:
     from ltr.checks import input_folder, output_file
     from ltr.models.export_folder import export_folder
 
+    from ltr.models.export_folder import facts_path
+
     input_folder(args.model, "--model")  # missing, a file, unreadable: said so
-    output_file(args.out, "--out", inputs=[("--model", args.model)])  # never over or into the model's folder
+    # never over or into the model's folder, nor over an existing file without --force
+    for path, what in ((args.out, "--out"), (facts_path(args.out), "--out's facts file")):
+        output_file(path, what, inputs=[("--model", args.model)], force=args.force)
     info = export_folder(args.model, args.out, args.format)
     print(f"wrote {info['path']} ({info['format']} of a {info['kind']} model, exporter {info['exporter']}; largest "
           f"difference from the model on the check inputs {info['max_abs_difference']:.2g}) and {info['facts']}")

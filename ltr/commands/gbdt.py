@@ -25,8 +25,8 @@ from ltr.checks import integer
 from ltr.data.files import add_data_options, add_format_options
 from ltr.errors import LtrError
 from ltr.gbdt.engines import ENGINES
+from ltr.gbdt.params import LIGHTGBM_RULES
 from ltr.train.config import GBDT_RULES as R
-from ltr.train.config import LIGHTGBM_RULES
 
 GBDT_KEYS = tuple(R)
 SPLITS = ("train", "valid", "test")  # the data options, for --query-file OPTION=FILE
@@ -64,7 +64,7 @@ def register(subparsers) -> None:
     g = p.add_argument_group("LightGBM on a Dask cluster (pip install 'ltr[dask]')")
     g.add_argument("--dask-workers", type=integer(min=1), default=None, metavar="N", help="train lightgbm.DaskLGBMRanker on a local Dask cluster of N worker processes")
     g.add_argument("--dask-scheduler", default=None, metavar="ADDRESS", help="train on an existing Dask cluster (e.g. tcp://host:8786); a Parquet --train folder is read by its workers")
-    p.add_argument("--out", required=True, metavar="DIR", help="run folder to create")
+    p.add_argument("--out", default=None, metavar="DIR", help="run folder to create (default runs/gbdt-<engine>-<time>, as ltr train's)")
     add_format_options(p, SPLITS)
     p.add_argument("--force", action="store_true", help="replace --out if it is a run folder made by ltr (never any other folder)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -77,7 +77,8 @@ def resolve_settings(args) -> tuple[dict[str, Any], dict[str, Any]]:
     named options; ``opts["engine"]`` and ``opts["objective"]`` name what trains."""
     from ltr.checks import check_table
     from ltr.gbdt.engines import take_objective
-    from ltr.train.config import DEFAULT_METRICS, check_lightgbm_params, load_toml
+    from ltr.gbdt.params import check_param_values
+    from ltr.train.config import DEFAULT_METRICS, load_toml
 
     engine = getattr(args, "engine", "lightgbm")
     tables: dict[str, dict[str, Any]] = {name: {} for name in ("gbdt",) + ENGINES}
@@ -85,8 +86,9 @@ def resolve_settings(args) -> tuple[dict[str, Any], dict[str, Any]]:
         tables = load_toml(args.config, ("gbdt",) + ENGINES)
         check_table(tables["gbdt"], R, where=f"{args.config} [gbdt]")
         for name in ENGINES:
-            check_lightgbm_params(tables[name], where=f"{args.config} [{name}]")
-    params = {**tables[engine], **parse_params(getattr(args, "param", []))}
+            check_param_values(tables[name], where=f"{args.config} [{name}]")
+    given = parse_params(getattr(args, "param", []))
+    params = {**tables[engine], **given}
     opts: dict[str, Any] = {"gain": "exp2", "num_boost_round": 1000, "early_stopping_rounds": 50, "eval_at": [1, 3, 5, 10],
                             "monitor_k": 10, "seed": 0, "metrics": list(DEFAULT_METRICS), "preset": None}
     opts.update(tables["gbdt"])
@@ -109,7 +111,20 @@ def resolve_settings(args) -> tuple[dict[str, Any], dict[str, Any]]:
         opts["objective"], params = take_objective(engine, params, objective)
         if engine == "lightgbm":
             params["objective"] = opts["objective"]
+    _check_names_and_ranges(engine, params, tables[engine], given, args.config, opts["objective"])
     return params, opts
+
+
+def _check_names_and_ranges(engine: str, params, table, given, config, objective) -> None:
+    """The engine's names and ranges (:func:`ltr.gbdt.params.check_engine_params`), each key named by
+    where it came from: the config's [ENGINE] table or --param (the named options are checked already)."""
+    from ltr.gbdt.params import check_engine_params
+
+    sources = (("--param", given), (f"{config} [{engine}]", table))
+    for where, values in sources:
+        mine = {k: params[k] for k in values if k in params}
+        if mine:
+            check_engine_params(engine, mine, where=where, objective=objective)
 
 
 def parse_params(items) -> dict[str, Any]:
@@ -121,7 +136,7 @@ def parse_params(items) -> dict[str, Any]:
     """
     import tomllib
 
-    from ltr.train.config import check_lightgbm_params
+    from ltr.gbdt.params import check_param_values
 
     out: dict[str, Any] = {}
     for item in items:
@@ -133,7 +148,7 @@ def parse_params(items) -> dict[str, Any]:
         except tomllib.TOMLDecodeError:
             value = text.strip()
         out[key.strip()] = value
-    return check_lightgbm_params(out, where="--param")
+    return check_param_values(out, where="--param")
 
 
 def lightgbm_metric_names(names, gain) -> dict[str, str]:
@@ -180,7 +195,7 @@ def run(args) -> int:
     params, opts = resolve_settings(args)
     metric_kw = {"gain": opts["gain"]} if opts["preset"] is None else {}
     check_metric_names(opts["metrics"], opts["preset"], metric_kw)  # a typo fails before training
-    out = Path(args.out)
+    out = Path(args.out) if args.out else Path("runs") / f"gbdt-{opts['engine']}-{time.strftime('%Y%m%d-%H%M%S')}"
     inputs = [("--train", args.train), ("--valid", args.valid), ("--test", args.test), ("--config", args.config)]
     check_destination(out, overwrite=args.force, inputs=inputs)
     if args.dask_workers is not None or args.dask_scheduler is not None:
@@ -198,8 +213,8 @@ def run(args) -> int:
 
     with run_folder(out, overwrite=args.force, kind="gbdt", inputs=inputs) as tmp:
         fit = _run_lightgbm if opts["engine"] == "lightgbm" else _run_engine
-        metrics_out = fit(tmp, args, params, opts, metric_kw, (train_ds, valid_ds, test_ds), t0)
-    print_run_metrics(out, metrics_out, None)
+        metrics_out, best_round = fit(tmp, args, params, opts, metric_kw, (train_ds, valid_ds, test_ds), t0)
+    print_run_metrics(out, metrics_out, best_round, unit="round")
     return 0
 
 
@@ -238,7 +253,7 @@ def _run_lightgbm(tmp: Path, args, params, opts, metric_kw, datasets, t0: float)
     write_importance(tmp, info["importance"])
     tags = _write_tensorboard(tmp / "tensorboard", own, info, opts, metrics_out)
     _write_summary(tmp, args, opts, info, own, metrics_out, tags, datasets, t0)
-    return metrics_out
+    return metrics_out, info["best_iteration"]
 
 
 def _run_engine(tmp: Path, args, params, opts, metric_kw, datasets, t0: float) -> dict[str, dict[str, float]]:
@@ -269,7 +284,7 @@ def _run_engine(tmp: Path, args, params, opts, metric_kw, datasets, t0: float) -
     own = {"convention": info["own_metrics"]["convention"], "per_round": per_round}
     tags = _write_tensorboard(tmp / "tensorboard", own, {**info, "engine": engine}, opts, metrics_out)
     _write_summary(tmp, args, opts, info, own, metrics_out, tags, datasets, t0)
-    return metrics_out
+    return metrics_out, info["best_iteration"]
 
 
 def _load_splits(args, stream: bool = False):
@@ -279,6 +294,7 @@ def _load_splits(args, stream: bool = False):
     :class:`~ltr.data.streamed.StreamedData` (labels and queries in memory, the features read in row
     blocks by the engine, the predictions and the metrics); other files are read into memory."""
     from ltr.data.files import data_format, data_options, format_options, load_data_file
+    from ltr.data.signal import check_signal
     from ltr.data.streamed import open_streamed
 
     options = data_options(args)
@@ -292,6 +308,7 @@ def _load_splits(args, stream: bool = False):
         return load_data_file(path, option, n_features, options, feature_names=names, **format_options(args, option, SPLITS))
 
     train_ds = load(args.train, "train", None, None)
+    check_signal(train_ds, args.train)  # every feature constant: nothing to learn, refused before training
     valid_ds = load(args.valid, "valid", train_ds.n_features, train_ds.feature_names)
     test_ds = load(args.test, "test", train_ds.n_features, train_ds.feature_names)
     for name, ds in (("valid", valid_ds), ("test", test_ds)):

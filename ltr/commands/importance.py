@@ -10,9 +10,10 @@ gain and split importances (``importance.json``).
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 from ltr.checks import COUNT, SEED, integer, number
-from ltr.commands import add_json_option, text_stream
+from ltr.commands import add_force_option, add_json_option, text_stream
 from ltr.data.files import add_data_options, add_format_options
 from ltr.errors import LtrError
 
@@ -37,6 +38,7 @@ def register(subparsers) -> None:
     p.add_argument("--out", default=None, metavar="DIR", help="also write permutation_importance.json and .png into this folder")
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto (neural models only)")
     add_json_option(p, "the importances of every feature")
+    add_force_option(p, "--json FILE and the files of --out")
     add_format_options(p)
     add_data_options(p)
     p.set_defaults(func=run)
@@ -52,13 +54,15 @@ def run(args) -> int:
     from ltr.models.folder import check_width, load_scorer, model_feature_names
     from ltr.runs.scoring import check_metric_names
 
-    from ltr.checks import output_file, output_folder
+    from ltr.checks import output_folder
+    from ltr.commands import check_output_files
 
     inputs = [("--model", args.model), ("--data", args.data)]
+    targets = [("--json", args.json)]
     if args.out:
         output_folder(args.out, "--out", inputs=inputs)
-    if args.json and args.json != "-":
-        output_file(args.json, "--json", inputs=inputs)
+        targets += [("--out", Path(args.out) / f"permutation_importance.{ext}") for ext in ("json", "png")]
+    check_output_files(args, targets, inputs)
     if args.repeats < 1:
         raise LtrError(f"--repeats must be >= 1, got {args.repeats}")
     if not 0.0 < args.confidence < 1.0:
@@ -91,8 +95,6 @@ def run(args) -> int:
             for rank, i in enumerate(top, 1)]
     say(markdown_table(["rank", "feature", "drop"], rows, align="llr"))
     if args.out:
-        from pathlib import Path
-
         json_path, png_path = write_importance(Path(args.out), imp, stem="permutation_importance", top=len(top))
         say(f"\nwrote {json_path} and {png_path}")
     if args.json:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ltr.commands import add_force_option
 from ltr.data.files import add_data_options, add_format_options
 from ltr.errors import LtrError
 from ltr.models.predict import doc_ids_of, ranks_in_queries  # numpy only: the parser stays light
@@ -51,6 +52,7 @@ def register(subparsers) -> None:
     p.add_argument("--qrels", default=None, metavar="FILE", help="also write the data's labels as a TREC qrels file with the same document ids, for `ltr eval --qrels FILE --run RUN`")
     p.add_argument("--tag", default=None, help="run tag, the sixth column (default: the model folder's name)")
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto (neural models only)")
+    add_force_option(p, "--out and --qrels")
     add_format_options(p)
     add_data_options(p)
     p.set_defaults(func=run)
@@ -129,7 +131,8 @@ def write_parquet(ds, scores: np.ndarray, path: str | os.PathLike) -> None:
 def run(args) -> int:
     import sys
 
-    from ltr.checks import output_file, same_file
+    from ltr.checks import same_file
+    from ltr.commands import check_output_files
     from ltr.data.files import data_options, format_options, is_labelled
     from ltr.models.folder import check_width, load_scorer
     from ltr.models.predict import open_for_scoring, score_data
@@ -137,10 +140,8 @@ def run(args) -> int:
     if args.qrels == "-" or (args.qrels and args.qrels == args.out):
         raise LtrError("--qrels needs a file of its own (standard output is for --out)")
     inputs = [("--data", args.data), ("--model", args.model)]
-    if args.out != "-":
-        output_file(args.out, "--out", inputs=inputs)
+    check_output_files(args, [("--out", args.out), ("--qrels", args.qrels)], inputs)
     if args.qrels:
-        output_file(args.qrels, "--qrels", inputs=inputs)
         if args.out != "-" and same_file(args.qrels, args.out):
             raise LtrError(f"--qrels {args.qrels} is the same file as --out; give two names")
     tag = args.tag or Path(args.model).resolve().name.replace(" ", "_")

@@ -76,11 +76,12 @@ def run(args) -> int:
 
     out = output_folder(args.out, "--out")
     existing = [name for name in FILES + ("description.json",) if (out / name).exists()]
-    if existing and not args.force:
-        raise LtrError(f"{out} already holds {', '.join(existing)}; pass --force to overwrite")
-    if existing and not _written_by_synth(out):
+    if existing and not _written_by_synth(out):  # first: --force would not help
         raise LtrError(f"--out {out} holds {', '.join(existing)} that `ltr synth` did not write (no description.json "
-                       "of its own); --force overwrites only its own files: choose another --out")
+                       "of its own), which --force never overwrites: choose another --out")
+    if existing and not args.force:
+        raise LtrError(f"{out} already holds {', '.join(existing)} of an earlier `ltr synth`; choose another --out "
+                       "or pass --force to overwrite them")
     if args.valid_share + args.test_share >= 1.0:
         raise LtrError(f"--valid-share {args.valid_share} + --test-share {args.test_share} must stay below 1 "
                        "(the rest is the training share)")

@@ -222,7 +222,7 @@ def _run(args) -> int:
             metrics_out["test"] = result.test_metrics
         recorded_model = {**model_cfg, **({"query_norm_rule": query_norm_facts} if query_norm_facts else {})}
         _write_summary(tmp, args, cfg, recorded_model, loss_cfg, result, members, metrics_out, (train_ds, valid_ds, test_ds), ctx, t0)
-    print_run_metrics(out, metrics_out, result.best_epoch)
+    print_run_metrics(out, metrics_out, result.best_epoch if members is None else [m["best_epoch"] for m in members])
     return 0
 
 
@@ -239,9 +239,11 @@ def _say_query_norm(facts: dict[str, Any]) -> None:
 def _load_splits(args):
     """The train, valid and test data sets (test None when not given), read with the data options."""
     from ltr.data.files import data_options, format_options, load_data_file
+    from ltr.data.signal import check_signal
 
     options = data_options(args)
     train_ds = load_data_file(args.train, "train", None, options, **format_options(args, "train", SPLITS))
+    check_signal(train_ds, args.train)  # every feature constant: nothing to learn, refused before training
     valid_ds = load_data_file(args.valid, "valid", train_ds.n_features, options, feature_names=train_ds.feature_names,
                               **format_options(args, "valid", SPLITS))  # fmt: skip
     test_ds = load_data_file(args.test, "test", train_ds.n_features, options, feature_names=train_ds.feature_names,

@@ -163,10 +163,12 @@ class StoreWriter:
 
         self.path = output_folder(path, "--out", inputs=inputs)  # not a file, not the cwd, not holding an input
         if self.path.exists() and any(self.path.iterdir()):
-            if not overwrite:
-                raise LtrError(f"--out {self.path} already exists; choose another --out or pass --force to replace it")
             if not is_store(self.path):  # --force replaces a store, never a folder holding other things
-                raise LtrError(f"--out {self.path} is a folder that is not a store; --force replaces only a store written by ltr convert")
+                raise LtrError(f"--out {self.path} is a folder that is not a store, which --force never replaces (only "
+                               "a store written by ltr convert): choose another --out")
+            if not overwrite:
+                raise LtrError(f"--out {self.path} already exists (a store); choose another --out or pass --force to "
+                               "replace it")
         self.source = source
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.tmp = self.path.parent / f".{self.path.name}.partial-{os.getpid()}"
@@ -355,6 +357,9 @@ def open_store(path: str | os.PathLike) -> RankingDataset:
         raise LtrError(f"{path}: features.npy does not hold [{n}, {width}] float32 as {STORE_JSON} says (damaged store)")
     labels = load("labels")
     _check_values(path, features, labels)
+    names = manifest.get("feature_names")
+    if names is not None and (not isinstance(names, list) or not all(isinstance(x, str) for x in names)):
+        raise LtrError(f"{manifest_path}: feature_names is not a list of names (damaged store)")
     try:
         return RankingDataset(
             features=features,
@@ -364,7 +369,7 @@ def open_store(path: str | os.PathLike) -> RankingDataset:
             user_ids=load("user_ids"),
             weights=load("weights"),
             doc_ids=load("doc_ids"),
-            feature_names=manifest.get("feature_names"),
+            feature_names=names,
             meta={"source": manifest.get("source"), "store": str(path), "format": "store"},
         )
     except ValueError as exc:

@@ -105,7 +105,7 @@ def run_on_dask(args, params: dict[str, Any], opts: dict[str, Any], out: Path, i
                 "wall_time_s": time.time() - t0,
             }  # fmt: skip
             atomic_write_json(tmp / "summary.json", summary)
-    print_run_metrics(out, metrics_out, None)
+    print_run_metrics(out, metrics_out, info["best_iteration"], unit="round")
     return 0
 
 

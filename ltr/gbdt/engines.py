@@ -42,11 +42,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ltr.errors import LtrError
+from ltr.errors import FeatureCountError, LtrError
 from ltr.gbdt.common import ValidationMonitor, checked_labels, engine_threads, query_ids
 
 __all__ = ["ENGINES", "OBJECTIVES", "MODEL_FILES", "import_engine", "resolve_objective", "take_objective", "query_ids",
-           "checked_labels", "engine_threads", "ValidationMonitor", "train_gbdt", "predict_gbdt",
+           "checked_labels", "engine_threads", "ValidationMonitor", "train_gbdt", "predict_gbdt", "model_n_features",
            "save_gbdt", "load_gbdt", "write_model_meta", "model_file_path"]
 
 ENGINES = ("lightgbm", "xgboost", "catboost")
@@ -154,8 +154,28 @@ def train_gbdt(engine: str, train_ds, valid_ds=None, params: dict[str, Any] | No
     return train_catboost(train_ds, valid_ds, params, objective=objective, threads=threads, **common)
 
 
+def model_n_features(engine: str, model) -> int:
+    """The number of feature columns a trained (or loaded) model of ``engine`` reads."""
+    if engine == "lightgbm":
+        return int(model.num_feature())
+    if engine == "xgboost":
+        return int(model.num_features())
+    return int(len(model.feature_names_))
+
+
 def predict_gbdt(engine: str, model, features: np.ndarray) -> np.ndarray:
-    """Scores [N] float64 of a trained (or loaded) model of ``engine`` at its kept rounds."""
+    """Scores [N] float64 of a trained (or loaded) model of ``engine`` at its kept rounds.
+
+    ``features`` [N, F] must have the model's F columns, for every engine: XGBoost would take the
+    missing columns of a narrower array as missing values and score it, LightGBM and CatBoost raise
+    their own exceptions; here all three raise :class:`~ltr.errors.FeatureCountError` naming both
+    counts (as ``ltr predict`` refuses such a file)."""
+    check_engine(engine)
+    features = np.asarray(features)
+    expected = model_n_features(engine, model)
+    if features.ndim != 2 or features.shape[1] != expected:
+        got = f"{features.shape[1]} columns" if features.ndim == 2 else f"shape {features.shape} (not [rows, features])"
+        raise FeatureCountError(f"features have {got}, the {engine} model expects {expected}")
     if engine == "lightgbm":
         from ltr.gbdt.lightgbm import predict_booster
 

@@ -326,7 +326,9 @@ def rounds_progress_callback(total: int, metric: str | None = None):
         if value is not None:
             if value > best["value"]:
                 best.update(value=value, round=env.iteration + 1)
-            bar.set_postfix_str(rounds_note(f"{metric} (LightGBM's)", value, best["value"], best["round"]), refresh=False)
+            # LightGBM's own NDCG scores a query without a relevant item 1 (the toolkit skips it): say so
+            bar.set_postfix_str(rounds_note(f"{metric} (LightGBM's) [empty=one]", value, best["value"], best["round"]),
+                                refresh=False)
         bar.update(1)
 
     callback.bar = bar  # type: ignore[attr-defined]

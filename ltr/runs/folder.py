@@ -26,7 +26,7 @@ import re
 import shutil
 import sys
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Sequence
 
 from ltr import checks
 from ltr.errors import LtrError
@@ -59,11 +59,13 @@ def check_destination(dest: str | os.PathLike, *, overwrite: bool = False, optio
     """
     dest = checks.output_folder(dest, option, inputs=inputs)
     if dest.is_dir() and any(dest.iterdir()):
-        if not overwrite:
-            raise LtrError(f"{option} {dest} already exists; choose another {option} or pass --force to replace it")
+        # the hint names what works: --force only where --force would replace the folder
         if not _marked(dest):
-            raise LtrError(f"{option} {dest} is not a run folder made by ltr (it has no {RUN_MARK}); --force "
-                           f"replaces only those: choose another {option}, or move the folder away yourself")
+            raise LtrError(f"{option} {dest} already exists and is not a run folder made by ltr (it has no {RUN_MARK}), "
+                           f"which --force never replaces: choose another {option}, or move the folder away yourself")
+        if not overwrite:
+            raise LtrError(f"{option} {dest} already exists (a run folder made by ltr); choose another {option} or "
+                           "pass --force to replace it")
     return dest
 
 
@@ -179,9 +181,19 @@ def versions() -> dict[str, str]:
     return out
 
 
-def print_run_metrics(out: Path, metrics_out: dict[str, dict[str, float]], best_epoch: int | None) -> None:
-    """Print where a run folder is and its metrics, one ``split<TAB>name<TAB>value`` line each."""
-    where = f" (best epoch {best_epoch})" if best_epoch else ""
+def print_run_metrics(out: Path, metrics_out: dict[str, dict[str, float]], best: int | Sequence[int] | None,
+                      unit: str = "epoch") -> None:
+    """Print where a run folder is, its best ``unit`` (epoch, or a GBDT's boosting round; a list: one per
+    ensemble member, in member order) and its metrics, one ``split<TAB>name<TAB>value`` line each.
+
+    >>> print_run_metrics(Path("runs/x"), {"valid": {"ndcg@10": 0.5}}, [4, 7, 3])  # doctest: +NORMALIZE_WHITESPACE
+    run folder: runs/x (best epochs of the 3 members: 4, 7, 3)
+    valid	ndcg@10	0.500000
+    """
+    if isinstance(best, (list, tuple)):
+        where = f" (best {unit}s of the {len(best)} members: {', '.join(str(b) for b in best)})"
+    else:
+        where = f" (best {unit} {best})" if best else ""
     print(f"run folder: {out}{where}")
     for split, values in metrics_out.items():
         for name, value in values.items():

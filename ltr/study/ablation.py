@@ -39,7 +39,6 @@ import copy
 import dataclasses
 import hashlib
 import json
-import math
 import os
 import re
 import time
@@ -50,7 +49,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from ltr.errors import LtrError
-from ltr.io_utils import atomic_write_json
+from ltr.io_utils import atomic_write_json, json_safe
 from ltr.study.methods import check_variant, known_losses, resolve_method, split_method
 
 __all__ = [
@@ -255,7 +254,8 @@ _COLUMN_KEYS = ("query_column", "label_column", "doc_id_column", "weight_column"
 def _check_tables(data: dict, path: Path) -> None:
     """Every table of an ablation TOML against the rules of its values (ltr.checks), before any work."""
     from ltr import checks
-    from ltr.train.config import GBDT_RULES, LOSS_RULES, MODEL_RULES, TRAIN_RULES, check_lightgbm_params
+    from ltr.gbdt.params import check_param_values
+    from ltr.train.config import GBDT_RULES, LOSS_RULES, MODEL_RULES, TRAIN_RULES
 
     for name in ("ablation", "train", "model", "models", "lightgbm", "xgboost", "catboost", "gbdt", "loss_options", "variants"):
         if name in data and not isinstance(data[name], dict):
@@ -281,7 +281,7 @@ def _check_tables(data: dict, path: Path) -> None:
     gbdt_rules = {k: v for k, v in GBDT_RULES.items() if k not in ("seed", "metrics", "preset")}
     checks.check_table(data.get("gbdt", {}), gbdt_rules, where=f"{path} [gbdt]")
     for engine in ("lightgbm", "xgboost", "catboost"):
-        check_lightgbm_params(data.get(engine, {}), where=f"{path} [{engine}]")
+        check_param_values(data.get(engine, {}), where=f"{path} [{engine}]")
     for method, opts in data.get("loss_options", {}).items():
         if not isinstance(opts, dict):
             raise LtrError(f"{path} [loss_options.{method}] must be a table")
@@ -452,19 +452,8 @@ def cell_fingerprint(cell: Cell, config: AblationConfig) -> str:
     return hashlib.sha256(_canonical(parts).encode()).hexdigest()[:16]
 
 
-def _json_safe(obj: Any) -> Any:
-    """NaN and infinities become null so the files are strict JSON (read back as NaN)."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_json_safe(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _json_safe(obj.tolist())
-    if isinstance(obj, np.generic):
-        return _json_safe(obj.item())
-    return obj
+# NaN and infinities become null so the files are strict JSON (read back as NaN): the one rule of ltr.io_utils
+_json_safe = json_safe
 
 
 def read_cell(path: Path, fingerprint: str | None = None) -> dict | None:

@@ -64,8 +64,10 @@ def queries_used(comparison) -> str:
 
 def _summary(comparison) -> str:
     m = len(comparison.runs) - 1
+    interval = ("t-intervals, clipped to [-1, 1] for measures in [0, 1]" if comparison.test == "t"
+                else "percentile bootstrap intervals")
     return (f"{queries_used(comparison)}; {_TEST_NAMES[comparison.test]}, p-values corrected ({comparison.correction}) for "
-            f"{m} comparison{'s' if m != 1 else ''} per metric")
+            f"{m} comparison{'s' if m != 1 else ''} per metric; {interval}")
 
 
 def comparison_markdown(comparison) -> str:

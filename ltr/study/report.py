@@ -42,6 +42,7 @@ from ltr.io_utils import atomic_path, atomic_write_json, atomic_write_text
 from ltr.study.ablation import AblationConfig, _json_safe
 from ltr.study.methods import resolve_method
 from ltr.study.report_table import counted, format_interval, markdown_table
+from metrics.evaluate import unit_bounded
 from metrics.stats import (
     bootstrap_ci,
     holm,
@@ -156,7 +157,8 @@ def _method_rows(by_method: dict, names: dict[str, str], config: AblationConfig)
                 per_seed = np.array([np.nanmean(v) if np.any(~np.isnan(v)) else np.nan for v in stack])
             avg = stack.mean(axis=0)  # a NaN query is NaN in every seed (it depends on labels only)
             seed_avg[method][short] = avg
-            ci = t_interval(per_seed, confidence=conf)
+            # a mean of values in [0, 1] stays there; so does its interval (few seeds: a wide t-interval)
+            ci = t_interval(per_seed, confidence=conf, bounds=(0.0, 1.0) if unit_bounded(names[short]) else None)
             qci = bootstrap_ci(avg, confidence=conf, n_resamples=min(config.n_resamples, 5000), seed=0)
             row["metrics"][short] = {
                 "name": names[short], "mean": ci.mean, "low": ci.low, "high": ci.high,
@@ -277,7 +279,8 @@ def render_markdown(summary: dict) -> str:
         one_seed = n_seeds == 1
         lines.append(f"Mean over test queries [{conf:.0%} bootstrap interval over queries: one seed, no spread "
                      "over seeds to measure]; s/cell: mean wall time of a cell (tuning included):" if one_seed else
-                     f"Mean over seeds [{conf:.0%} t-interval]; s/cell: mean wall time of a cell (tuning included):")
+                     f"Mean over seeds [{conf:.0%} t-interval, clipped to [0, 1] for measures in [0, 1]]; s/cell: mean "
+                     "wall time of a cell (tuning included):")
         lines.append("")
         best = {s: max(m["metrics"][s]["mean"] for m in ds["methods"]) for s in shorts}
         rows = []

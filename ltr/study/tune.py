@@ -148,6 +148,11 @@ def _check_space_values(where: str, space: dict[str, Any], rules: dict[str, Any]
                 rules[key].check(value, f"{where} {key}")
 
 
+def _first_value(spec: dict[str, Any]) -> Any:
+    """A value a searched key may take (its first choice, or its lower bound): what its name is checked with."""
+    return (spec.get("choices") or spec.get("float") or spec.get("int") or [None])[0]
+
+
 def load_tune_config(path: str | os.PathLike) -> TuneConfig:
     """Read and check a search-space TOML file; errors name the file and the key."""
     from ltr.train.config import check_keys, read_toml
@@ -188,8 +193,8 @@ def load_tune_config(path: str | os.PathLike) -> TuneConfig:
 def _check_fixed(cfg: TuneConfig) -> None:
     """Check the fixed tables' keys and values, and the searched keys, before any trial runs."""
     from ltr.checks import check_table
-    from ltr.train.config import (GBDT_RULES, LIGHTGBM_RULES, LOSS_RULES, MODEL_RULES, TRAIN_RULES, check_keys,
-                                  check_lightgbm_params)
+    from ltr.gbdt.params import ENGINE_RULES, check_engine_params
+    from ltr.train.config import GBDT_RULES, LOSS_RULES, MODEL_RULES, TRAIN_RULES, check_keys
 
     where = cfg.source
     if cfg.kind == "neural":
@@ -208,9 +213,11 @@ def _check_fixed(cfg: TuneConfig) -> None:
         check_table(cfg.fixed["gbdt"], GBDT_RULES, where=f"{where} [gbdt]")
         check_keys(cfg.space["gbdt"], GBDT_RULES, where=f"{where} [space.gbdt]")
         _check_space_values(f"{where} [space.gbdt]", cfg.space["gbdt"], GBDT_RULES)
-        check_lightgbm_params(cfg.fixed[cfg.kind], where=f"{where} [{cfg.kind}]")
-        if cfg.kind == "lightgbm":  # LightGBM keys with a stated range: the rules of ltr gbdt's options
-            _check_space_values(f"{where} [space.lightgbm]", cfg.space["lightgbm"], LIGHTGBM_RULES)
+        check_engine_params(cfg.kind, cfg.fixed[cfg.kind], where=f"{where} [{cfg.kind}]")
+        # the searched keys: ranges by the engine's rules (those of ltr gbdt's options), names by the engine
+        _check_space_values(f"{where} [space.{cfg.kind}]", cfg.space[cfg.kind], ENGINE_RULES[cfg.kind])
+        check_engine_params(cfg.kind, {k: _first_value(spec) for k, spec in cfg.space[cfg.kind].items()},
+                            where=f"{where} [space.{cfg.kind}]")
 
 
 # ---------------------------------------------------------------------------------------------- trials

@@ -40,7 +40,7 @@ from ltr.checks import COUNT, SEED, boolean, integer, list_of, number, table, te
 from ltr.errors import LtrError
 
 __all__ = ["DEFAULT_METRICS", "QUERY_NORMS", "QUERY_NORM_CHOICES", "TrainConfig", "auto_batch_size", "AUTO_BATCH", "load_toml", "check_keys", "read_toml",
-           "TRAIN_RULES", "MODEL_RULES", "LOSS_RULES", "GBDT_RULES", "LIGHTGBM_RULES", "check_lightgbm_params"]
+           "TRAIN_RULES", "MODEL_RULES", "LOSS_RULES", "GBDT_RULES"]
 
 DEFAULT_METRICS = ("ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "map", "mrr")
 
@@ -89,31 +89,6 @@ GBDT_RULES: dict[str, checks.Rule] = {
     "early_stopping_rounds": integer(min=0, optional=True), "eval_at": list_of(integer(min=1), min_len=1),
     "monitor_k": COUNT, "seed": SEED, "metrics": _METRIC_NAMES, "preset": text(optional=True),
 }
-
-
-# [lightgbm] keys that ltr gbdt has options for, or whose range LightGBM's documentation states: the
-# same rule for --num-leaves, a TOML value and a searched range of ltr tune.
-LIGHTGBM_RULES: dict[str, checks.Rule] = {
-    "num_leaves": integer(min=2, max=131072), "learning_rate": number(above=0), "max_depth": integer(),
-    "min_data_in_leaf": integer(min=0), "min_sum_hessian_in_leaf": number(min=0), "bagging_freq": integer(min=0),
-    "bagging_fraction": number(above=0, max=1), "feature_fraction": number(above=0, max=1),
-    "lambda_l1": number(min=0), "lambda_l2": number(min=0), "min_gain_to_split": number(min=0),
-    "max_bin": integer(min=2), "num_threads": integer(min=0),
-}
-
-
-def check_lightgbm_params(params: dict[str, Any], *, where: str) -> dict[str, Any]:
-    """[lightgbm]: passed to LightGBM as they are, but only numbers, booleans, text or lists of them,
-    and the keys of :data:`LIGHTGBM_RULES` by their rules (LightGBM judges the other values itself
-    and its refusals become one-line errors)."""
-    for key, value in params.items():
-        items = value if isinstance(value, list) else [value]
-        if not all(isinstance(v, (bool, int, float, str)) for v in items) or (
-                any(isinstance(v, float) and not math.isfinite(v) for v in items)):
-            raise LtrError(f"{where} {key} must be a number, true/false, text or a list of them, got {value!r}")
-        if key in LIGHTGBM_RULES:
-            LIGHTGBM_RULES[key].check(value, f"{where} {key}")
-    return params
 
 
 #: bounds and steps per epoch of the "auto" batch size: chosen by issue 20's defaults study
@@ -258,52 +233,38 @@ def load_toml(path: str | os.PathLike, tables: Iterable[str]) -> dict[str, dict[
     return out
 
 
-def _toml_value(value: Any, where: str) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
-            return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-        return repr(value)
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml_value(v, where) for v in value) + "]"
+def _toml_plain(value: Any, where: str) -> Any:
+    """``value`` as the types a TOML writer takes: numpy scalars as Python numbers, tuples as lists."""
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{_toml_key(k)} = {_toml_value(v, where)}" for k, v in value.items()) + "}"
+        return {str(k): _toml_plain(v, f"{where}.{k}") for k, v in value.items() if v is not None}
+    if isinstance(value, (list, tuple)):
+        return [_toml_plain(v, where) for v in value]
+    if hasattr(value, "item") and getattr(value, "ndim", None) == 0:  # a numpy scalar
+        value = value.item()
+    if isinstance(value, (bool, int, float, str)):
+        return value
     raise LtrError(f"{where}: cannot write {type(value).__name__} value {value!r} as TOML")
 
 
-def _toml_key(key: str) -> str:
-    return key if key and all(c.isalnum() or c in "_-" for c in key) else _toml_value(str(key), "key")
-
-
 def toml_text(tables: dict[str, dict[str, Any]], header: str = "") -> str:
-    """TOML text of ``{table: {key: value}}`` (values: bool, int, float, str, lists, inline tables);
-    ``None`` values are left out (TOML has no null, and the readers' defaults stand for them).
-    The text is read back with ``tomllib`` and must give the same tables.
+    """TOML text of ``{table: {key: value}}`` (values: bool, int, float, str, lists, tables), written by
+    tomli-w, a kept TOML writer: any text (control characters, ``\\r``, quotes) and nan / inf read back
+    with ``tomllib`` as they were. ``None`` values are left out (TOML has no null, and the readers'
+    defaults stand for them). ``header``: comment lines put first.
 
     >>> print(toml_text({"train": {"lr": 0.01, "metrics": ["ndcg@10"], "grad_clip": None}}, "# best"))
     # best
     <BLANKLINE>
     [train]
     lr = 0.01
-    metrics = ["ndcg@10"]
+    metrics = [
+        "ndcg@10",
+    ]
     <BLANKLINE>
     """
-    lines = [header, ""] if header else []
-    kept = {name: {k: v for k, v in values.items() if v is not None} for name, values in tables.items()}
-    for name, values in kept.items():
-        lines.append(f"[{_toml_key(name)}]")
-        lines += [f"{_toml_key(k)} = {_toml_value(v, f'[{name}] {k}')}" for k, v in values.items()]
-        lines.append("")
-    written = "\n".join(lines)
-
-    def plain(v):
-        return [plain(x) for x in v] if isinstance(v, (list, tuple)) else {k: plain(x) for k, x in v.items()} if isinstance(v, dict) else v
-
-    if tomllib.loads(written) != plain(kept):  # pragma: no cover - a bug in the writer, never the user's
-        raise LtrError(f"TOML writer: the text does not read back as the tables {kept}")
-    return written
+    try:
+        import tomli_w
+    except ImportError:  # pragma: no cover - a dependency of ltr tune
+        raise LtrError("writing a TOML file needs tomli-w: pip install 'ltr[tune]'") from None
+    kept = {name: _toml_plain(values, f"[{name}]") for name, values in tables.items()}
+    return (f"{header}\n\n" if header else "") + tomli_w.dumps(kept)

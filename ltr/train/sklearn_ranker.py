@@ -10,7 +10,8 @@
 
 Query ids follow XGBoost's convention: ``qid`` holds one id per row and the rows of a query are
 contiguous (a query split over two runs of rows is an error, never regrouped: row order is the
-tie-break of the metrics). ``X`` is a numpy array or a pandas data frame; a data frame may carry the
+tie-break of the metrics). ``fit(X, y, group=sizes)`` takes LightGBM's and XGBoost's other form
+instead: the number of rows of each query, in row order. ``X`` is a numpy array or a pandas data frame; a data frame may carry the
 query ids as a column named ``qid`` instead of the ``qid=`` argument (as XGBoost's ranker allows), which
 is what lets scikit-learn's model selection pass them along without metadata routing::
 
@@ -91,6 +92,35 @@ def query_offsets_from_qid(qid, n_rows: int, where: str = "qid") -> tuple[np.nda
         raise ValueError(f"{where}: the rows of query {dup!r} are not contiguous; sort the rows by query id "
                          "(a stable sort keeps each query's row order, which breaks score ties)")
     return np.append(starts, n_rows).astype(np.int64), ids
+
+
+def qid_from_group(group, n_rows: int, where: str = "group") -> np.ndarray:
+    """Per-row query ids ``0, 0, 1, ...`` from LightGBM's and XGBoost's ``group``: the number of rows of
+    each query, in row order (positive integers adding up to the rows of X).
+
+    >>> qid_from_group([2, 3, 1], 6).tolist()
+    [0, 0, 1, 1, 1, 2]
+    """
+    sizes = _one_column(group, where)
+    if sizes.size == 0 or sizes.dtype.kind not in "iuf" or not np.all(np.isfinite(sizes)):
+        raise ValueError(f"{where} must hold the number of rows of each query (positive integers), got {sizes[:5].tolist()}")
+    if np.any(sizes != np.round(sizes)) or np.any(sizes < 1):
+        i = int(np.flatnonzero((sizes != np.round(sizes)) | (sizes < 1))[0])
+        raise ValueError(f"{where}[{i}] = {sizes[i].item()!r}: each query's number of rows must be an integer >= 1")
+    total = int(sizes.sum())
+    if total != n_rows:
+        raise ValueError(f"{where} adds up to {total} rows, X has {n_rows} (group holds the number of rows of each "
+                         "query, as LightGBM and XGBoost define it; per-row query ids go to qid=)")
+    return np.repeat(np.arange(sizes.size), sizes.astype(np.int64))
+
+
+def _qid_or_group(X, qid, group, where: str):
+    """``qid`` from ``qid=`` or from ``group=`` (sizes): never both."""
+    if group is None:
+        return qid
+    if qid is not None:
+        raise ValueError(f"{where}: pass qid= (one id per row) or group= (rows per query), not both")
+    return qid_from_group(group, len(X), f"{where}: group")
 
 
 def dataset_from_arrays(X, y, qid, *, sample_weight=None, where: str = "X"):
@@ -188,8 +218,12 @@ class NeuralRanker(BaseEstimator):
         self.verbose = verbose
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, X, y, qid=None, *, eval_set=None, sample_weight=None) -> "NeuralRanker":
-        """Train on ``(X, y, qid)``; ``eval_set=[(X_valid, y_valid, qid_valid)]`` early-stops on ``monitor``."""
+    def fit(self, X, y, qid=None, *, group=None, eval_set=None, eval_group=None, sample_weight=None) -> "NeuralRanker":
+        """Train on ``(X, y, qid)``; ``eval_set=[(X_valid, y_valid, qid_valid)]`` early-stops on ``monitor``.
+
+        ``group`` (and ``eval_group=[sizes]`` for ``eval_set=[(X_valid, y_valid)]``) may stand for
+        ``qid``: the number of rows of each query, in row order, as LGBMRanker and XGBRanker take it.
+        """
         import losses
 
         from ltr.errors import LtrError
@@ -197,6 +231,9 @@ class NeuralRanker(BaseEstimator):
         from ltr.train.settings import resolve_query_norm
 
         names = getattr(X, "columns", None)
+        qid = _qid_or_group(X, qid, group, "X")
+        if eval_group is not None:
+            eval_set = self._grouped_eval_set(eval_set, eval_group)
         train = dataset_from_arrays(X, y, qid, sample_weight=sample_weight, where="X")
         if names is not None:
             self.feature_names_in_ = np.asarray([str(c) for c in names if str(c) != QID_COLUMN], dtype=object)
@@ -239,6 +276,16 @@ class NeuralRanker(BaseEstimator):
                            seeds=[self.seed + k for k in range(self.ensemble)])
         (ensemble_value,) = fit.valid_metrics.values()  # the monitor, the one metric of ``config``
         return dataclasses.replace(fit.members[0], model=fit.model, best_value=ensemble_value)
+
+    @staticmethod
+    def _grouped_eval_set(eval_set, eval_group):
+        """``eval_set=[(X, y)]`` with ``eval_group=[sizes]`` as ``[(X, y, qid)]``."""
+        if not isinstance(eval_group, (list, tuple)) or len(eval_group) != 1:
+            raise ValueError("eval_group must be a list with one array of query sizes, for the one eval_set")
+        if not isinstance(eval_set, (list, tuple)) or len(eval_set) != 1 or len(tuple(eval_set[0])) != 2:
+            raise ValueError("eval_group goes with eval_set=[(X_valid, y_valid)] (its query ids come from eval_group)")
+        X, y = tuple(eval_set[0])
+        return [(X, y, _qid_or_group(X, None, eval_group[0], "eval_set[0]"))]
 
     def _eval_dataset(self, eval_set):
         if not isinstance(eval_set, (list, tuple)) or len(eval_set) != 1:
