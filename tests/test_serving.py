@@ -78,7 +78,10 @@ def _table(ds, *, labels: bool) -> dict:
 
 
 def _tsv_scores(model, data, *extra) -> np.ndarray:
-    out = Path(data).parent / f"scores-{Path(model).name}.tsv"
+    import tempfile
+
+    # a new file each call: ltr predict replaces an existing file only with --force
+    out = Path(tempfile.mkdtemp(dir=Path(data).parent)) / f"scores-{Path(model).name}.tsv"
     assert main(["predict", "--model", str(model), "--data", str(data), "--format", "tsv", "--out", str(out), *extra]) == 0
     return np.loadtxt(out, ndmin=1)
 
