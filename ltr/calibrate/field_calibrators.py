@@ -8,7 +8,7 @@ field-aware calibration and multicalibration over fields. All saved as JSON, nev
 * :class:`SplineCalibrator`: ``p = sigmoid(g(x))`` with ``g`` continuous piecewise linear in
   ``x = logit(s)`` (or the raw score), knots at quantiles of the fit scores, every segment slope at
   least ``min_slope > 0`` (strictly increasing: AUC unchanged), fitted by maximum likelihood
-  (L-BFGS-B with the slopes bounded). Linear beyond the outer knots.
+  (projected Newton with the slopes bounded, :mod:`ltr.calibrate.logistic`). Linear beyond the outer knots.
 * :class:`FieldAwareCalibrator`: a global map ``g`` (Platt, beta or spline) plus one logit offset per
   field value, ``p = sigmoid(g(s) + sum_f delta_f[v_f])``, the offsets shrunk towards 0 (the global
   map) by their click count (see the class). Inside a group of rows that share the value of every
@@ -28,12 +28,13 @@ from typing import Any, Mapping
 import numpy as np
 from scipy.special import expit, log_expit
 
-from ltr.calibrate.calibrators import _FORMAT_VERSION, _as_scores, _Calibrator, logistic_fit
+from ltr.calibrate.calibrators import _FORMAT_VERSION, _as_scores, _Calibrator
+from ltr.calibrate.logistic import weighted_logistic
 from ltr.calibrate.field_values import check_field_type, encode_values, value_key, words_type
 from ltr.errors import LtrError
 
 __all__ = [
-    "bounded_logistic_newton", "BetaCalibrator", "SplineCalibrator", "FieldAwareCalibrator", "MulticalibrationCalibrator",
+    "BetaCalibrator", "SplineCalibrator", "FieldAwareCalibrator", "MulticalibrationCalibrator",
     "check_within_field_order", "field_keys", "field_codes", "cell_codes", "FieldCodes", "unseen_values", "FIELD_METHODS", "GLOBAL_MAPS", "make_field_calibrator",
     "field_calibrator_from_dict", "make_global_map", "global_logit",
 ]  # fmt: skip
@@ -41,46 +42,6 @@ __all__ = [
 FIELD_METHODS = ("beta", "spline", "field-aware", "multicalibration")
 GLOBAL_MAPS = ("platt", "beta", "spline")
 _EPS = 1e-12
-
-
-# ----------------------------------------------------------------------------- logistic regression
-# logistic_fit lives in ltr.calibrate.calibrators (Platt's fit is the one-feature case)
-def bounded_logistic_newton(A, y, lower, *, max_iter: int = 200, tol: float = 1e-9) -> np.ndarray:
-    r"""``argmin_theta mean_i softplus(a_i theta) - y_i a_i theta`` subject to ``theta >= lower``
-    (``-inf`` for a free coefficient): projected Newton steps with step halving; a coefficient at its
-    bound whose gradient pushes it further out is held there for the step. Stops when the projected
-    gradient is below ``tol``. ``A`` includes the intercept column if one is wanted."""
-    n, k = A.shape
-    theta = np.where(np.isfinite(lower), np.maximum(lower, 1.0), 0.0)
-    rate = float(np.clip(y.mean(), 1e-9, 1 - 1e-9))
-    theta[-1] = math.log(rate / (1 - rate)) - float(np.mean(A[:, :-1] @ theta[:-1]))
-
-    def loss(th):
-        u = A @ th
-        return float(np.mean(-log_expit(-u) - y * u))
-
-    current = loss(theta)
-    for _ in range(max_iter):
-        q = expit(A @ theta)
-        grad = A.T @ (q - y) / n
-        at_bound = (theta <= lower + 1e-15) & (grad > 0)
-        free = ~at_bound
-        if np.max(np.abs(grad[free])) <= tol:
-            break
-        H = (A[:, free] * (q * (1 - q))[:, None]).T @ A[:, free] / n + 1e-12 * np.eye(int(free.sum()))
-        step = np.zeros(k)
-        step[free] = np.linalg.solve(H, grad[free])
-        lr = 1.0
-        while lr > 1e-12:
-            cand = np.maximum(theta - lr * step, lower)
-            value = loss(cand)
-            if value <= current:
-                break
-            lr *= 0.5
-        if current - value <= 1e-16 and lr <= 1e-12:
-            break
-        theta, current = cand, value
-    return theta
 
 
 def _as_probabilities(s: np.ndarray, what: str) -> np.ndarray:
@@ -120,10 +81,11 @@ class BetaCalibrator(_Calibrator):
     def fit(self, scores, labels, *, held_out: bool = True, training_fingerprint: str | None = None):
         s, y = self._check_fit_data(scores, labels, held_out, training_fingerprint)
         X = self._features(s)
-        a, b, c = logistic_fit(X, y)
+        ones = np.ones(X.shape[0])
+        a, b, c = weighted_logistic(np.column_stack([X, ones]), y)
         if a < 0 or b < 0:
             keep = 1 if a < 0 else 0
-            coef, c = logistic_fit(X[:, [keep]], y)
+            coef, c = weighted_logistic(np.column_stack([X[:, keep], ones]), y)
             a, b = (0.0, coef) if keep == 1 else (coef, 0.0)
         if not (a >= 0 and b >= 0 and a + b > 0):
             raise LtrError(f"beta calibration fit has non-positive coefficients (a={a:.6g}, b={b:.6g}): the scores "
@@ -164,7 +126,7 @@ class SplineCalibrator(_Calibrator):
     ``g(x) = c + sum_j beta_j phi_j(x)`` with ``phi_0 = min(x - t_1, 0)``, ``phi_j =
     clip(x - t_j, 0, t_{j+1} - t_j)`` and ``phi_K = max(x - t_K, 0)``: ``beta_j`` is the slope on
     segment j. The fit minimises the mean log loss with every ``beta_j >= min_slope``
-    (:func:`bounded_logistic_newton`), so ``g`` is strictly increasing (AUC unchanged up to
+    (:func:`ltr.calibrate.logistic.weighted_logistic`), so ``g`` is strictly increasing (AUC unchanged up to
     floating-point ties, which the invariance check counts).
     """
 
@@ -205,7 +167,7 @@ class SplineCalibrator(_Calibrator):
         B = self._basis(x, t)
         k = B.shape[1]
         lower = np.r_[np.full(k, self.min_slope), -np.inf]
-        theta = bounded_logistic_newton(np.column_stack([B, np.ones(x.shape[0])]), y, lower)
+        theta = weighted_logistic(np.column_stack([B, np.ones(x.shape[0])]), y, lower=lower)
         self.knots_, self.slopes_, self.intercept_ = t, theta[:k], float(theta[k])
         return self
 
