@@ -149,6 +149,7 @@ def _fit_global(stats: BinnedStats, method: str, table: BinnedTable):
 def _fit_field_aware(stats: BinnedStats, table: BinnedTable, global_method: str, prior_clicks: float):
     from ltr.calibrate.field_calibrators import (FieldAwareCalibrator, _joint_offsets, check_within_field_order,
                                                  global_logit)
+    from ltr.calibrate.field_values import words_type
 
     if not stats.fields:
         raise LtrError("field-aware calibration needs --field-columns")
@@ -161,6 +162,7 @@ def _fit_field_aware(stats: BinnedStats, table: BinnedTable, global_method: str,
     d = _joint_offsets([codes[:, j] for j in range(len(sizes))], sizes, z0, table.col("pos"), cal.prior_clicks,
                        cal.max_rounds, cal.tol, counts=table.col("rows"))
     cal.offsets_ = {f: dict(zip(stats.values(j), d[j].tolist())) for j, f in enumerate(stats.fields)}
+    cal.field_types_ = {f: words_type(stats.values(j)) for j, f in enumerate(stats.fields)}
     _stamp(cal, stats, table)
     after = z0 + sum(d[j][codes[:, j]] for j in range(len(sizes)))
     cal.order_check_ = check_within_field_order(r, after, stats.entry_cells(table)[0])
