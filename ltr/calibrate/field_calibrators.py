@@ -430,6 +430,10 @@ class _FieldCalibrator(_Calibrator):
     def _global_map(self, s):
         return make_global_map(self.global_method, s, probabilities=_scale_flag(self.score_scale))
 
+    def fitted_values(self, field: str) -> set:
+        """The keys of ``field`` the fit saw (any other value takes no offset for this field)."""
+        raise NotImplementedError
+
     def codes_for(self, fields, n: int, vocab: dict) -> dict[str, FieldCodes]:
         """The field values of ``n`` rows to predict, as codes, checked against the fitted types
         (:func:`ltr.calibrate.field_values.check_field_type`; ``vocab``: field -> fitted keys)."""
@@ -533,6 +537,10 @@ class FieldAwareCalibrator(_FieldCalibrator):
     def _require_fitted(self):
         if self.offsets_ is None or self.global_ is None:
             raise LtrError("FieldAwareCalibrator is not fitted: call fit(scores, labels, fields) first")
+
+    def fitted_values(self, field: str) -> set:
+        self._require_fitted()
+        return set(self.offsets_[field])
 
     def logit(self, scores, fields) -> np.ndarray:
         self._require_fitted()
@@ -678,11 +686,14 @@ class MulticalibrationCalibrator(_FieldCalibrator):
         if self.rounds_ is None or self.global_ is None:
             raise LtrError("MulticalibrationCalibrator is not fitted: call fit(scores, labels, fields) first")
 
+    def fitted_values(self, field: str) -> set:
+        self._require_fitted()
+        return set().union(*(spec["offsets"][field] for spec in self.rounds_))
+
     def logit(self, scores, fields) -> np.ndarray:
         self._require_fitted()
         s = _as_scores(scores)
-        vocab = {f: set().union(*(spec["offsets"][f] for spec in self.rounds_)) for f in self.fields}
-        codes = self.codes_for(fields, s.shape[0], vocab)
+        codes = self.codes_for(fields, s.shape[0], {f: self.fitted_values(f) for f in self.fields})
         z = global_logit(self.global_, s)
         for spec in self.rounds_:
             z = self._apply_round(spec, z, codes)

@@ -16,7 +16,7 @@ from ltr.calibrate.invariance import AucInvarianceReport, check_auc_invariance
 from ltr.io_utils import atomic_path
 from metrics.classification import brier, calibration_curve, ece, log_loss, mce
 
-__all__ = ["calibration_metrics", "CalibrationReport", "reliability_figure", "reliability_bins", "wilson_interval",
+__all__ = ["calibration_metrics", "CalibrationReport", "reliability_figure", "reliability_figure_from_bins", "reliability_bins", "wilson_interval",
            "save_reliability_diagram", "add_reliability_to_tensorboard"]
 
 
@@ -141,17 +141,27 @@ def reliability_figure(labels, series: Mapping[str, Any], n_bins: int = 15, titl
     rows per bin (log scale), so that a point far from the diagonal on a handful of rows reads as
     such. The axes span the range the curves use, not [0, 1], so that low click rates are visible.
     """
+    y = np.asarray(labels, dtype=np.float64)
+    curves = {name: {s: reliability_bins(y, probs, n_bins=n_bins, strategy=s, level=level) for s in ("width", "mass")}
+              for name, probs in series.items()}
+    return reliability_figure_from_bins(curves, n_bins=n_bins, title=title, level=level)
+
+
+def reliability_figure_from_bins(curves: Mapping[str, Any], n_bins: int = 15, title: str | None = None,
+                                 level: float = 0.9):
+    """:func:`reliability_figure` drawn from bins already computed: ``{name: {"width": bins, "mass":
+    bins}}`` with ``bins`` as :func:`reliability_bins` returns them (or the streamed
+    :func:`ltr.calibrate.stream_report.binned_reliability`)."""
     # A bare Figure (no pyplot): no GUI backend is touched and nothing global is registered.
     from matplotlib.figure import Figure
 
-    y = np.asarray(labels, dtype=np.float64)
     fig = Figure(figsize=(10, 6))
     grid = fig.add_gridspec(2, 2, height_ratios=(3, 1))
     for col, strategy in enumerate(("width", "mass")):
         ax, axc = fig.add_subplot(grid[0, col]), fig.add_subplot(grid[1, col])
         top = 0.0
-        for name, probs in series.items():
-            r = reliability_bins(y, probs, n_bins=n_bins, strategy=strategy, level=level)
+        for name, by_strategy in curves.items():
+            r = by_strategy[strategy]
             line, = ax.plot(r["mean_predicted"], r["rate"], marker="o", ms=3, label=name)
             ax.fill_between(r["mean_predicted"], r["low"], r["high"], color=line.get_color(), alpha=0.2)
             axc.plot(r["mean_predicted"], r["count"], marker="o", ms=3, color=line.get_color())
