@@ -85,6 +85,20 @@ class AuctionRequests:
     fields: dict  # advertiser [A, K]; site, device, hour [A, K] (repeated over the request's candidates)
     position_effects: np.ndarray  # [n_positions] theta_k
 
+    def to_frame(self):
+        """The table ``ltr auction`` reads, one row per candidate: ``request``, ``ad`` (the advertiser),
+        ``bid``, ``score`` (the pooled model's logit at the top slot), ``true_ctr`` (at the top slot), the
+        fields advertiser, site, device, hour, and ``position`` 0 (the top slot, where a calibrator that
+        reads the position predicts)."""
+        import pandas as pd
+
+        a, k = self.bids.shape
+        cols = {"request": np.repeat(np.arange(a), k), "ad": self.fields["advertiser"].reshape(-1),
+                "bid": self.bids.reshape(-1), "score": self.pooled_logit.reshape(-1), "true_ctr": self.ad_ctr.reshape(-1)}
+        cols.update({f: v.reshape(-1) for f, v in self.fields.items()})
+        cols["position"] = np.zeros(a * k, dtype=np.int64)
+        return pd.DataFrame(cols)
+
 
 @dataclass
 class FieldWorld:
