@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 METHODS = ("platt", "isotonic", "isotonic-strict")
-ALL_METHODS = METHODS + ("beta", "spline", "field-aware", "multicalibration")
+ALL_METHODS = METHODS + ("beta", "spline", "field-aware", "field-joint", "multicalibration")
 _FORMAT_VERSION = 1
 
 

@@ -154,7 +154,9 @@ def reliability_figure_from_bins(curves: Mapping[str, Any], n_bins: int = 15, ti
     :func:`ltr.calibrate.stream_report.binned_reliability`)."""
     # A bare Figure (no pyplot): no GUI backend is touched and nothing global is registered.
     from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter
 
+    plain = FuncFormatter(lambda v, _: f"{v:g}")  # log-axis labels without mathtext (its parser costs seconds)
     fig = Figure(figsize=(10, 6))
     grid = fig.add_gridspec(2, 2, height_ratios=(3, 1))
     for col, strategy in enumerate(("width", "mass")):
@@ -175,6 +177,8 @@ def reliability_figure_from_bins(curves: Mapping[str, Any], n_bins: int = 15, ti
         ax.set_title(f"equal-{strategy} bins ({n_bins}), {level:.0%} Wilson band")
         ax.legend(fontsize=8)
         axc.set_yscale("log")
+        axc.yaxis.set_major_formatter(plain)
+        axc.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
         axc.set_xlabel("mean predicted probability")
         axc.set_ylabel("rows per bin")
     if title:

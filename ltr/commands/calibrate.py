@@ -1,6 +1,6 @@
 """``ltr calibrate``: fit a calibrator on a held-out part, report before and after; or apply a saved one.
 
-Methods: platt, isotonic, isotonic-strict, beta, spline (global maps), field-aware and
+Methods: platt, isotonic, isotonic-strict, beta, spline (global maps), field-aware, field-joint and
 multicalibration (they read field columns). Input is either a table (``--table``: a Parquet file, a
 folder of Parquet files, or a CSV file with a header; columns named by ``--score-column``,
 ``--label-column``, ``--field-columns a,b``, ``--weight-column``) or one file per column:
@@ -46,8 +46,8 @@ from ltr.errors import LtrError
 
 FORMATS_HELP = "one value per line, or a .npy 1-D array"
 # = ltr.calibrate.calibrators.ALL_METHODS (written out so that `ltr --help` does not import the package)
-ALL_METHODS = ("platt", "isotonic", "isotonic-strict", "beta", "spline", "field-aware", "multicalibration")
-FIELD_METHODS = ("field-aware", "multicalibration")
+ALL_METHODS = ("platt", "isotonic", "isotonic-strict", "beta", "spline", "field-aware", "field-joint", "multicalibration")
+FIELD_METHODS = ("field-aware", "field-joint", "multicalibration")
 # below these the evaluation part's numbers are mostly noise: said on stderr and in the report
 SMALL_EVAL_ROWS, SMALL_EVAL_CLICKS = 1000, 50
 
@@ -73,7 +73,7 @@ def register(subparsers) -> None:
     p.add_argument("--label-column", default="label", help="--table: the column of 0/1 labels")
     p.add_argument("--field-columns", default="", metavar="A,B",
                    help="--table: comma-separated field columns (advertiser,site,device,position): the per-field report, "
-                   "and what field-aware / multicalibration calibrate on; values are compared as values "
+                   "and what field-aware / field-joint / multicalibration calibrate on; values are compared as values "
                    "(3, 3.0 and \"3\" are one value)")
     p.add_argument("--weight-column", default=None, help="--table: a column of row weights for the reported metrics")
     p.add_argument("--global-map", choices=("platt", "beta", "spline"), default=None,
@@ -81,7 +81,7 @@ def register(subparsers) -> None:
                    "(default: spline for field-aware, platt for multicalibration)")
     p.add_argument("--prior-clicks", type=number(min=0), default=30.0,
                    help="field methods: shrinkage of each value's offset towards the global map, "
-                   "in clicks (offset ~ (clicks - predicted) / (predicted + this))")
+                   "in clicks (offset ~ (clicks - predicted) / (predicted + this)); field-joint: its starting value")
     p.add_argument("--min-count", type=number(min=0), default=1000.0,
                    help="per-field table: values with fewer rows are listed after the others")
     p.add_argument("--groups", default=None, metavar="FILE",
@@ -91,7 +91,9 @@ def register(subparsers) -> None:
                    "PAV (may create ties, reported); isotonic-strict: isotonic with the created ties broken in score "
                    "order (AUC unchanged); beta: logistic fit on (ln s, -ln(1-s)); spline: monotone piecewise-linear in "
                    "the logit; field-aware: global map + shrunk offset per field value (order kept inside each cell of "
-                   "the fields); multicalibration: rounds "
+                   "the fields); field-joint: the spline and the offsets fitted jointly, penalties by empirical Bayes, "
+                   "field x score-segment slopes kept where held-out data supports them (order kept inside each "
+                   "cell); multicalibration: rounds "
                    "of offsets per field value x score bin, stopped on held-out data")
     p.add_argument("--fit-fraction", type=number(above=0, max=1), default=0.5,
                    help="share of rows (of groups, with --groups) used to fit; the rest is the evaluation part "
@@ -203,8 +205,13 @@ def _fit(args, scores, labels, fields, fit, probabilities):
     if args.method in FIELD_METHODS:
         if not fields:
             raise LtrError(f"--method {args.method} needs --table with --field-columns")
-        kwargs = {"prior_clicks": args.prior_clicks, "score_scale": scale,
-                  "global_method": args.global_map or ("spline" if args.method == "field-aware" else "platt")}
+        kwargs = {"prior_clicks": args.prior_clicks, "score_scale": scale}
+        if args.method == "field-joint":
+            if args.global_map not in (None, "spline"):
+                raise LtrError("--method field-joint fits a spline jointly with the offsets; --global-map does not apply")
+            kwargs["seed"] = args.seed  # of its held-out share
+        else:
+            kwargs["global_method"] = args.global_map or ("spline" if args.method == "field-aware" else "platt")
         cal = make_calibrator(args.method, fields=list(fields), **kwargs)
         return cal.fit(scores[fit], labels[fit], {k: v[fit] for k, v in fields.items()}, held_out=True)
     if args.method in ("beta", "spline"):
