@@ -75,7 +75,7 @@ def test_apply_writes_the_calibrated_column_and_judges_the_new_day(days, capsys)
 
 def test_unseen_values_are_counted_and_listed(days, capsys):
     root, day2 = days
-    assert _apply(root, "unseen", ["--weight-column", "w"]) == 0
+    assert _apply(root, "unseen", ["--weight-column", "w", "--field-columns", "device"]) == 0
     out = capsys.readouterr().out
     u = json.loads((root / "unseen" / "report.json").read_text())["unseen"]
     adv = u["fields"]["advertiser"]
@@ -95,7 +95,7 @@ def test_unseen_values_are_counted_and_listed(days, capsys):
 
 def test_baseline_column_and_calibrator_give_rce(days, capsys):
     root, day2 = days
-    assert _apply(root, "base_col", ["--baseline", "true_ctr"]) == 0
+    assert _apply(root, "base_col", ["--baseline", "true_ctr", "--field-columns", "device"]) == 0
     rep = json.loads((root / "base_col" / "report.json").read_text())["field_report"]
     y = day2["label"].to_numpy()
     p = pq.read_table(root / "base_col" / "calibrated.parquet").column("calibrated").to_numpy()
@@ -104,7 +104,7 @@ def test_baseline_column_and_calibrator_give_rce(days, capsys):
     assert rep["rce"]["after"] < 0 < rep["rce"]["after"] + 0.02  # the truth is the best one can do
     assert main(["calibrate", "--table", str(root / "day1.parquet"), "--method", "platt", "--fit-fraction", "1",
                  "--out", str(root / "platt")]) == 0
-    assert _apply(root, "base_cal", ["--baseline", str(root / "platt")]) == 0
+    assert _apply(root, "base_cal", ["--baseline", str(root / "platt"), "--field-columns", "device"]) == 0
     rep = json.loads((root / "base_cal" / "report.json").read_text())["field_report"]
     q = load_calibrator(root / "platt" / "calibrator.json").predict(day2["score"].to_numpy())
     assert rep["rce"]["after"] == pytest.approx(1 - log_loss(y, p) / log_loss(y, q), rel=1e-10)
@@ -137,12 +137,13 @@ def test_invalid_rows_and_batches(days, capsys):
     bad.to_parquet(root / "bad.parquet")
     assert _apply(root, "refused", table="bad.parquet") == 2
     assert "column 'score', row 11 is empty" in capsys.readouterr().err
-    assert _apply(root, "dropped", ["--drop-invalid", "--batch-size", "1000"], table="bad.parquet") == 0
+    assert _apply(root, "dropped", ["--drop-invalid", "--batch-size", "1000", "--field-columns", "device"],
+                  table="bad.parquet") == 0
     rep = json.loads((root / "dropped" / "report.json").read_text())
     assert rep["inputs"]["dropped"]["total"] == 2 and rep["inputs"]["rows_calibrated"] == 5998
     col = pq.read_table(root / "dropped" / "calibrated.parquet").column("calibrated")
     assert col.null_count == 2 and col[10].as_py() is None and col[20].as_py() is None
-    one = _apply(root, "one_batch", ["--drop-invalid"], table="bad.parquet")
+    one = _apply(root, "one_batch", ["--drop-invalid", "--field-columns", "device"], table="bad.parquet")
     rep1 = json.loads((root / "one_batch" / "report.json").read_text())
     assert one == 0 and rep1["field_report"]["after"]["normalized_entropy"] == pytest.approx(
         rep["field_report"]["after"]["normalized_entropy"], rel=1e-12)  # sums: the batches do not matter

@@ -74,7 +74,7 @@ def _bad_frame(frame):
 def test_drop_invalid_counts_the_rows_and_keeps_the_split(frame, tmp_path, capsys):
     path = tmp_path / "bad.parquet"
     _bad_frame(frame).to_parquet(path)
-    base = ["--table", str(path), "--field-columns", "device,position", "--weight-column", "w", "--method", "platt",
+    base = ["--table", str(path), "--field-columns", "device", "--weight-column", "w", "--method", "platt",
             "--seed", "3"]
     rc, cap = _run(base + ["--out", str(tmp_path / "refused")], capsys)
     assert rc == 2 and "column 'score', row 5 holds nan, which is not a finite number (--drop-invalid" in cap.err

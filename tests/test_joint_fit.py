@@ -132,11 +132,10 @@ def test_side_by_side_with_mcgrad():
     inside cells. 100,000 impressions (MCGrad fits in about 20 s); the worst value with >= 20,000
     impressions needs the 400,000 of experiments/calibrate_beyond_mcgrad.py (docs/experiments.md)."""
     pytest.importorskip("mcgrad")
-    import sys
-    from pathlib import Path
+    from experiment_scripts import load_experiment
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
-    from calibrate_beyond_mcgrad import _mcgrad, judge_row
+    study = load_experiment("calibrate_beyond_mcgrad")
+    _mcgrad, judge_row = study._mcgrad, study.judge_row
 
     fit, judge = make_joint_world(seed=0).impressions(100_000, seed=1).halves(seed=2)
     jf = {f: judge.fields[f] for f in F}
@@ -148,3 +147,18 @@ def test_side_by_side_with_mcgrad():
     assert j["f_rce"] <= m["f_rce"] and j["ne"] <= m["ne"]
     assert j["f_rce"] <= 1.3 * t["f_rce"]
     assert j["order_kept"] == "yes" and m["order_kept"].startswith("no")
+
+
+def test_the_study_script_writes_its_table(tmp_path, capsys):
+    """experiments/calibrate_beyond_mcgrad.py end to end on small data, without MCGrad."""
+    from experiment_scripts import load_experiment
+
+    study = load_experiment("calibrate_beyond_mcgrad")
+    assert study.main(["--impressions", "30000", "--min-count", "1500", "--no-mcgrad", "--out", str(tmp_path)]) == 0
+    text = (tmp_path / "table.md").read_text()
+    rows = json.loads((tmp_path / "results.json").read_text())["rows"]
+    assert [r["method"] for r in rows] == ["field-aware", "multicalibration", "field-joint, no interactions",
+                                           "field-joint", "true probabilities"]
+    joint, truth = rows[3], rows[4]
+    assert f"F-RCE {joint['f_rce']:.4f} = {joint['f_rce'] / truth['f_rce']:.2f}x the truth's" in text
+    assert joint["order_kept"] == "yes" and "MCGrad" not in text.split("\n\n")[1]
