@@ -21,7 +21,7 @@ from ltr.errors import LtrError
 from ltr.threads import THREADS_ENV, configure_threads
 
 # The order is the order shown in ``ltr --help``.
-COMMANDS = ("synth", "eval", "compare", "train", "gbdt", "predict", "convert", "ablate", "calibrate", "clicks", "export", "tune", "importance", "blend")
+COMMANDS = ("synth", "eval", "compare", "train", "gbdt", "predict", "convert", "ablate", "calibrate", "auction", "clicks", "export", "tune", "importance", "blend")
 
 
 class HelpFormatter(argparse.HelpFormatter):

@@ -635,7 +635,7 @@ CASES: list[Case] = [
     Case("calibrate-labels-2", C[:4] + ["{bad}"] + C[5:], ("l.txt:1", "label"), put("l.txt", "2\n" * 200)),
     Case("calibrate-groups-rows", C + ["--groups", "{bad}"], ("rows",), put("g.txt", "a\nb\n")),
     Case("calibrate-fit-fraction-0", C + ["--fit-fraction", "0"], ("--fit-fraction",)),
-    Case("calibrate-fit-fraction-1", C + ["--fit-fraction", "1"], ("--fit-fraction",)),
+    Case("calibrate-fit-fraction-above-1", C + ["--fit-fraction", "1.5"], ("--fit-fraction",)),
     Case("calibrate-fit-fraction-nan", C + ["--fit-fraction", "nan"], ("--fit-fraction",)),
     Case("calibrate-bins-0", C + ["--bins", "0"], ("--bins",)),
     Case("calibrate-seed-negative", C + ["--seed", "-1"], ("--seed",)),

@@ -343,7 +343,7 @@ CAL_CELL = st.one_of(st.integers(-1, 2).map(str), st.floats(-3, 3).map(lambda x:
 @given(st.lists(st.tuples(CAL_CELL, CAL_CELL, CAL_CELL, st.sampled_from(["a", "b", ""])), max_size=6),
        st.booleans())
 def test_calibration_table_reader_keeps_the_values_or_names_row_and_column(rows, weighted):
-    from ltr.calibrate.field_report import read_calibration_table
+    from ltr.calibrate.tables import read_calibration_table
 
     text = "score,label,w,adv\n" + "".join(",".join(r) + "\n" for r in rows)
     with tempfile.TemporaryDirectory() as tmp:

@@ -30,11 +30,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from typing import Any, Mapping
 
 import numpy as np
-from scipy.special import expit, log_expit
+from scipy.special import expit
 
 from ltr.errors import LtrError
 
@@ -44,11 +43,10 @@ __all__ = [
     "prediction_fingerprint",
     "METHODS",
     "ALL_METHODS",
-    "logistic_fit",
 ]
 
 METHODS = ("platt", "isotonic", "isotonic-strict")
-ALL_METHODS = METHODS + ("beta", "spline", "field-aware", "multicalibration")
+ALL_METHODS = METHODS + ("beta", "spline", "field-aware", "field-joint", "multicalibration")
 _FORMAT_VERSION = 1
 
 
@@ -135,47 +133,6 @@ class _Calibrator:
 
 
 # ----------------------------------------------------------------------------- Platt
-def logistic_fit(X, y, *, max_iter: int = 100, tol: float = 1e-10) -> np.ndarray:
-    r"""Unpenalised logistic regression with an intercept: ``argmin sum_i softplus(z_i) - y_i z_i``,
-    ``z = X @ coef[:-1] + coef[-1]``. Newton's method with step halving on standardised columns, to a
-    gradient of ``tol`` per row. Returns ``coef`` (``[k + 1]``, intercept last).
-    Raises :class:`LtrError` when it does not converge (separable data)."""
-    X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    n, k = X.shape
-    mu, sd = X.mean(axis=0), X.std(axis=0)
-    sd[sd == 0] = 1.0
-    Z = np.column_stack([(X - mu) / sd, np.ones(n)])
-    rate = float(np.clip(y.mean(), 1e-12, 1 - 1e-12))
-    theta = np.zeros(k + 1)
-    theta[-1] = math.log(rate / (1 - rate))
-
-    def loss(t):
-        u = Z @ t
-        return float(np.sum(-log_expit(-u) - y * u))
-
-    current = loss(theta)
-    for _ in range(max_iter):
-        p = expit(Z @ theta)
-        grad = Z.T @ (p - y)
-        if np.max(np.abs(grad)) <= tol * n:
-            coef = theta[:k] / sd
-            return np.r_[coef, theta[-1] - np.dot(coef, mu)]
-        hess = (Z * (p * (1 - p))[:, None]).T @ Z + 1e-12 * n * np.eye(k + 1)
-        step = np.linalg.solve(hess, grad)
-        lr = 1.0
-        while lr > 1e-10:
-            cand = theta - lr * step
-            value = loss(cand)
-            if value <= current:
-                break
-            lr *= 0.5
-        theta, current = cand, value
-        if np.max(np.abs(theta)) > 1e6:
-            break
-    raise LtrError("logistic fit did not converge: the fit data is (nearly) separable by the features")
-
-
 class PlattCalibrator(_Calibrator):
     r"""Platt scaling: ``p = sigmoid(a x + b)``, an unpenalised logistic fit of the label on ``x``.
 
@@ -184,7 +141,7 @@ class PlattCalibrator(_Calibrator):
     scores (margins, logits). ``smoothed_targets=True`` uses Platt's (1999) targets
     ``t+ = (N+ + 1) / (N+ + 2)`` and ``t- = 1 / (N- + 2)`` instead of 1 / 0, which keeps the fit finite
     on separable data. The parameters minimise ``sum_i softplus(z_i) - t_i z_i`` with ``z = a x + b``
-    (Newton's method with step halving, to a gradient of 1e-10 per item).
+    (:func:`ltr.calibrate.logistic.weighted_logistic`, to a gradient of 1e-10 per item).
 
     A fitted slope ``a <= 0`` raises :class:`LtrError`: the map would reverse or erase the ranking.
 
@@ -237,13 +194,7 @@ class PlattCalibrator(_Calibrator):
             t = np.where(y == 1, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
         else:
             t = y
-        # Standardise x so that Newton's steps are well scaled; map the parameters back at the end.
-        mu = float(x.mean())
-        sd = float(x.std()) or 1.0
-        z = (x - mu) / sd
-        a, b = self._newton(z, t)
-        slope = a / sd
-        intercept = b - a * mu / sd
+        slope, intercept = self._newton(x, t)
         if not slope > 0:
             raise LtrError(
                 f"Platt fit has a non-positive slope ({slope:.6g}): the scores do not rank the positives "
@@ -253,10 +204,12 @@ class PlattCalibrator(_Calibrator):
         self.intercept_ = float(intercept)
         return self
 
-    def _newton(self, z: np.ndarray, t: np.ndarray) -> tuple[float, float]:
-        """Slope and intercept on the standardised score ``z`` (:func:`logistic_fit`, one feature)."""
+    def _newton(self, x: np.ndarray, t: np.ndarray) -> tuple[float, float]:
+        """Slope and intercept (:func:`ltr.calibrate.logistic.weighted_logistic`, one feature)."""
+        from ltr.calibrate.logistic import weighted_logistic
+
         try:
-            a, b = logistic_fit(z[:, None], t, max_iter=self.max_iter)
+            a, b = weighted_logistic(np.column_stack([x, np.ones_like(x)]), t, max_iter=self.max_iter)
         except LtrError:
             raise LtrError(
                 "Platt fit did not converge: the fit data is (nearly) separable by the score, so the "

@@ -2,7 +2,7 @@
 
 ``make_calibrator(method, **kwargs)``: ``"platt"``, ``"isotonic"``, ``"isotonic-strict"``
 (:mod:`ltr.calibrate.calibrators`) and ``"beta"``, ``"spline"``, ``"field-aware"``, ``"multicalibration"``
-(:mod:`ltr.calibrate.field_calibrators`). ``calibrator_from_json`` / ``load_calibrator`` read what
+(:mod:`ltr.calibrate.field_calibrators`), ``"field-joint"`` (:mod:`ltr.calibrate.joint_fit`). ``calibrator_from_json`` / ``load_calibrator`` read what
 ``save`` wrote (JSON only; nothing is unpickled).
 """
 
@@ -21,6 +21,10 @@ def make_calibrator(method: str, **kwargs) -> _Calibrator:
     """``"platt"`` -> :class:`PlattCalibrator`; ``"isotonic"`` / ``"isotonic-strict"`` -> :class:`IsotonicCalibrator`;
     ``"beta"``, ``"spline"``, ``"field-aware"``, ``"multicalibration"`` -> :mod:`ltr.calibrate.field_calibrators`
     (the last two take ``fields=[names]``)."""
+    if method == "field-joint":
+        from ltr.calibrate.joint_fit import JointFieldCalibrator
+
+        return JointFieldCalibrator(**kwargs)
     if method in ALL_METHODS[len(METHODS):]:
         return make_field_calibrator(method, **kwargs)
     if method == "platt":
@@ -46,6 +50,10 @@ def calibrator_from_json(text: str) -> _Calibrator:
             cal = PlattCalibrator.from_dict(d)
         elif kind in ("isotonic", "isotonic-strict"):
             cal = IsotonicCalibrator.from_dict(d)
+        elif kind == "field-joint":
+            from ltr.calibrate.joint_fit import JointFieldCalibrator
+
+            cal = JointFieldCalibrator.from_dict(d)
         elif kind in ALL_METHODS[len(METHODS):]:
             cal = field_calibrator_from_dict(d)
         else:

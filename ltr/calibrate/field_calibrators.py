@@ -8,7 +8,7 @@ field-aware calibration and multicalibration over fields. All saved as JSON, nev
 * :class:`SplineCalibrator`: ``p = sigmoid(g(x))`` with ``g`` continuous piecewise linear in
   ``x = logit(s)`` (or the raw score), knots at quantiles of the fit scores, every segment slope at
   least ``min_slope > 0`` (strictly increasing: AUC unchanged), fitted by maximum likelihood
-  (L-BFGS-B with the slopes bounded). Linear beyond the outer knots.
+  (projected Newton with the slopes bounded, :mod:`ltr.calibrate.logistic`). Linear beyond the outer knots.
 * :class:`FieldAwareCalibrator`: a global map ``g`` (Platt, beta or spline) plus one logit offset per
   field value, ``p = sigmoid(g(s) + sum_f delta_f[v_f])``, the offsets shrunk towards 0 (the global
   map) by their click count (see the class). Inside a group of rows that share the value of every
@@ -28,58 +28,20 @@ from typing import Any, Mapping
 import numpy as np
 from scipy.special import expit, log_expit
 
-from ltr.calibrate.calibrators import _FORMAT_VERSION, _as_scores, _Calibrator, logistic_fit
+from ltr.calibrate.calibrators import _FORMAT_VERSION, _as_scores, _Calibrator
+from ltr.calibrate.logistic import weighted_logistic
+from ltr.calibrate.field_values import check_field_type, encode_values, value_key, words_type
 from ltr.errors import LtrError
 
 __all__ = [
-    "bounded_logistic_newton", "BetaCalibrator", "SplineCalibrator", "FieldAwareCalibrator", "MulticalibrationCalibrator",
-    "check_within_field_order", "field_keys", "FIELD_METHODS", "GLOBAL_MAPS", "make_field_calibrator",
+    "BetaCalibrator", "SplineCalibrator", "FieldAwareCalibrator", "MulticalibrationCalibrator",
+    "check_within_field_order", "field_keys", "field_codes", "cell_codes", "FieldCodes", "unseen_values", "FIELD_METHODS", "GLOBAL_MAPS", "make_field_calibrator",
     "field_calibrator_from_dict", "make_global_map", "global_logit",
 ]  # fmt: skip
 
 FIELD_METHODS = ("beta", "spline", "field-aware", "multicalibration")
 GLOBAL_MAPS = ("platt", "beta", "spline")
 _EPS = 1e-12
-
-
-# ----------------------------------------------------------------------------- logistic regression
-# logistic_fit lives in ltr.calibrate.calibrators (Platt's fit is the one-feature case)
-def bounded_logistic_newton(A, y, lower, *, max_iter: int = 200, tol: float = 1e-9) -> np.ndarray:
-    r"""``argmin_theta mean_i softplus(a_i theta) - y_i a_i theta`` subject to ``theta >= lower``
-    (``-inf`` for a free coefficient): projected Newton steps with step halving; a coefficient at its
-    bound whose gradient pushes it further out is held there for the step. Stops when the projected
-    gradient is below ``tol``. ``A`` includes the intercept column if one is wanted."""
-    n, k = A.shape
-    theta = np.where(np.isfinite(lower), np.maximum(lower, 1.0), 0.0)
-    rate = float(np.clip(y.mean(), 1e-9, 1 - 1e-9))
-    theta[-1] = math.log(rate / (1 - rate)) - float(np.mean(A[:, :-1] @ theta[:-1]))
-
-    def loss(th):
-        u = A @ th
-        return float(np.mean(-log_expit(-u) - y * u))
-
-    current = loss(theta)
-    for _ in range(max_iter):
-        q = expit(A @ theta)
-        grad = A.T @ (q - y) / n
-        at_bound = (theta <= lower + 1e-15) & (grad > 0)
-        free = ~at_bound
-        if np.max(np.abs(grad[free])) <= tol:
-            break
-        H = (A[:, free] * (q * (1 - q))[:, None]).T @ A[:, free] / n + 1e-12 * np.eye(int(free.sum()))
-        step = np.zeros(k)
-        step[free] = np.linalg.solve(H, grad[free])
-        lr = 1.0
-        while lr > 1e-12:
-            cand = np.maximum(theta - lr * step, lower)
-            value = loss(cand)
-            if value <= current:
-                break
-            lr *= 0.5
-        if current - value <= 1e-16 and lr <= 1e-12:
-            break
-        theta, current = cand, value
-    return theta
 
 
 def _as_probabilities(s: np.ndarray, what: str) -> np.ndarray:
@@ -119,10 +81,11 @@ class BetaCalibrator(_Calibrator):
     def fit(self, scores, labels, *, held_out: bool = True, training_fingerprint: str | None = None):
         s, y = self._check_fit_data(scores, labels, held_out, training_fingerprint)
         X = self._features(s)
-        a, b, c = logistic_fit(X, y)
+        ones = np.ones(X.shape[0])
+        a, b, c = weighted_logistic(np.column_stack([X, ones]), y)
         if a < 0 or b < 0:
             keep = 1 if a < 0 else 0
-            coef, c = logistic_fit(X[:, [keep]], y)
+            coef, c = weighted_logistic(np.column_stack([X[:, keep], ones]), y)
             a, b = (0.0, coef) if keep == 1 else (coef, 0.0)
         if not (a >= 0 and b >= 0 and a + b > 0):
             raise LtrError(f"beta calibration fit has non-positive coefficients (a={a:.6g}, b={b:.6g}): the scores "
@@ -163,7 +126,7 @@ class SplineCalibrator(_Calibrator):
     ``g(x) = c + sum_j beta_j phi_j(x)`` with ``phi_0 = min(x - t_1, 0)``, ``phi_j =
     clip(x - t_j, 0, t_{j+1} - t_j)`` and ``phi_K = max(x - t_K, 0)``: ``beta_j`` is the slope on
     segment j. The fit minimises the mean log loss with every ``beta_j >= min_slope``
-    (:func:`bounded_logistic_newton`), so ``g`` is strictly increasing (AUC unchanged up to
+    (:func:`ltr.calibrate.logistic.weighted_logistic`), so ``g`` is strictly increasing (AUC unchanged up to
     floating-point ties, which the invariance check counts).
     """
 
@@ -204,7 +167,7 @@ class SplineCalibrator(_Calibrator):
         B = self._basis(x, t)
         k = B.shape[1]
         lower = np.r_[np.full(k, self.min_slope), -np.inf]
-        theta = bounded_logistic_newton(np.column_stack([B, np.ones(x.shape[0])]), y, lower)
+        theta = weighted_logistic(np.column_stack([B, np.ones(x.shape[0])]), y, lower=lower)
         self.knots_, self.slopes_, self.intercept_ = t, theta[:k], float(theta[k])
         return self
 
@@ -265,12 +228,13 @@ def _global_from_dict(d: Mapping[str, Any]):
     raise LtrError(f"calibrator JSON: the global map must be platt, beta or spline, got {kind!r}")
 
 
-def make_global_map(method: str, scores: np.ndarray):
+def make_global_map(method: str, scores: np.ndarray, probabilities: bool | None = None):
     """A global strictly increasing map for ``method`` ("platt", "beta", "spline"), reading ``scores`` as
-    probabilities when all lie in [0, 1], else as logits / raw scores."""
+    probabilities (``probabilities=True``) or as logits / raw scores (False); None: probabilities when
+    all lie in [0, 1]."""
     from ltr.calibrate.calibrators import PlattCalibrator
 
-    prob = bool(scores.size and scores.min() >= 0.0 and scores.max() <= 1.0)
+    prob = bool(scores.size and scores.min() >= 0.0 and scores.max() <= 1.0) if probabilities is None else probabilities
     if method == "platt":
         return PlattCalibrator(input="logit" if prob else "score")
     if method == "beta":
@@ -289,9 +253,40 @@ def global_logit(cal, scores) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- fields
-def field_keys(fields: Mapping[str, Any], names, n: int) -> dict[str, np.ndarray]:
-    """The named fields as string arrays of length ``n`` (JSON keys are strings, so values are matched
-    as text: 3 and "3" are the same value)."""
+class FieldCodes:
+    """The values of one field as integer codes into their canonical keys
+    (:func:`ltr.calibrate.field_values.encode_values`), and the numpy kind of the values as given."""
+
+    __slots__ = ("codes", "keys", "raw_kind")
+
+    def __init__(self, values):
+        v = np.asarray(values)
+        self.raw_kind = v.dtype.kind
+        self.codes, self.keys = encode_values(v)
+
+    def subset(self, rows) -> "FieldCodes":
+        """The codes of ``rows`` (a mask or indices), renumbered over the keys those rows use."""
+        out = FieldCodes.__new__(FieldCodes)
+        used, inv = np.unique(self.codes[rows], return_inverse=True)
+        out.codes, out.keys, out.raw_kind = inv.reshape(-1), [self.keys[i] for i in used], self.raw_kind
+        return out
+
+    def texts(self) -> np.ndarray:
+        """The key of every row, as a numpy string array."""
+        return np.asarray(self.keys, dtype=str)[self.codes] if self.keys else np.zeros(0, dtype=str)
+
+    def lookup(self, table: Mapping[str, Any], width: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """Per row: ``table[key]`` (``[n, width]``) and whether the key is in ``table`` (else zeros)."""
+        vals = np.zeros((len(self.keys), width))
+        found = np.zeros(len(self.keys), dtype=bool)
+        for i, k in enumerate(self.keys):
+            if k in table:
+                vals[i], found[i] = table[k], True
+        return vals[self.codes], found[self.codes]
+
+
+def field_codes(fields: Mapping[str, Any], names, n: int) -> dict[str, FieldCodes]:
+    """``{name: FieldCodes}`` of the named fields, each with one value per score (``n``)."""
     out = {}
     for name in names:
         if name not in fields:
@@ -299,17 +294,46 @@ def field_keys(fields: Mapping[str, Any], names, n: int) -> dict[str, np.ndarray
         v = np.asarray(fields[name])
         if v.shape != (n,):
             raise LtrError(f"field {name!r} has shape {v.shape}, expected one value per score ({n})")
-        out[name] = v.astype(str)
+        out[name] = FieldCodes(v)
     return out
 
 
-def _cell_codes(keys: dict[str, np.ndarray]) -> np.ndarray:
-    """One integer per row for the combination of all field values."""
-    code = np.zeros(next(iter(keys.values())).shape[0], dtype=np.int64)
-    for v in keys.values():
-        _, c = np.unique(v, return_inverse=True)
-        code = np.unique(np.column_stack([code, c.reshape(-1)]), axis=0, return_inverse=True)[1].reshape(-1)
-    return code
+def field_keys(fields: Mapping[str, Any], names, n: int) -> dict[str, np.ndarray]:
+    """The named fields as arrays of their values' canonical texts (:mod:`ltr.calibrate.field_values`:
+    ``3``, ``3.0`` and ``"3"`` are the same value)."""
+    return {name: c.texts() for name, c in field_codes(fields, names, n).items()}
+
+
+def cell_codes(codes) -> np.ndarray:
+    """One integer per row for the combination of the values of several fields (``codes``: integer
+    code arrays, or :class:`FieldCodes`, or text arrays)."""
+    cell = None
+    for c in codes:
+        c = c.codes if isinstance(c, FieldCodes) else np.asarray(c)
+        if c.dtype.kind not in "iu":
+            c = np.unique(c, return_inverse=True)[1].reshape(-1)
+        c = c.astype(np.int64)
+        cell = c if cell is None else cell * (int(c.max()) + 1 if c.size else 1) + c
+        cell = np.unique(cell, return_inverse=True)[1].reshape(-1)  # compact, so that the next product cannot overflow
+    return np.zeros(0, dtype=np.int64) if cell is None else cell
+
+
+def _cell_codes(keys: dict) -> np.ndarray:
+    """One integer per row for the combination of all field values (``keys``: name -> values or codes)."""
+    return cell_codes(list(keys.values()))
+
+
+def unseen_values(table: Mapping[str, Any], codes: FieldCodes, weights=None) -> dict:
+    """The values of one field absent from a fitted ``table`` (they took the global map for this field):
+    ``{key: [rows, weight]}`` and the mask of their rows."""
+    _, found = codes.lookup(table)
+    out = {}
+    if not found.all():
+        miss = ~found
+        rows = np.bincount(codes.codes[miss], minlength=len(codes.keys))
+        w = rows if weights is None else np.bincount(codes.codes[miss], weights=weights[miss], minlength=len(codes.keys))
+        out = {codes.keys[i]: [int(rows[i]), float(w[i])] for i in np.flatnonzero(rows)}
+    return {"values": out, "mask": ~found}
 
 
 def check_within_field_order(before, after, groups) -> dict[str, int]:
@@ -383,18 +407,6 @@ def _joint_offsets(codes, sizes, z0, y, lam, max_iter, tol, dense_limit: int = 3
     return [d[starts[j]:starts[j + 1]] for j in range(len(codes))]
 
 
-def _lookup(table: Mapping[str, Any], values: np.ndarray, width: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """Per row: the stored entry of its value (``[n, width]``) and whether the value was seen (else 0)."""
-    uniq, inv = np.unique(values, return_inverse=True)
-    found = np.array([u in table for u in uniq.tolist()], dtype=bool)
-    vals = np.zeros((uniq.shape[0], width))
-    for i, u in enumerate(uniq.tolist()):
-        if found[i]:
-            vals[i] = table[u]
-    inv = inv.reshape(-1)
-    return vals[inv], found[inv]
-
-
 def _mean_log_loss(z: np.ndarray, y: np.ndarray) -> float:
     return float(np.mean(-log_expit(-z) - y * z))
 
@@ -402,19 +414,63 @@ def _mean_log_loss(z: np.ndarray, y: np.ndarray) -> float:
 class _FieldCalibrator(_Calibrator):
     """Shared parts of the calibrators that read fields: field checks, the global map, JSON."""
 
+    score_scale = "auto"
+    field_types_: dict | None = None
+
     def _start(self, scores, labels, fields, held_out, training_fingerprint):
         if not self.fields:
             raise LtrError(f"{self.kind} calibration needs at least one field")
         s, y = self._check_fit_data(scores, labels, held_out, training_fingerprint)
         if fields is None:
             raise LtrError(f"{self.kind} calibration needs the field values of every row (fields={{name: values}})")
-        return s, y, field_keys(fields, self.fields, s.shape[0])
+        codes = field_codes(fields, self.fields, s.shape[0])
+        self.field_types_ = {f: words_type(codes[f].keys) for f in self.fields}
+        return s, y, codes
+
+    def _global_map(self, s):
+        return make_global_map(self.global_method, s, probabilities=_scale_flag(self.score_scale))
+
+    def fitted_values(self, field: str) -> set:
+        """The keys of ``field`` the fit saw (any other value takes no offset for this field)."""
+        raise NotImplementedError
+
+    def codes_for(self, fields, n: int, vocab: dict) -> dict[str, FieldCodes]:
+        """The field values of ``n`` rows to predict, as codes, checked against the fitted types
+        (:func:`ltr.calibrate.field_values.check_field_type`; ``vocab``: field -> fitted keys)."""
+        codes = field_codes(fields if fields is not None else {}, self.fields, n)
+        for f, c in codes.items():
+            check_field_type(f, (self.field_types_ or {}).get(f), c.keys, c.raw_kind, vocab.get(f, ()))
+        return codes
 
     def _common_dict(self) -> dict[str, Any]:
         self._require_fitted()
         return {"kind": self.kind, "format_version": _FORMAT_VERSION, "fields": list(self.fields),
-                "global_method": self.global_method, "prior_clicks": self.prior_clicks,
-                "global": self.global_.to_dict(), "n_fit": self.n_fit_, "fit_fingerprint": self.fit_fingerprint_}
+                "field_types": self.field_types_, "global_method": self.global_method,
+                "prior_clicks": self.prior_clicks, "global": self.global_.to_dict(), "n_fit": self.n_fit_,
+                "fit_fingerprint": self.fit_fingerprint_}
+
+
+def _scale_flag(scale: str):
+    """``score_scale`` -> the ``probabilities`` argument of :func:`make_global_map` (None: by the range)."""
+    if scale not in ("auto", "probability", "logit"):
+        raise LtrError(f"score_scale must be auto, probability or logit, got {scale!r}")
+    return None if scale == "auto" else scale == "probability"
+
+
+def _field_types(d: Mapping[str, Any], fields) -> dict | None:
+    """The recorded field types of a calibrator JSON (absent in files written before they were recorded)."""
+    t = d.get("field_types")
+    if t is None:
+        return None
+    if not isinstance(t, dict) or set(t) != set(fields) or not all(v in ("int", "float", "text") for v in t.values()):
+        raise LtrError("calibrator JSON: 'field_types' needs one of int, float, text per field")
+    return dict(t)
+
+
+def _canonical_table(table: Mapping[str, Any]) -> dict:
+    """A stored ``{value: entry}`` table with its keys made canonical (files written before the keys
+    were: a float field was stored as "1.0")."""
+    return {value_key(k): v for k, v in table.items()}
 
 
 def _check_common(d: Mapping[str, Any], kind: str) -> None:
@@ -447,8 +503,9 @@ class FieldAwareCalibrator(_FieldCalibrator):
     kind = "field-aware"
 
     def __init__(self, fields, global_method: str = "spline", prior_clicks: float = 30.0, max_rounds: int = 100,
-                 tol: float = 1e-9):
-        self.fields = tuple(fields)
+                 tol: float = 1e-9, score_scale: str = "auto"):
+        self.fields, self.score_scale = tuple(fields), score_scale
+        _scale_flag(score_scale)
         if global_method not in GLOBAL_MAPS:
             raise LtrError(f"global_method must be one of {', '.join(GLOBAL_MAPS)}, got {global_method!r}")
         if not prior_clicks >= 0:
@@ -460,19 +517,15 @@ class FieldAwareCalibrator(_FieldCalibrator):
         self.order_check_: dict | None = None
 
     def fit(self, scores, labels, fields=None, *, held_out: bool = True, training_fingerprint: str | None = None):
-        s, y, keys = self._start(scores, labels, fields, held_out, training_fingerprint)
-        self.global_ = make_global_map(self.global_method, s).fit(s, y, held_out=True)
+        s, y, codes = self._start(scores, labels, fields, held_out, training_fingerprint)
+        self.global_ = self._global_map(s).fit(s, y, held_out=True)
         z0 = global_logit(self.global_, s)
-        vocab, codes = {}, {}
-        for f in self.fields:
-            vocab[f], c = np.unique(keys[f], return_inverse=True)
-            codes[f] = c.reshape(-1)
-        d = _joint_offsets([codes[f] for f in self.fields], [vocab[f].shape[0] for f in self.fields], z0, y,
+        d = _joint_offsets([codes[f].codes for f in self.fields], [len(codes[f].keys) for f in self.fields], z0, y,
                            self.prior_clicks, self.max_rounds, self.tol)
         d = dict(zip(self.fields, d))
-        self.offsets_ = {f: dict(zip(vocab[f].tolist(), d[f].tolist())) for f in self.fields}
-        after = self.predict(s, {f: keys[f] for f in self.fields})
-        self.order_check_ = check_within_field_order(s, after, _cell_codes(keys))
+        self.offsets_ = {f: dict(zip(codes[f].keys, d[f].tolist())) for f in self.fields}
+        after = z0 + sum(d[f][codes[f].codes] for f in self.fields)
+        self.order_check_ = check_within_field_order(s, after, cell_codes([codes[f] for f in self.fields]))
         if any(self.order_check_.values()):
             bad = self.order_check_
             self.offsets_ = None
@@ -485,14 +538,17 @@ class FieldAwareCalibrator(_FieldCalibrator):
         if self.offsets_ is None or self.global_ is None:
             raise LtrError("FieldAwareCalibrator is not fitted: call fit(scores, labels, fields) first")
 
+    def fitted_values(self, field: str) -> set:
+        self._require_fitted()
+        return set(self.offsets_[field])
+
     def logit(self, scores, fields) -> np.ndarray:
         self._require_fitted()
         s = _as_scores(scores)
-        keys = field_keys(fields if fields is not None else {}, self.fields, s.shape[0])
+        codes = self.codes_for(fields, s.shape[0], self.offsets_)
         z = global_logit(self.global_, s)
         for f in self.fields:
-            vals, _ = _lookup(self.offsets_[f], keys[f])
-            z = z + vals[:, 0]
+            z = z + codes[f].lookup(self.offsets_[f])[0][:, 0]
         return z
 
     def predict(self, scores, fields=None) -> np.ndarray:
@@ -519,7 +575,8 @@ class FieldAwareCalibrator(_FieldCalibrator):
             if not isinstance(table, dict) or not all(isinstance(v, (int, float)) and math.isfinite(v)
                                                       for v in table.values()):
                 raise LtrError(f"field-aware calibrator JSON: the offsets of field {f!r} must be finite numbers")
-        cal.offsets_ = {f: {str(k): float(v) for k, v in off[f].items()} for f in cal.fields}
+        cal.offsets_ = {f: {value_key(k): float(v) for k, v in off[f].items()} for f in cal.fields}
+        cal.field_types_ = _field_types(d, cal.fields)
         cal.order_check_ = d.get("order_check")
         cal.n_fit_, cal.fit_fingerprint_ = int(d["n_fit"]), d["fit_fingerprint"]
         return cal
@@ -546,8 +603,9 @@ class MulticalibrationCalibrator(_FieldCalibrator):
 
     def __init__(self, fields, global_method: str = "platt", n_bins: int = 4, prior_clicks: float = 30.0,
                  learning_rate: float = 0.5, max_rounds: int = 30, holdout: float = 0.2, patience: int = 2,
-                 min_improvement: float = 1e-7, seed: int = 0):
-        self.fields = tuple(fields)
+                 min_improvement: float = 1e-7, seed: int = 0, score_scale: str = "auto"):
+        self.fields, self.score_scale = tuple(fields), score_scale
+        _scale_flag(score_scale)
         if global_method not in GLOBAL_MAPS:
             raise LtrError(f"global_method must be one of {', '.join(GLOBAL_MAPS)}, got {global_method!r}")
         if int(n_bins) != n_bins or n_bins < 1:
@@ -563,43 +621,42 @@ class MulticalibrationCalibrator(_FieldCalibrator):
         self.rounds_: list | None = None
         self.history_: list | None = None
 
-    def _round(self, z, y, keys):
+    def _round(self, z, y, codes):
         """One round on the fitting rows: returns the round's specification and the new ``z``."""
         edges = np.unique(np.quantile(z, np.arange(1, self.n_bins) / self.n_bins))
         b = np.searchsorted(edges, z, side="right")
         nb = edges.shape[0] + 1
         spec = {"edges": edges.tolist(), "offsets": {}}
         for f in self.fields:
-            vocab, codes = np.unique(keys[f], return_inverse=True)
-            cell = codes.reshape(-1) * nb + b
-            d = self.learning_rate * _offset_newton(cell, vocab.shape[0] * nb, z, y, self.prior_clicks, iters=1)
+            c = codes[f]
+            cell = c.codes * nb + b
+            d = self.learning_rate * _offset_newton(cell, len(c.keys) * nb, z, y, self.prior_clicks, iters=1)
             z = z + d[cell]
-            table = d.reshape(vocab.shape[0], nb)
-            spec["offsets"][f] = {v: table[i].tolist() for i, v in enumerate(vocab.tolist())}
+            table = d.reshape(len(c.keys), nb)
+            spec["offsets"][f] = {v: table[i].tolist() for i, v in enumerate(c.keys)}
         return spec, z
 
-    def _first_round(self, z, y, keys):
+    def _first_round(self, z, y, codes):
         """Round 1: one offset per field value (a single bin), all fields jointly, as the field-aware fit."""
-        vocab, codes = zip(*(np.unique(keys[f], return_inverse=True) for f in self.fields))
-        d = _joint_offsets([c.reshape(-1) for c in codes], [v.shape[0] for v in vocab], z, y, self.prior_clicks,
-                           100, 1e-9)
-        for j in range(len(self.fields)):
-            z = z + d[j][codes[j].reshape(-1)]
-        spec = {"edges": [], "offsets": {f: {v: [float(x)] for v, x in zip(vocab[j].tolist(), d[j])}
+        d = _joint_offsets([codes[f].codes for f in self.fields], [len(codes[f].keys) for f in self.fields], z, y,
+                           self.prior_clicks, 100, 1e-9)
+        for j, f in enumerate(self.fields):
+            z = z + d[j][codes[f].codes]
+        spec = {"edges": [], "offsets": {f: {v: [float(x)] for v, x in zip(codes[f].keys, d[j])}
                                          for j, f in enumerate(self.fields)}}
         return spec, z
 
-    def _apply_round(self, spec, z, keys):
+    def _apply_round(self, spec, z, codes):
         edges = np.asarray(spec["edges"], dtype=np.float64)
         b = np.searchsorted(edges, z, side="right")
         out = z.copy()
         for f in self.fields:
-            vals, _ = _lookup(spec["offsets"][f], keys[f], width=edges.shape[0] + 1)
+            vals, _ = codes[f].lookup(spec["offsets"][f], width=edges.shape[0] + 1)
             out = out + vals[np.arange(z.shape[0]), b]
         return out
 
     def fit(self, scores, labels, fields=None, *, held_out: bool = True, training_fingerprint: str | None = None):
-        s, y, keys = self._start(scores, labels, fields, held_out, training_fingerprint)
+        s, y, codes = self._start(scores, labels, fields, held_out, training_fingerprint)
         n = s.shape[0]
         hold = np.zeros(n, dtype=bool)
         hold[np.random.default_rng(self.seed).permutation(n)[: int(round(self.holdout * n))]] = True
@@ -607,10 +664,10 @@ class MulticalibrationCalibrator(_FieldCalibrator):
         for name, m in (("fitting", tr), ("held-out", hold)):
             if m.sum() == 0 or y[m].min() == y[m].max():
                 raise LtrError(f"multicalibration: the {name} share of the fit rows needs both classes")
-        self.global_ = make_global_map(self.global_method, s).fit(s[tr], y[tr], held_out=True)
+        self.global_ = self._global_map(s).fit(s[tr], y[tr], held_out=True)
         z_tr, z_ho = global_logit(self.global_, s[tr]), global_logit(self.global_, s[hold])
-        k_tr = {f: keys[f][tr] for f in self.fields}
-        k_ho = {f: keys[f][hold] for f in self.fields}
+        k_tr = {f: codes[f].subset(tr) for f in self.fields}
+        k_ho = {f: codes[f].subset(hold) for f in self.fields}
         rounds, history = [], [_mean_log_loss(z_ho, y[hold])]
         best, best_r = history[0], 0
         for r in range(self.max_rounds):
@@ -629,13 +686,17 @@ class MulticalibrationCalibrator(_FieldCalibrator):
         if self.rounds_ is None or self.global_ is None:
             raise LtrError("MulticalibrationCalibrator is not fitted: call fit(scores, labels, fields) first")
 
+    def fitted_values(self, field: str) -> set:
+        self._require_fitted()
+        return set().union(*(spec["offsets"][field] for spec in self.rounds_))
+
     def logit(self, scores, fields) -> np.ndarray:
         self._require_fitted()
         s = _as_scores(scores)
-        keys = field_keys(fields if fields is not None else {}, self.fields, s.shape[0])
+        codes = self.codes_for(fields, s.shape[0], {f: self.fitted_values(f) for f in self.fields})
         z = global_logit(self.global_, s)
         for spec in self.rounds_:
-            z = self._apply_round(spec, z, keys)
+            z = self._apply_round(spec, z, codes)
         return z
 
     def predict(self, scores, fields=None) -> np.ndarray:
@@ -662,7 +723,10 @@ class MulticalibrationCalibrator(_FieldCalibrator):
             raise LtrError("multicalibration calibrator JSON: 'rounds' must be a list")
         for i, spec in enumerate(d["rounds"]):
             _check_round(spec, cal.fields, i)
-        cal.rounds_, cal.history_ = d["rounds"], d.get("held_out_log_loss")
+        rounds = [{"edges": spec["edges"], "offsets": {f: _canonical_table(t) for f, t in spec["offsets"].items()}}
+                  for spec in d["rounds"]]
+        cal.rounds_, cal.history_ = rounds, d.get("held_out_log_loss")
+        cal.field_types_ = _field_types(d, cal.fields)
         cal.n_fit_, cal.fit_fingerprint_ = int(d["n_fit"]), d["fit_fingerprint"]
         return cal
 

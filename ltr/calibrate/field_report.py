@@ -1,133 +1,27 @@
-"""Tables of (score, label, fields, weight) rows for ``ltr calibrate``, and the report that judges a
-calibration the way ad systems do: normalized entropy, PCOC, the per-field table (worst values
-first, F-RCE per field), and the order checks (global AUC, AUC within each field, order inside the
-calibrated cells).
+"""The report of ``ltr calibrate`` on tables, which judges a calibration the way ad systems do:
+normalized entropy, PCOC, the per-field table (worst values first, F-RCE per field), and the order
+checks (global AUC, AUC within each field, order inside the calibrated cells). Reading the tables:
+:mod:`ltr.calibrate.tables`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
-
 import numpy as np
 
-from ltr.errors import LtrError
 from metrics.calibration import field_calibration, normalized_entropy, pcoc
 
-__all__ = ["CalibrationTable", "read_calibration_table", "field_report", "field_report_text"]
+__all__ = ["field_report", "field_report_text"]
 
 
-@dataclass
-class CalibrationTable:
-    scores: np.ndarray
-    labels: np.ndarray
-    fields: dict  # name -> [N] values
-    weights: np.ndarray | None
-    source: str
-
-
-def _read_columns(path: Path, columns: list[str], text_columns=()):
-    """``{name: numpy array}`` from a Parquet file / folder or a CSV file with a header line."""
-    from ltr.data.parquet import is_parquet
-
-    if is_parquet(path):
-        import pyarrow.parquet as pq
-
-        try:
-            if path.is_file():
-                _missing(path, columns, pq.read_schema(path).names)
-            table = pq.read_table(path, columns=columns)
-        except (KeyError, ValueError, OSError) as exc:
-            raise LtrError(f"{path}: cannot read the columns {', '.join(columns)} ({exc})") from None
-        return {c: table.column(c).to_numpy(zero_copy_only=False) for c in columns}
-    import pandas as pd
-
-    try:
-        head = pd.read_csv(path, nrows=0)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise LtrError(f"{path}: not a CSV file with a header line ({exc})") from None
-    _missing(path, columns, list(head.columns))
-    frame = pd.read_csv(path, usecols=columns, dtype={c: str for c in text_columns})
-    return {c: frame[c].to_numpy() for c in columns}
-
-
-def _missing(path, wanted, names) -> None:
-    absent = [c for c in wanted if c not in names]
-    if absent:
-        raise LtrError(f"{path}: no column {absent[0]!r}; the columns are {', '.join(map(str, names))}")
-
-
-def _numbers(path, name, values, allowed=None) -> np.ndarray:
-    """A column as float64; refused, naming the row: text, and true/false anywhere but in 0/1 labels
-    (a CSV reader reads ``true`` as a boolean, which would silently become a score or weight of 1)."""
-    values = np.asarray(values)
-    if values.dtype == bool and allowed is None:
-        raise LtrError(f"{path}: column {name!r} holds true/false values, not numbers")
-    try:
-        v = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError):
-        i = next(i for i, x in enumerate(values.tolist()) if not _is_number(x))
-        raise LtrError(f"{path}: column {name!r}, row {i + 1} holds {values[i]!r}, which is not a number") from None
-    bad = ~np.isfinite(v)
-    if allowed is not None:
-        bad |= ~np.isin(v, allowed)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        need = f"one of {', '.join(map(str, allowed))}" if allowed is not None else "a finite number"
-        shown = values[i].item() if isinstance(values[i], np.generic) else values[i]
-        raise LtrError(f"{path}: column {name!r}, row {i + 1} holds {shown!r}, which is not {need}")
-    return v
-
-
-def _is_number(x) -> bool:
-    try:
-        float(x)
-    except (TypeError, ValueError):
-        return False
-    return True
-
-
-def read_calibration_table(path, *, score_column: str, label_column: str, field_columns=(),
-                           weight_column: str | None = None) -> CalibrationTable:
-    """Read the named columns of a Parquet file, a folder of Parquet files, or a CSV file with a header.
-
-    Scores: finite numbers; labels: 0 / 1; weights: finite and >= 0; fields: any values (compared as
-    text). Errors name the file, the column and the first bad row (1-based, data rows).
-    """
-    path = Path(path)
-    if not path.exists():
-        raise LtrError(f"{path}: no such file or folder")
-    fields = [f for f in field_columns if f]
-    cols = [score_column, label_column] + fields + ([weight_column] if weight_column else [])
-    if len(set(cols)) != len(cols):
-        raise LtrError(f"a column is named twice in --score-column / --label-column / --field-columns / --weight-column: {cols}")
-    raw = _read_columns(path, cols, text_columns=fields)
-    n = len(raw[score_column])
-    if n == 0:
-        raise LtrError(f"{path}: the table has no rows")
-    weights = None
-    if weight_column:
-        weights = _numbers(path, weight_column, raw[weight_column])
-        if (weights < 0).any():
-            i = int(np.flatnonzero(weights < 0)[0])
-            raise LtrError(f"{path}: column {weight_column!r}, row {i + 1} holds a negative weight")
-    out = {}
-    for f in fields:
-        v = raw[f]
-        if v.dtype == object:
-            empty = np.array([x is None or (isinstance(x, float) and x != x) for x in v.tolist()], dtype=bool)
-            if empty.any():
-                raise LtrError(f"{path}: column {f!r}, row {int(np.flatnonzero(empty)[0]) + 1} is empty")
-        out[f] = v
-    return CalibrationTable(scores=_numbers(path, score_column, raw[score_column]),
-                            labels=_numbers(path, label_column, raw[label_column], allowed=(0, 1)),
-                            fields=out, weights=weights, source=str(path))
-
-
-def _side(y, p, w, fields, min_count, n_boot, seed):
+def _side(y, p, w, codes, min_count, n_boot, seed):
     out = {"normalized_entropy": normalized_entropy(y, p, sample_weight=w), "pcoc": pcoc(y, p, sample_weight=w)}
-    if fields:
-        fc = field_calibration(y, p, fields, sample_weight=w, min_count=min_count, n_boot=n_boot, seed=seed)
+    if codes:
+        fc = field_calibration(y, p, {f: c.codes for f, c in codes.items()}, sample_weight=w, min_count=min_count,
+                               n_boot=n_boot, seed=seed)
+        for r in fc.rows:  # the codes back to the values' canonical texts
+            r["value"] = codes[r["field"]].keys[r["value"]]
+        for f, d in fc.fields.items():
+            d["worst_value"] = None if d["worst_value"] is None else codes[f].keys[d["worst_value"]]
         out.update({"mean_f_rce": fc.mean_f_rce, "worst_abs_error": fc.worst_abs_error,
                     "fields": fc.fields, "values": fc.rows})
     return out
@@ -137,25 +31,26 @@ def field_report(y, before, after, fields: dict, *, scores=None, weights=None, c
                  min_count: float = 0, n_boot: int = 200, seed: int = 0) -> dict:
     """NE, PCOC and the per-field tables before and after, and the order checks.
 
-    ``order``: global AUC before / after (of ``scores``, default ``before``), AUC within each field
-    (pairs-weighted :func:`metrics.grouped_auc`) before / after, and, with ``calibrated_fields``, the
-    order check inside the cells of those fields
+    Field values are compared as values (:mod:`ltr.calibrate.field_values`) and reported by their
+    canonical texts. ``order``: global AUC before / after (of ``scores``, default ``before``), AUC within
+    each field (pairs-weighted :func:`metrics.grouped_auc`) before / after, and, with
+    ``calibrated_fields``, the order check inside the cells of those fields
     (:func:`ltr.calibrate.field_calibrators.check_within_field_order`).
     """
-    from ltr.calibrate.field_calibrators import _cell_codes, check_within_field_order, field_keys
+    from ltr.calibrate.field_calibrators import cell_codes, check_within_field_order, field_codes
     from metrics.classification import auc, grouped_auc
 
     s = before if scores is None else scores
-    rep = {"before": _side(y, before, weights, fields, min_count, n_boot, seed),
-           "after": _side(y, after, weights, fields, min_count, n_boot, seed)}
+    codes = field_codes(fields, list(fields), y.shape[0])
+    rep = {"before": _side(y, before, weights, codes, min_count, n_boot, seed),
+           "after": _side(y, after, weights, codes, min_count, n_boot, seed)}
     order = {"auc_before": auc(y, s), "auc_after": auc(y, after), "within_field_auc": {}}
-    for name, v in fields.items():
-        b, a = grouped_auc(y, s, v).value, grouped_auc(y, after, v).value
+    for name, c in codes.items():
+        b, a = grouped_auc(y, s, c.codes).value, grouped_auc(y, after, c.codes).value
         order["within_field_auc"][name] = {"before": b, "after": a, "unchanged": bool(a == b)}
     if calibrated_fields:
-        keys = field_keys(fields, calibrated_fields, y.shape[0])
         order["within_cells"] = {"fields": list(calibrated_fields),
-                                 **check_within_field_order(s, after, _cell_codes(keys))}
+                                 **check_within_field_order(s, after, cell_codes([codes[f] for f in calibrated_fields]))}
     rep["order"] = order
     return rep
 
@@ -237,8 +132,10 @@ def field_reliability_figure(y, series: dict, values, field: str, *, top: int = 
     (name -> probabilities) its :func:`reliability_band` curve with the band shaded."""
     from matplotlib.figure import Figure
 
+    from ltr.calibrate.field_calibrators import FieldCodes
+
     y = np.asarray(y, dtype=np.float64)
-    v = np.asarray(values).astype(str)
+    v = FieldCodes(values).texts()
     keys, counts = np.unique(v, return_counts=True)
     chosen = keys[np.argsort(-counts, kind="stable")][:top]
     fig = Figure(figsize=(4.2 * len(chosen), 4.0))

@@ -9,7 +9,8 @@ The world (one seeded draw, :func:`make_field_world`):
   logit effects ``device_effects``; ``n_positions`` positions with examination ``theta_k =
   position_decay^k`` (k = 0 at the top); 24 hours with effect ``hour_amplitude * sin(2 pi h / 24)``.
 * An impression has a context vector ``x ~ N(0, I_3)`` and its ad's click probability at the top is
-  ``ad_ctr = sigmoid(base_logit + x @ w + alpha_a + beta_s + delta_d + eta_h)``; shown at position k
+  ``ad_ctr = sigmoid(base_logit + c_d x @ w + alpha_a + beta_s + delta_d + eta_h)`` (``c_d`` the device's
+  ``device_context``, 1 unless given); shown at position k
   it is clicked with probability ``true_ctr = theta_k * ad_ctr`` (the position-based model).
 * The **pooled model** knows the context and the site, hour and position effects, but only a share
   ``advertiser_known`` of each advertiser's effect and a share ``device_known`` of each device's::
@@ -32,7 +33,7 @@ from scipy.special import expit
 
 from ltr.errors import LtrError
 
-__all__ = ["FieldWorld", "FieldImpressions", "AuctionRequests", "make_field_world", "FIELD_NAMES"]
+__all__ = ["FieldWorld", "FieldImpressions", "AuctionRequests", "make_field_world", "make_joint_world", "FIELD_NAMES"]
 
 FIELD_NAMES = ("advertiser", "site", "device", "position", "hour")
 
@@ -85,6 +86,20 @@ class AuctionRequests:
     fields: dict  # advertiser [A, K]; site, device, hour [A, K] (repeated over the request's candidates)
     position_effects: np.ndarray  # [n_positions] theta_k
 
+    def to_frame(self):
+        """The table ``ltr auction`` reads, one row per candidate: ``request``, ``ad`` (the advertiser),
+        ``bid``, ``score`` (the pooled model's logit at the top slot), ``true_ctr`` (at the top slot), the
+        fields advertiser, site, device, hour, and ``position`` 0 (the top slot, where a calibrator that
+        reads the position predicts)."""
+        import pandas as pd
+
+        a, k = self.bids.shape
+        cols = {"request": np.repeat(np.arange(a), k), "ad": self.fields["advertiser"].reshape(-1),
+                "bid": self.bids.reshape(-1), "score": self.pooled_logit.reshape(-1), "true_ctr": self.ad_ctr.reshape(-1)}
+        cols.update({f: v.reshape(-1) for f, v in self.fields.items()})
+        cols["position"] = np.zeros(a * k, dtype=np.int64)
+        return pd.DataFrame(cols)
+
 
 @dataclass
 class FieldWorld:
@@ -106,10 +121,13 @@ class FieldWorld:
     pooled_bias: float = 0.0
     pooled_scale: float = 1.0
     sizes: dict = field(default_factory=dict)
+    device_context: np.ndarray | None = None  # per device, the true weight of the context x @ w (None: 1)
 
     def _logits(self, x, adv, site, dev, hour):
         common = self.base_logit + x @ self.w + self.site_effect[site] + self.hour_effect[hour]
         true = common + self.advertiser_effect[adv] + self.device_effect[dev]
+        if self.device_context is not None:  # the device's own weight of the context, where the pooled model has 1
+            true = true + (self.device_context[dev] - 1.0) * (x @ self.w)
         pooled = (common + self.advertiser_known * self.advertiser_effect[adv]
                   + self.device_known * self.device_effect[dev])
         return true, pooled
@@ -159,6 +177,13 @@ class FieldWorld:
                                position_effects=self.position_effects.copy())
 
 
+def _device_context(values, n: int) -> np.ndarray:
+    v = np.asarray(values, dtype=np.float64)
+    if v.shape != (n,) or not np.all(np.isfinite(v)) or np.any(v <= 0):
+        raise LtrError(f"device_context needs one positive number per device ({n}), got {values!r}")
+    return v
+
+
 def _zipf(k: int, s: float, rng) -> np.ndarray:
     share = 1.0 / np.arange(1, k + 1) ** s
     return rng.permutation(share / share.sum())
@@ -169,11 +194,14 @@ def make_field_world(*, n_advertisers: int = 100, n_sites: int = 50, n_positions
                      device_shares=(0.6, 0.3, 0.1), device_effects=(0.1, -0.2, 0.25), position_decay: float = 0.7,
                      hour_amplitude: float = 0.2, advertiser_known: float = 0.25, device_known: float = 0.0,
                      pooled_bias: float = 0.3, pooled_scale: float = 1.1, bid_sigma: float = 0.5,
-                     seed: int = 0) -> FieldWorld:
+                     device_context=None, seed: int = 0) -> FieldWorld:
     """Draw one world (effects, shares, bids) from ``seed``; every parameter is in the module docstring.
 
     ``pooled_bias`` / ``pooled_scale`` make the raw pooled logit miscalibrated overall too
-    (``scale * logit + bias``), so that a global Platt fit has work to do.
+    (``scale * logit + bias``), so that a global Platt fit has work to do. ``device_context`` (one
+    number per device, default all 1): the true logit weighs the context ``x @ w`` by the device's
+    number while the pooled model weighs it by 1, a field x score interaction (the pooled model is
+    over-confident on a device below 1).
 
     >>> w = make_field_world(seed=1)
     >>> imps = w.impressions(1000, seed=2)
@@ -201,8 +229,24 @@ def make_field_world(*, n_advertisers: int = 100, n_sites: int = 50, n_positions
         hour_effect=hour_amplitude * np.sin(2 * np.pi * np.arange(24) / 24.0),
         advertiser_known=float(advertiser_known),
         device_known=float(device_known),
+        device_context=None if device_context is None else _device_context(device_context, dev_s.shape[0]),
         pooled_bias=float(pooled_bias),
         pooled_scale=float(pooled_scale),
         sizes={"advertiser": n_advertisers, "site": n_sites, "device": int(dev_s.shape[0]),
                "position": n_positions, "hour": 24},
     )
+
+
+def make_joint_world(seed: int = 0, **overrides) -> FieldWorld:
+    """The world of the beyond-MCGrad study (``experiments/calibrate_beyond_mcgrad.py``): a
+    :func:`make_field_world` whose pooled score already carries half of the advertiser and of the device
+    effects (``advertiser_known = device_known = 0.5``), with wide advertiser effects (``advertiser_sd =
+    1``) and device effects (0.5, -0.6, 0.8), and a device that changes the weight of the context
+    (``device_context = (1, 0.7, 1.3)``: the pooled model is over-confident on device 1 and
+    under-confident on device 2, a field x score interaction). A global map fitted first takes a slope
+    that part of the field effects pulls; the truth is known for every row. ``overrides``: any other
+    :func:`make_field_world` parameter."""
+    params = dict(advertiser_sd=1.0, advertiser_known=0.5, device_known=0.5, device_effects=(0.5, -0.6, 0.8),
+                  device_context=(1.0, 0.7, 1.3))
+    params.update(overrides)
+    return make_field_world(seed=seed, **params)

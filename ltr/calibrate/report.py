@@ -16,8 +16,8 @@ from ltr.calibrate.invariance import AucInvarianceReport, check_auc_invariance
 from ltr.io_utils import atomic_path
 from metrics.classification import brier, calibration_curve, ece, log_loss, mce
 
-__all__ = ["calibration_metrics", "CalibrationReport", "reliability_figure", "save_reliability_diagram",
-           "add_reliability_to_tensorboard"]
+__all__ = ["calibration_metrics", "CalibrationReport", "reliability_figure", "reliability_figure_from_bins", "reliability_bins", "wilson_interval",
+           "save_reliability_diagram", "add_reliability_to_tensorboard"]
 
 
 def calibration_metrics(labels, probs, n_bins: int = 15) -> dict[str, float]:
@@ -100,32 +100,87 @@ class CalibrationReport:
         return "\n".join(out) + "\n"
 
 
-def reliability_figure(labels, series: Mapping[str, Any], n_bins: int = 15, title: str | None = None):
+def wilson_interval(k, n, level: float = 0.9) -> tuple[np.ndarray, np.ndarray]:
+    r"""Wilson score interval of a rate ``k / n`` at ``level``: with ``z`` the normal quantile of
+    ``(1 + level) / 2``, ``(k + z^2/2) / (n + z^2) -/+ z sqrt(k (n - k) / n + z^2 / 4) / (n + z^2)``
+    (it stays inside [0, 1] and is not empty at 0 or n clicks).
+
+    >>> lo, hi = wilson_interval(10, 100, 0.95)
+    >>> round(float(lo), 4), round(float(hi), 4)
+    (0.0552, 0.1744)
+    """
+    from scipy.special import ndtri
+
+    k, n = np.asarray(k, dtype=np.float64), np.asarray(n, dtype=np.float64)
+    z = float(ndtri(0.5 + level / 2.0))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        centre = (k + z * z / 2.0) / (n + z * z)
+        half = z * np.sqrt(k * (n - k) / n + z * z / 4.0) / (n + z * z)
+    return centre - half, centre + half
+
+
+def reliability_bins(labels, probs, n_bins: int = 15, strategy: str = "width", level: float = 0.9) -> dict:
+    """The reliability curve with what a reader needs to trust it: per non-empty bin (as
+    :func:`metrics.calibration_curve`) its ``count``, ``mean_predicted``, observed ``rate`` and the
+    :func:`wilson_interval` of the rate at ``level`` (``low``, ``high``), and the bin's ``edges``."""
+    c = calibration_curve(labels, probs, n_bins=n_bins, strategy=strategy)
+    clicks = np.rint(c.fraction_positive * c.counts)
+    low, high = wilson_interval(clicks, c.counts, level)
+    return {"strategy": c.strategy, "level": level, "count": c.counts.astype(int).tolist(),
+            "mean_predicted": c.mean_predicted.tolist(), "rate": c.fraction_positive.tolist(),
+            "low": low.tolist(), "high": high.tolist(),
+            "lower_edge": c.edges[c.bin_index].tolist(), "upper_edge": c.edges[c.bin_index + 1].tolist()}
+
+
+def reliability_figure(labels, series: Mapping[str, Any], n_bins: int = 15, title: str | None = None,
+                       level: float = 0.9):
     """A matplotlib figure: reliability curves with equal-width (left) and equal-mass (right) bins.
 
-    ``series`` maps a name (e.g. "before", "after") to probabilities. The axes span the range the
-    curves use, not [0, 1], so that low click rates are visible.
+    ``series`` maps a name (e.g. "before", "after") to probabilities. Each curve carries its
+    :func:`reliability_bins` band (the Wilson interval of every bin's rate, shaded) and, below it, the
+    rows per bin (log scale), so that a point far from the diagonal on a handful of rows reads as
+    such. The axes span the range the curves use, not [0, 1], so that low click rates are visible.
     """
+    y = np.asarray(labels, dtype=np.float64)
+    curves = {name: {s: reliability_bins(y, probs, n_bins=n_bins, strategy=s, level=level) for s in ("width", "mass")}
+              for name, probs in series.items()}
+    return reliability_figure_from_bins(curves, n_bins=n_bins, title=title, level=level)
+
+
+def reliability_figure_from_bins(curves: Mapping[str, Any], n_bins: int = 15, title: str | None = None,
+                                 level: float = 0.9):
+    """:func:`reliability_figure` drawn from bins already computed: ``{name: {"width": bins, "mass":
+    bins}}`` with ``bins`` as :func:`reliability_bins` returns them (or the streamed
+    :func:`ltr.calibrate.stream_report.binned_reliability`)."""
     # A bare Figure (no pyplot): no GUI backend is touched and nothing global is registered.
     from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter
 
-    y = np.asarray(labels, dtype=np.float64)
-    fig = Figure(figsize=(10, 4.5))
-    axes = fig.subplots(1, 2)
-    for ax, strategy in zip(axes, ("width", "mass")):
+    plain = FuncFormatter(lambda v, _: f"{v:g}")  # log-axis labels without mathtext (its parser costs seconds)
+    fig = Figure(figsize=(10, 6))
+    grid = fig.add_gridspec(2, 2, height_ratios=(3, 1))
+    for col, strategy in enumerate(("width", "mass")):
+        ax, axc = fig.add_subplot(grid[0, col]), fig.add_subplot(grid[1, col])
         top = 0.0
-        for name, probs in series.items():
-            c = calibration_curve(y, probs, n_bins=n_bins, strategy=strategy)
-            ax.plot(c.mean_predicted, c.fraction_positive, marker="o", ms=3, label=name)
-            top = max(top, float(c.mean_predicted.max()), float(c.fraction_positive.max()))
+        for name, by_strategy in curves.items():
+            r = by_strategy[strategy]
+            line, = ax.plot(r["mean_predicted"], r["rate"], marker="o", ms=3, label=name)
+            ax.fill_between(r["mean_predicted"], r["low"], r["high"], color=line.get_color(), alpha=0.2)
+            axc.plot(r["mean_predicted"], r["count"], marker="o", ms=3, color=line.get_color())
+            top = max(top, max(r["mean_predicted"]), max(r["rate"]))
         top = min(1.0, top * 1.05) or 1.0
         ax.plot([0, top], [0, top], ls="--", color="grey", lw=1, label="perfect")
-        ax.set_xlim(0, top)
+        for a in (ax, axc):
+            a.set_xlim(0, top)
         ax.set_ylim(0, top)
-        ax.set_xlabel("mean predicted probability")
         ax.set_ylabel("observed positive rate")
-        ax.set_title(f"equal-{strategy} bins ({n_bins})")
+        ax.set_title(f"equal-{strategy} bins ({n_bins}), {level:.0%} Wilson band")
         ax.legend(fontsize=8)
+        axc.set_yscale("log")
+        axc.yaxis.set_major_formatter(plain)
+        axc.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+        axc.set_xlabel("mean predicted probability")
+        axc.set_ylabel("rows per bin")
     if title:
         fig.suptitle(title)
     fig.tight_layout()

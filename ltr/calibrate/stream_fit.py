@@ -6,7 +6,7 @@ scores and ``r = xbar`` for logit scores, and the calibrators' own feature maps 
 The fits are the in-memory ones with each row replaced by its entry's mean (**approximate**, the bins
 are the only error; on the test tables the streamed map is within 1e-3 of the in-memory one):
 
-* Platt: ``argmin sum_e [rows_e softplus(u_e) - pos_e u_e]``, ``u = a xbar + b`` (Newton, :func:`weighted_logistic`);
+* Platt: ``argmin sum_e [rows_e softplus(u_e) - pos_e u_e]``, ``u = a xbar + b`` (:func:`ltr.calibrate.logistic.weighted_logistic`);
 * beta: the same on ``(ln r, -ln(1 - r))``, with Kull et al.'s rule for a negative coefficient;
 * spline: the same on the spline basis of ``xbar``, slopes bounded below by ``min_slope``; knots at
   the quantiles of ``xbar`` over the clicked rows (each at its entry's mean);
@@ -20,58 +20,17 @@ offered on streamed tables.
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
-from scipy.special import expit, log_expit
+from scipy.special import expit
 
+from ltr.calibrate.logistic import weighted_logistic
 from ltr.calibrate.stream_stats import BinnedStats, BinnedTable
 from ltr.errors import LtrError
 
-__all__ = ["STREAM_METHODS", "weighted_logistic", "entry_scores", "entry_fields", "predict_entries", "fit_binned"]
+__all__ = ["STREAM_METHODS", "entry_scores", "entry_fields", "predict_entries", "fit_binned"]
 
 STREAM_METHODS = ("platt", "isotonic", "isotonic-strict", "beta", "spline", "field-aware")
-
-
-def weighted_logistic(A, pos, n, lower=None, *, max_iter: int = 200, tol: float = 1e-10) -> np.ndarray:
-    r"""``argmin_theta sum_e n_e softplus(a_e theta) - pos_e a_e theta`` subject to ``theta >= lower``:
-    the logistic log loss of ``n_e`` rows with ``pos_e`` positives sharing the features ``a_e``. Projected
-    Newton steps with step halving (a coefficient at its bound whose gradient pushes outwards is held),
-    to a projected gradient of ``tol`` per row. The last column of ``A`` is the intercept's."""
-    A, pos, n = (np.asarray(v, dtype=np.float64) for v in (A, pos, n))
-    k, total = A.shape[1], float(n.sum())
-    lower = np.full(k, -np.inf) if lower is None else np.asarray(lower, dtype=np.float64)
-    theta = np.where(np.isfinite(lower), np.maximum(lower, 1.0), 0.0)
-    rate = float(np.clip(pos.sum() / total, 1e-12, 1 - 1e-12))
-    theta[-1] = math.log(rate / (1 - rate)) - float(n @ (A[:, :-1] @ theta[:-1])) / total
-
-    def loss(th):
-        u = A @ th
-        return float(n @ (-log_expit(-u)) - pos @ u)
-
-    current = loss(theta)
-    for _ in range(max_iter):
-        q = expit(A @ theta)
-        grad = A.T @ (n * q - pos)
-        free = ~((theta <= lower + 1e-15) & (grad > 0))
-        if np.max(np.abs(grad[free])) <= tol * total:
-            return theta
-        H = (A[:, free] * (n * q * (1 - q))[:, None]).T @ A[:, free] + 1e-12 * total * np.eye(int(free.sum()))
-        step = np.zeros(k)
-        step[free] = np.linalg.solve(H, grad[free])
-        lr = 1.0
-        while lr > 1e-12:
-            cand = np.maximum(theta - lr * step, lower)
-            value = loss(cand)
-            if value <= current:
-                break
-            lr *= 0.5
-        if lr <= 1e-12 or np.max(np.abs(cand)) > 1e6:
-            break
-        theta, current = cand, value
-    if np.max(np.abs(theta)) > 1e6:
-        raise LtrError("logistic fit on the binned table did not converge: the fit data is (nearly) separable")
-    return theta
 
 
 def entry_scores(stats: BinnedStats, table: BinnedTable) -> np.ndarray:
@@ -162,7 +121,7 @@ def _fit_spline(stats, r, pos, n, table):
     B = cal._basis(x, t)
     k = B.shape[1]
     theta = weighted_logistic(np.column_stack([B, np.ones(x.shape[0])]), pos, n,
-                              np.r_[np.full(k, cal.min_slope), -np.inf])
+                              lower=np.r_[np.full(k, cal.min_slope), -np.inf])
     cal.knots_, cal.slopes_, cal.intercept_ = t, theta[:k], float(theta[k])
     return _stamp(cal, stats, table)
 
@@ -190,6 +149,7 @@ def _fit_global(stats: BinnedStats, method: str, table: BinnedTable):
 def _fit_field_aware(stats: BinnedStats, table: BinnedTable, global_method: str, prior_clicks: float):
     from ltr.calibrate.field_calibrators import (FieldAwareCalibrator, _joint_offsets, check_within_field_order,
                                                  global_logit)
+    from ltr.calibrate.field_values import words_type
 
     if not stats.fields:
         raise LtrError("field-aware calibration needs --field-columns")
@@ -202,6 +162,7 @@ def _fit_field_aware(stats: BinnedStats, table: BinnedTable, global_method: str,
     d = _joint_offsets([codes[:, j] for j in range(len(sizes))], sizes, z0, table.col("pos"), cal.prior_clicks,
                        cal.max_rounds, cal.tol, counts=table.col("rows"))
     cal.offsets_ = {f: dict(zip(stats.values(j), d[j].tolist())) for j, f in enumerate(stats.fields)}
+    cal.field_types_ = {f: words_type(stats.values(j)) for j, f in enumerate(stats.fields)}
     _stamp(cal, stats, table)
     after = z0 + sum(d[j][codes[:, j]] for j in range(len(sizes)))
     cal.order_check_ = check_within_field_order(r, after, stats.entry_cells(table)[0])

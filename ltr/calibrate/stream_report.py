@@ -18,7 +18,7 @@ from ltr.calibrate.stream_fit import entry_scores, predict_entries
 from ltr.calibrate.stream_stats import BinnedStats
 from metrics.calibration import FieldCalibration, f_rce_from_sums, field_ece_from_sums
 
-__all__ = ["binned_auc", "binned_report", "EXACT", "BINNED"]
+__all__ = ["binned_auc", "binned_report", "exact_side", "binned_order", "binned_reliability", "EXACT", "BINNED"]
 
 EXACT = ["normalized_entropy before", "pcoc before", "per-value count / clicks / predicted / pcoc before",
          "f_rce before", "field_ece before"]
@@ -180,3 +180,55 @@ def binned_report(stats: BinnedStats, calibrator, *, field_method: bool, min_cou
     rep["binning"] = {"bin_width": stats.grid.width, "logit_limit": stats.grid.limit, "entries_fit": int(stats.fit.keys.shape[0]),
                       "entries_eval": int(t.keys.shape[0]), "exact": EXACT, "binned": BINNED, "interval_level": level}
     return rep
+
+
+def _part_sums(table) -> dict:
+    """The per-entry sums :func:`_side` reads, for one part of an accumulator; ``key`` = the entry's mean probability."""
+    sums = {name: table.col(name) for name in ("w", "wy", "wp", "wll", "wwpp", "wwpy", "wwy", "rows", "pos", "sp")}
+    sums["key"] = sums["sp"] / sums["rows"]
+    return sums
+
+
+def exact_side(stats: BinnedStats, *, min_count: float = 0, level: float = 0.95, n_bins: int = 10) -> dict:
+    """NE, PCOC and the per-field tables of the evaluation part of ``stats``, whose scores are the
+    probabilities being judged: every number is a sum over rows, so exact (the per-value ECE groups whole
+    entries, the intervals are the delta method's)."""
+    t = stats.canonical().eval
+    return _side(stats, _part_sums(t), stats.entry_codes(t), min_count, level, n_bins)
+
+
+def binned_order(stats: BinnedStats) -> dict:
+    """AUC and AUC within each field of the evaluation part's probabilities (entries' rows tied)."""
+    t = stats.canonical().eval
+    s = _part_sums(t)
+    xbar = np.round(t.col("sx") / t.col("rows"), 9)
+    pos, neg = s["pos"], s["rows"] - s["pos"]
+    by = np.argsort(xbar, kind="stable")
+    codes = stats.entry_codes(t)
+    return {"auc": binned_auc(xbar, pos, neg, by_value=by),
+            "within_field_auc": {name: binned_auc(xbar, pos, neg, codes[:, j], by_value=by)
+                                 for j, name in enumerate(stats.fields)}}
+
+
+def binned_reliability(stats: BinnedStats, n_bins: int = 15, strategy: str = "width", level: float = 0.9) -> dict:
+    """The reliability bins of :func:`ltr.calibrate.report.reliability_bins` from the evaluation part's
+    entries (an entry's rows go to the bin of the entry's mean probability): counts, clicks and mean
+    predictions are sums over rows, the bin edges are those of the entries."""
+    from ltr.calibrate.report import wilson_interval
+
+    t = stats.canonical().eval
+    rows, pos, sp = t.col("rows"), t.col("pos"), t.col("sp")
+    p = sp / rows
+    if strategy == "width":
+        b = np.minimum((p * n_bins).astype(np.int64), n_bins - 1)
+    else:
+        o = np.argsort(p, kind="stable")
+        mid = np.empty(p.shape[0])
+        mid[o] = np.cumsum(rows[o]) - 0.5 * rows[o]
+        b = np.minimum((mid * n_bins / rows.sum()).astype(np.int64), n_bins - 1)
+    count, clicks, pred = (np.bincount(b, weights=v, minlength=n_bins) for v in (rows, pos, sp))
+    keep = count > 0
+    low, high = wilson_interval(clicks[keep], count[keep], level)
+    return {"strategy": strategy, "level": level, "count": count[keep].astype(int).tolist(),
+            "mean_predicted": (pred[keep] / count[keep]).tolist(), "rate": (clicks[keep] / count[keep]).tolist(),
+            "low": low.tolist(), "high": high.tolist()}

@@ -5,7 +5,7 @@ file) in record batches (``pyarrow.dataset``, only those columns) and keeps, for
 evaluation part separately, one row of sums per occupied **entry** = (cell, score bin):
 
 * cell: the combination of the values of all field columns (one cell when there are none); values are
-  compared as text (as :func:`ltr.calibrate.field_calibrators.field_keys` does);
+  compared as values (:mod:`ltr.calibrate.field_values`: 3, 3.0 and "3" are one value);
 * score bin: ``x`` is the logit of the score (``logit(clip(s, 1e-15, 1 - 1e-15))`` for probability
   scores, the score itself for logit scores), cut into bins of width ``bin_width`` on
   ``[-x_limit, x_limit)``, plus one bin below and one above (the tails).
@@ -38,9 +38,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ltr.calibrate.field_values import value_key
 from ltr.errors import LtrError
 
-__all__ = ["COLUMNS", "PLAIN_COLUMNS", "BinGrid", "BinnedTable", "BinnedStats", "hash_split", "stream_table", "LOGIT_EPS"]
+__all__ = ["COLUMNS", "PLAIN_COLUMNS", "BinGrid", "BinnedTable", "BinnedStats", "hash_split", "hash_split_rows", "stream_table", "LOGIT_EPS"]
 
 COLUMNS = ("rows", "pos", "sx", "sp", "w", "wy", "wp", "wll", "ww", "wwpp", "wwpy", "wwy")
 # without a weight column (w = 1) five sums repeat others: only these are stored, the rest are aliases
@@ -50,11 +51,17 @@ LOGIT_EPS = 1e-15  # = PlattCalibrator's logit_eps: the binned x is the x Platt 
 
 
 def hash_split(start: int, n: int, fit_fraction: float, seed: int) -> np.ndarray:
-    """Whether rows ``start .. start + n - 1`` belong to the fit part: ``u(row) < fit_fraction`` with
-    ``u`` the top 53 bits of SplitMix64(row + seed * 0x9E3779B97F4A7C15) over 2^53, a function of the
-    row's position only (the same rows whatever the batch size)."""
+    """Whether rows ``start .. start + n - 1`` belong to the fit part (:func:`hash_split_rows`)."""
+    return hash_split_rows(np.arange(start, start + n, dtype=np.uint64), fit_fraction, seed)
+
+
+def hash_split_rows(rows, fit_fraction: float, seed: int) -> np.ndarray:
+    """Whether the rows at positions ``rows`` (0-based, in the table) belong to the fit part:
+    ``u(row) < fit_fraction`` with ``u`` the top 53 bits of SplitMix64(row + seed * 0x9E3779B97F4A7C15)
+    over 2^53, a function of the row's position only (the same rows whatever the batch size, and in
+    memory as in a streamed pass; rows left out as invalid do not move the others)."""
     with np.errstate(over="ignore"):
-        z = np.arange(start, start + n, dtype=np.uint64) + np.uint64((seed * 0x9E3779B97F4A7C15) % 2**64)
+        z = np.asarray(rows, dtype=np.uint64) + np.uint64((seed * 0x9E3779B97F4A7C15) % 2**64)
         z = z + np.uint64(0x9E3779B97F4A7C15)
         z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
@@ -174,6 +181,7 @@ class BinnedStats:
         cols = COLUMNS if self.weighted else PLAIN_COLUMNS
         self.fit, self.eval = BinnedTable(cols), BinnedTable(cols)
         self.n_rows, self._canonical = 0, False
+        self.n_read, self.dropped = 0, None  # rows read and rows left out (stream_table with drop_invalid)
 
     def _cells(self, fields: list, n: int) -> np.ndarray:
         """Global cell id per row; ``fields``: per field ``(indices, words)``, the row's index into the
@@ -185,7 +193,7 @@ class BinnedStats:
             return np.zeros(n, dtype=np.int64)
         codes, local, radix = [], np.zeros(n, dtype=np.int64), 1
         for j, (idx, words) in enumerate(fields):
-            gmap = np.array([self.vocab[j].setdefault(str(u), len(self.vocab[j])) for u in words], dtype=np.int64)
+            gmap = np.array([self.vocab[j].setdefault(value_key(u), len(self.vocab[j])) for u in words], dtype=np.int64)
             codes.append(gmap[idx])
             if radix * (len(words) + 1) >= 2**62:  # re-code before the mixed-radix number could overflow
                 local = np.unique(local, return_inverse=True)[1].reshape(-1)
@@ -202,8 +210,9 @@ class BinnedStats:
             gid[i] = self.cell_index[key]
         return gid[local]
 
-    def add_batch(self, scores: np.ndarray, labels: np.ndarray, fields: list, weights=None) -> None:
-        """Add one batch; ``fields``: per field either an array of values or ``(indices, words)``."""
+    def add_batch(self, scores: np.ndarray, labels: np.ndarray, fields: list, weights=None, rows=None) -> None:
+        """Add one batch; ``fields``: per field either an array of values or ``(indices, words)``;
+        ``rows``: the rows' positions in the table (default: numbered in the order they arrive)."""
         s = np.asarray(scores, dtype=np.float64)
         fields = [f if isinstance(f, tuple) else _encode(f) for f in fields]
         y = np.asarray(labels, dtype=np.float64)
@@ -218,7 +227,8 @@ class BinnedStats:
 
             x, p = s, expit(s)
         keys = self._cells(fields, s.shape[0]) * self.grid.n + self.grid.index(x)
-        fit = hash_split(self.n_rows, s.shape[0], self.fit_fraction, self.seed)
+        fit = (hash_split(self.n_rows, s.shape[0], self.fit_fraction, self.seed) if rows is None
+               else hash_split_rows(rows, self.fit_fraction, self.seed))
         rows = _row_sums(x, p, y, w)  # [len(columns), n]
         for table, m in ((self.fit, fit), (self.eval, ~fit)):
             if m.any():
@@ -272,41 +282,87 @@ class BinnedStats:
 
 
 def _encode(values) -> tuple[np.ndarray, list]:
-    """``(indices, words)`` of an array of field values, compared as text."""
-    uniq, inv = np.unique(np.asarray(values).astype(str), return_inverse=True)
-    return inv.reshape(-1).astype(np.int64), uniq.tolist()
+    """``(indices, words)`` of an array of field values (words: their canonical texts)."""
+    from ltr.calibrate.field_values import encode_values
+
+    return encode_values(values)
 
 
-def _batch_columns(path, batch, names: dict, row0: int):
-    """Numpy scores, labels, weights and field texts of one record batch, checked."""
+def _column_numbers(arr) -> np.ndarray:
+    """Float64 of an arrow column, NaN where null or not a number."""
+    from ltr.calibrate.tables import _as_numbers
+
+    v = _as_numbers(arr.to_numpy(zero_copy_only=False))
+    if arr.null_count:
+        v = v.copy()
+        v[arr.is_null().to_numpy(zero_copy_only=False)] = np.nan
+    return v
+
+
+def _empty_field(arr) -> np.ndarray:
+    """Rows of an arrow field column that are null, NaN or empty text."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
-    def numbers(col, what):
-        arr = batch.column(col)
-        if arr.null_count:
-            i = int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])
-            raise LtrError(f"{path}: column {col!r}, row {row0 + i + 1} is empty")
-        try:
-            v = arr.to_numpy(zero_copy_only=False).astype(np.float64)
-        except (TypeError, ValueError):
-            raise LtrError(f"{path}: column {col!r} must hold numbers") from None
-        bad = ~np.isfinite(v) | ((v != 0) & (v != 1) if what == "label" else (v < 0) if what == "weight" else False)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            need = {"label": "0 or 1", "weight": "a finite number >= 0"}.get(what, "a finite number")
-            raise LtrError(f"{path}: column {col!r}, row {row0 + i + 1} holds {float(v[i])!r}, which is not {need}")
-        return v
+    empty = arr.is_null().to_numpy(zero_copy_only=False)
+    if pa.types.is_floating(arr.type):
+        empty = empty | np.isnan(arr.to_numpy(zero_copy_only=False).astype(np.float64))
+    elif pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+        trimmed = pc.utf8_trim_whitespace(arr)
+        empty = empty | pc.fill_null(pc.equal(trimmed, ""), False).to_numpy(zero_copy_only=False)
+    return empty
 
+
+def batch_columns(path, batch, names: dict, row0: int, drop_invalid: bool = False) -> dict:
+    """Numpy scores, labels, weights and field values of one record batch, checked.
+
+    ``names``: ``score``, ``label`` (None: no labels), ``fields`` (list), ``weight`` (or None). Invalid
+    rows (:mod:`ltr.calibrate.tables`) stop with an error naming the file row (``row0`` = rows before
+    this batch), or with ``drop_invalid`` are left out: ``keep`` is then the mask of the rows kept
+    (None when all are) and ``dropped`` the counts by reason. ``texts``: per field ``(indices, words)``
+    over the kept rows, ``words`` the distinct values as Python objects."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ltr.calibrate.tables import _NEED, DROP_HINT
+
+    checks = [(names["score"], "score")] + ([(names["label"], "label")] if names.get("label") else [])
+    checks += [(f, "field") for f in names["fields"]] + ([(names["weight"], "weight")] if names.get("weight") else [])
+    values, bad = {}, {}
+    for col, what in checks:
+        arr = batch.column(col)
+        if what == "field":
+            bad[col] = _empty_field(arr)
+            continue
+        v = values[col] = _column_numbers(arr)
+        bad[col] = ~np.isfinite(v) | ((v != 0) & (v != 1) if what == "label" else (v < 0) if what == "weight" else False)
+    if not drop_invalid:
+        for col, what in checks:
+            if bad[col].any():
+                i = int(np.flatnonzero(bad[col])[0])
+                raw = batch.column(col)[i].as_py()
+                if what == "field" or raw is None:
+                    raise LtrError(f"{path}: column {col!r}, row {row0 + i + 1} is empty{DROP_HINT}")
+                raise LtrError(f"{path}: column {col!r}, row {row0 + i + 1} holds {raw!r}, which is not {_NEED[what]}{DROP_HINT}")
+    any_bad = np.logical_or.reduce([bad[c] for c, _ in checks])
+    keep = ~any_bad if any_bad.any() else None
+    dropped = {what if what != "field" else "fields": 0 for _, what in checks}
+    for col, what in checks:
+        dropped[what if what != "field" else "fields"] += 0 if what == "field" else int(bad[col].sum())
+    if names["fields"]:
+        dropped["fields"] = int(np.logical_or.reduce([bad[f] for f in names["fields"]]).sum())
+    dropped["total"] = int(any_bad.sum())
     texts = []
     for f in names["fields"]:
-        arr = batch.column(f)
-        if arr.null_count:
-            i = int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])
-            raise LtrError(f"{path}: column {f!r}, row {row0 + i + 1} is empty")
+        arr = batch.column(f) if keep is None else batch.column(f).filter(pa.array(keep))
         d = pc.dictionary_encode(arr)
-        texts.append((d.indices.to_numpy(zero_copy_only=False).astype(np.int64), pc.cast(d.dictionary, "string").to_pylist()))
-    w = numbers(names["weight"], "weight") if names["weight"] else None
-    return numbers(names["score"], "score"), numbers(names["label"], "label"), texts, w
+        texts.append((d.indices.to_numpy(zero_copy_only=False).astype(np.int64), d.dictionary.to_pylist()))
+
+    def kept(col):
+        return None if not col else (values[col] if keep is None else values[col][keep])
+
+    return {"s": kept(names["score"]), "y": kept(names.get("label")), "w": kept(names.get("weight")), "texts": texts,
+            "keep": keep, "dropped": dropped}
 
 
 def _open_dataset(path: Path, cols: list):
@@ -328,13 +384,14 @@ def _open_dataset(path: Path, cols: list):
 
 def stream_table(path, *, score_column: str = "score", label_column: str = "label", field_columns=(),
                  weight_column: str | None = None, score_scale: str = "auto", fit_fraction: float = 0.5,
-                 seed: int = 0, grid: BinGrid = BinGrid(), batch_size: int = 262_144) -> BinnedStats:
+                 seed: int = 0, grid: BinGrid = BinGrid(), batch_size: int = 262_144,
+                 drop_invalid: bool = False) -> BinnedStats:
     """Read the named columns in record batches of at most ``batch_size`` rows and return the
     :class:`BinnedStats` of the table. ``score_scale``: ``"probability"`` (scores in [0, 1]),
     ``"logit"`` (raw scores, ``p = sigmoid(s)``), or ``"auto"`` (probability when the first batch lies in
-    [0, 1]; a later score outside it is then an error that names ``--score-scale logit``). Field values are
-    compared as the text pyarrow casts them to: an integer 3 is "3" here and in memory, but a float field
-    may be written differently ("1" here, "1.0" by numpy)."""
+    [0, 1]; a later score outside it is then an error that names ``--score-scale logit``). Invalid rows
+    stop the pass, or with ``drop_invalid`` are left out and counted (``stats.dropped``; the split
+    stays a function of each row's position in the file)."""
     path = Path(path)
     if not path.exists():
         raise LtrError(f"{path}: no such file or folder")
@@ -346,11 +403,18 @@ def stream_table(path, *, score_column: str = "score", label_column: str = "labe
         raise LtrError(f"a column is named twice in --score-column / --label-column / --field-columns / --weight-column: {cols}")
     dataset = _open_dataset(path, cols)
     names = {"score": score_column, "label": label_column, "fields": fields, "weight": weight_column}
-    stats = None
+    stats, read, dropped = None, 0, {}
     for batch in dataset.to_batches(columns=cols, batch_size=int(batch_size)):
         if batch.num_rows == 0:
             continue
-        s, y, texts, w = _batch_columns(path, batch, names, stats.n_rows if stats else 0)
+        b = batch_columns(path, batch, names, read, drop_invalid)
+        for k, v in b["dropped"].items():
+            dropped[k] = dropped.get(k, 0) + v
+        where = read + (np.arange(batch.num_rows) if b["keep"] is None else np.flatnonzero(b["keep"]))
+        read += batch.num_rows
+        s = b["s"]
+        if s.shape[0] == 0:
+            continue
         inside = bool(s.min() >= 0.0 and s.max() <= 1.0)
         if stats is None:
             prob = inside if score_scale == "auto" else score_scale == "probability"
@@ -359,9 +423,10 @@ def stream_table(path, *, score_column: str = "score", label_column: str = "labe
         if stats.probabilities and not inside:
             i = int(np.flatnonzero((s < 0) | (s > 1))[0])
             hint = " (the first batch was all in [0, 1]; pass --score-scale logit for raw scores)" if score_scale == "auto" else ""
-            raise LtrError(f"{path}: column {score_column!r}, row {stats.n_rows + i + 1} holds {float(s[i])!r}, which is not a "
+            raise LtrError(f"{path}: column {score_column!r}, row {int(where[i]) + 1} holds {float(s[i])!r}, which is not a "
                            f"probability in [0, 1]{hint}")
-        stats.add_batch(s, y, texts, w)
+        stats.add_batch(s, b["y"], b["texts"], b["w"], rows=where)
     if stats is None:
-        raise LtrError(f"{path}: the table has no rows")
+        raise LtrError(f"{path}: the table has no rows" if read == 0 else f"{path}: every one of the {read} rows is invalid")
+    stats.n_read, stats.dropped = read, (dropped if drop_invalid else None)
     return stats.canonical()

@@ -18,7 +18,7 @@ import re
 
 import numpy as np
 
-__all__ = ["log_calibration", "log_binned_calibration", "field_tag"]
+__all__ = ["log_calibration", "log_binned_calibration", "field_tag", "pcoc_figure"]
 
 
 def field_tag(method: str, field: str) -> str:
@@ -51,7 +51,7 @@ def log_calibration(log_dir, method: str, labels, series: dict, fields: dict, re
         logger.close()
 
 
-def _pcoc_figure(rep: dict, field: str, top: int = 8):
+def pcoc_figure(rep: dict, field: str, top: int = 8):
     """PCOC per value of ``field`` (the ``top`` values with most rows) before and after, with intervals."""
     from matplotlib.figure import Figure
 
@@ -80,7 +80,7 @@ def log_binned_calibration(log_dir, method: str, rep: dict) -> None:
     logger = TensorBoardLogger(log_dir)
     try:
         for name in rep["before"].get("fields", {}):
-            logger.figure(field_tag(method, name), _pcoc_figure(rep, name), 0)
+            logger.figure(field_tag(method, name), pcoc_figure(rep, name), 0)
         _f_rce_scalars(logger, method, rep)
     finally:
         logger.close()
