@@ -9,7 +9,7 @@ import pytest
 from conftest import shared_path
 
 from ltr.cli import main
-from ltr.clicks.click_models import ClickLog
+from ltr.clicks.logs.click_log import ClickLog
 from ltr.data import RankingDataset, save_svmlight
 
 
@@ -106,7 +106,7 @@ def test_open_bandit_command(tmp_path, capsys):
 
 
 def test_simulate_parquet_then_train_records_estimator_and_propensities(data_file, tmp_path, capsys):
-    from ltr.clicks.log_table import read_log_parquet
+    from ltr.clicks.logs.table import read_log_parquet
     from ltr.train.models import load_model
 
     path, labels, offsets = data_file
@@ -292,7 +292,7 @@ def test_clicks_train_initial_weights_follow_the_seed(data_file, tmp_path, capsy
 def test_train_rem_with_gbdt_relevance(data_file, tmp_path, capsys):
     # --em-relevance reaches regression EM: the recorded propensities are those of EM run directly with
     # that relevance model (seed 0, 200 iterations), from the in-memory log and from the streamed Parquet one.
-    from ltr.clicks.unbiased_training import estimate_rem_curve
+    from ltr.clicks.estimators.training import estimate_rem_curve
     from ltr.data import load_svmlight
 
     path, _, _ = data_file

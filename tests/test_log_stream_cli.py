@@ -91,7 +91,7 @@ def id_data(tmp_path):
 
 
 def test_a_log_with_string_ids_maps_to_the_data_rows(id_data, tmp_path):
-    from ltr.clicks.log_stream import aggregate_log
+    from ltr.clicks.logs.stream import aggregate_log
     from ltr.data.files import load_data_file
 
     ds = load_data_file(str(id_data), "data", None)

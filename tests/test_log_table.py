@@ -7,8 +7,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ltr.clicks.click_models import ClickLog, simulate_clicks
-from ltr.clicks.log_table import log_to_table, read_log_parquet, write_log_parquet
+from ltr.clicks.logs.click_log import ClickLog
+from ltr.clicks.simulate.click_models import simulate_clicks
+from ltr.clicks.logs.table import log_to_table, read_log_parquet, write_log_parquet
 from ltr.errors import LtrError
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ltr.clicks.click_models import pbm_examination, simulate_clicks
-from ltr.clicks.propensity import (
+from ltr.clicks.simulate.click_models import pbm_examination, simulate_clicks
+from ltr.clicks.propensities.interventions import (
     compare_to_truth,
     estimate_from_randomized,
     estimate_from_swaps,

@@ -1,0 +1,146 @@
+"""``ltr clicks estimate``: examination propensities by position from a click log.
+
+Randomized or swap traffic, regression EM on production traffic alone, or intervention harvesting from the
+logs of several rankers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+
+import numpy as np
+
+from ltr.checks import COUNT, integer, number
+from ltr.commands import add_json_option, text_stream
+from ltr.commands.clicks.options import add_log_read_options, add_quiet_option, progress
+from ltr.commands.clicks.reading import estimate_propensity, interventions, load_log, stream_log, train_log, unless_unsorted
+from ltr.commands.clicks.report import estimate_rows, format_table
+from ltr.data.files import add_data_options, add_format_options, data_options, format_options, load_data_file
+from ltr.errors import LtrError
+
+
+def add_parser(sub, fmt) -> None:
+    e = sub.add_parser("estimate", help="estimate examination propensity by position from a click log", formatter_class=fmt,
+                       description="theta_r / theta_1 from randomized sessions (CTR ratio) or swap interventions "
+                       "(click rate of the top item moved to r over left at 1), with delta-method intervals; "
+                       "compared with the simulator's truth when the log was simulated with PBM. --method em needs no "
+                       "intervention: regression EM (Wang et al. 2018) on the production sessions, relevance a logistic "
+                       "regression on the features of --data, with a percentile bootstrap over queries. --method harvest "
+                       "needs no intervention either: intervention harvesting (Agarwal et al. 2019) from the logs of several "
+                       "rankers (give --log several times), which put the same documents at different positions.")
+    e.add_argument("--log", required=True, action="extend", nargs="+", metavar="FILE",
+                   help="clicks.npz or clicks.parquet written by `ltr clicks simulate` (--method harvest: one per logging ranker)")
+    e.add_argument("--method", default="randomized", choices=("randomized", "swap", "em", "harvest"), help="which traffic and estimator to use")
+    e.add_argument("--pairs", default="allpairs", choices=("allpairs", "adjacent"),
+                   help="--method harvest: AllPairs likelihood over every pair of positions, or the chain of adjacent ratios")
+    e.add_argument("--data", default=None, metavar="FILE", help="--method em: the labelled file the log was simulated on (its features)")
+    add_format_options(e)
+    add_data_options(e)
+    e.add_argument("--resamples", type=COUNT, default=30, help="--method em / harvest: bootstrap resamples of the queries")
+    e.add_argument("--relevance", default="logistic", choices=("logistic", "gbdt"),
+                   help="--method em: the relevance model of the M-step (logistic regression or LightGBM cross-entropy)")
+    e.add_argument("--positions", type=integer(min=1), default=None, help="number of positions to estimate (default: all shown positions)")
+    e.add_argument("--confidence", type=number(above=0, below=1), default=0.95, help="confidence level of the intervals")
+    add_log_read_options(e)
+    add_quiet_option(e)
+    add_json_option(e, "the estimate")
+    e.set_defaults(func=run_estimate)
+
+
+def run_estimate(args) -> int:
+    from ltr.checks import output_file
+    from ltr.clicks.propensities.interventions import fit_power_law
+    from ltr.io_utils import write_json_report
+
+    say = functools.partial(print, file=text_stream(args))  # JSON on standard output: text to stderr
+
+    if args.json and args.json != "-":
+        output_file(args.json, "--json", inputs=[("--log", path) for path in args.log])
+    if args.method == "harvest":
+        return _run_estimate_harvest(args, say)
+    if len(args.log) > 1:
+        raise LtrError(f"--method {args.method} reads one --log, got {len(args.log)} (several logs are for --method harvest)")
+    args = argparse.Namespace(**{**vars(args), "log": args.log[0]})
+    if args.method == "em":
+        return _run_estimate_em(args, say)
+    # A Parquet log is read in batches for the sums of its randomized or swap sessions (the production traffic
+    # may not fit in memory).
+    source, meta, _ = interventions(args)
+    est = estimate_propensity(source, args.method, args.positions, args.confidence)
+    rows = estimate_rows(meta, est)
+    say(f"propensity from {args.method} traffic ({int(est.sessions.max())} sessions at most per position), "
+          f"{args.confidence:.0%} interval:")
+    say(format_table(rows, [c for c in ("position", "truth", "theta", "se", "low", "high", "covered") if c in rows[0]]))
+    eta = fit_power_law(est)
+    say(f"fitted power law: theta_r = r^-{eta:.4f}" + (f" (simulator eta {meta['eta']})" if meta.get("eta") is not None else ""))
+    if args.json:
+        write_json_report(args.json, {"method": args.method, "rows": rows, "eta_fit": eta})
+    return 0
+
+
+def _run_estimate_em(args, say) -> int:
+    from ltr.clicks.logs.table import is_log_table
+    from ltr.clicks.propensities.regression_em import bootstrap_em, observations_from_log, regression_em
+    from ltr.io_utils import write_json_report
+
+    if args.data is None:
+        raise LtrError("--method em needs --data, the labelled file the log was simulated on (its features)")
+    ds = load_data_file(args.data, "data", None, data_options(args), **format_options(args, "data"))
+    if is_log_table(args.log):  # streamed: per (document, position) sums of the production sessions
+        agg = stream_log(args, ds, modes=(0,))
+        obs, meta = agg.observations(), agg.meta
+    else:
+        log = train_log(args, ds)  # the same checks that the log belongs to --data
+        obs, meta = observations_from_log(log.select_sessions(log.session_mode == 0)), log.meta
+    k = min(int(args.positions or obs.position.max()), int(obs.position.max()))
+    keep = obs.position <= k
+    obs = obs.subset(np.flatnonzero(keep))
+    res = regression_em(obs, relevance=args.relevance, features=ds.features, n_positions=k, iterations=200,
+                        progress=progress(args))
+    low, high = bootstrap_em(obs, args.resamples, args.confidence, relevance=args.relevance, features=ds.features,
+                             n_positions=k, iterations=200, progress=progress(args))
+    truth = meta.get("examination") if meta.get("model") in ("pbm", "trust") else None
+    rows = []
+    for r in range(k):
+        row = {"position": r + 1, "theta": float(res.theta[r]), "low": float(low[r]), "high": float(high[r])}
+        if truth is not None:
+            row["truth"] = truth[r] / truth[0]
+            row["covered"] = bool(low[r] <= row["truth"] <= high[r]) if r else True
+        rows.append(row)
+    say(f"propensity from regression EM on {int(obs.n.sum())} production impressions ({res.iterations} iterations), "
+        f"{args.confidence:.0%} bootstrap interval over queries ({args.resamples} resamples):")
+    say(format_table(rows, [c for c in ("position", "truth", "theta", "low", "high", "covered") if c in rows[0]]))
+    if args.json:
+        write_json_report(args.json, {"method": "em", "rows": rows, "iterations": res.iterations})
+    return 0
+
+
+def _run_estimate_harvest(args, say) -> int:
+    from ltr.clicks.propensities.harvesting import counts_from_cells, estimate_harvest
+    from ltr.io_utils import write_json_report
+
+    cells = [_harvest_cells(path, args) for path in args.log]
+    est = estimate_harvest(counts_from_cells(cells, args.positions), method=args.pairs, resamples=args.resamples,
+                           confidence=args.confidence)
+    metas = [c.meta for c in cells]
+    same_pbm = all(m.get("model") == "pbm" and m.get("examination") == metas[0].get("examination") for m in metas)
+    rows = est.as_rows(metas[0]["examination"] if same_pbm else None)
+    say(f"propensity by intervention harvesting ({args.pairs}) from {len(cells)} logs, {sum(c.n_sessions for c in cells)} "
+        f"sessions; {args.confidence:.0%} bootstrap interval over queries ({est.resamples} resamples):")
+    say(format_table(rows, [c for c in ("position", "truth", "theta", "low", "high", "keys", "covered") if c in rows[0]]))
+    if args.json:
+        write_json_report(args.json, {"method": "harvest", "pairs": args.pairs, "rows": rows, "logs": list(args.log)})
+    return 0
+
+
+def _harvest_cells(path: str, args):
+    """The per-cell sums of one --log for --method harvest: a Parquet log read in record batches of --read-rows
+    rows, unless its session ids go back (then read whole, with a note), any other log read whole."""
+    from ltr.clicks.propensities.harvest_stream import cells_of_log, stream_harvest_cells
+    from ltr.clicks.logs.table import is_log_table
+
+    cells = None
+    if is_log_table(path):
+        cells = unless_unsorted(lambda: stream_harvest_cells(path, batch_size=args.read_rows, progress=progress(args)))
+    return cells if cells is not None else cells_of_log(load_log(path))
