@@ -318,7 +318,7 @@ def test_train_rem_with_gbdt_relevance(data_file, tmp_path, capsys):
     capsys.readouterr()
     assert main(base[:-1] + ["ips", "--log", str(sim / "clicks.npz"), "--out", str(tmp_path / "x"),
                              "--em-relevance", "gbdt"]) == 2
-    assert "applies to --estimator rem only" in capsys.readouterr().err
+    assert "applies to --estimator rem and --propensity estimated only" in capsys.readouterr().err
 
 
 def test_progress_bars_say_what_runs_and_quiet_silences_them(data_file, tmp_path, capsys):

@@ -130,7 +130,8 @@ def test_clicks_evaluate_streams_the_parquet_log_and_reads_an_unsorted_one_whole
     assert capsys.readouterr().err.count("reading the log whole") == 1  # the unsorted log only
     for other in results[1:]:
         assert other.keys() == results[0].keys()
-        for key in results[0]:
+        assert other.pop("propensity_source") == results[0]["propensity_source"] == "logged (simulator's truth)"
+        for key in other:
             assert other[key] == pytest.approx(results[0][key], rel=1e-12)
     assert results[0]["ips"] != results[0]["naive"]
 

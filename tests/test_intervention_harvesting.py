@@ -174,7 +174,7 @@ def test_streamed_harvest_refuses_a_doc_row_under_two_queries_and_bad_columns(tm
     with pytest.raises(LtrError, match="named.parquet: intervention harvesting reads logs whose session, query and doc"):
         stream_harvest_cells(tmp_path / "named.parquet")
     pq.write_table(table.set_column(3, "position", pa.array([1, 2, 0, 2])), tmp_path / "pos.parquet")
-    with pytest.raises(LtrError, match=r"pos.parquet: row 2: position 0 is outside 1\.\."):
+    with pytest.raises(LtrError, match=r"pos.parquet: row 3: position 0 is outside 1\.\."):
         stream_harvest_cells(tmp_path / "pos.parquet")
 
 

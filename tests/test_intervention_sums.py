@@ -138,5 +138,6 @@ def test_clicks_evaluate_with_estimated_propensities_streams_them(logged, tmp_pa
                          "--k", "5", "--propensity", "swap", "--read-rows", "29", "--json", str(out)]) == 0
             got.append(json.loads(out.read_text()))
     assert got[0].keys() == got[1].keys()
+    assert got[0].pop("propensity_source") == got[1].pop("propensity_source") == "estimated from swap traffic"
     for key in got[0]:
         assert got[0][key] == pytest.approx(got[1][key], rel=1e-12), key

@@ -74,5 +74,5 @@ def test_bad_tables_are_user_errors(tmp_path):
     pq.write_table(pa.table({"session": [0], "query": [0], "doc": [1], "position": [1], "click": [2]}), tmp_path / "c.parquet")
     with pytest.raises(LtrError, match="clicks 0 or 1"):
         read_log_parquet(tmp_path / "c.parquet")
-    with pytest.raises(LtrError, match="cannot read"):
+    with pytest.raises(LtrError, match="no such click log"):
         read_log_parquet(tmp_path / "missing.parquet")

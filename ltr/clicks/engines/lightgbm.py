@@ -69,6 +69,11 @@ def fit_lightgbm_clicks(dataset, valid, log: ClickLog, estimator: str, *, clip: 
         raise LtrError(f"--engine lightgbm trains --estimator {', '.join(LIGHTGBM_ESTIMATORS)}, not {estimator}")
     if curve is not None and estimator not in WITH_CURVE:
         raise LtrError(f"estimated propensities apply to --estimator {' and '.join(WITH_CURVE)} only")
+    from ltr.clicks.estimators.propensity_source import require_clicks, require_propensity
+
+    require_clicks(log.n_clicks, log.n_sessions)
+    if estimator in WITH_CURVE and curve is None:
+        require_propensity(log.meta, estimator)
     if estimator == "pairwise-debias":
         from ltr.clicks.logs.lists import group_sessions, pair_counts
 
@@ -86,16 +91,18 @@ def fit_lightgbm_clicks(dataset, valid, log: ClickLog, estimator: str, *, clip: 
                                              clip=clip, propensity=entry_p)
     return fit_lightgbm_on_sessions(train_set, position, valid, estimator, clip=clip, curve=curve,
                                     curve_source=curve_source, logged_curve=lambda: _logged_curve(log), rounds=rounds,
-                                    early_stopping_rounds=early_stopping_rounds, seed=seed, progress=progress)
+                                    early_stopping_rounds=early_stopping_rounds, seed=seed, progress=progress,
+                                    meta=log.meta)
 
 
 def fit_lightgbm_on_sessions(train_set, position, valid, estimator: str, *, clip: float, curve: Any,
                              curve_source: str | None, logged_curve, rounds: int, early_stopping_rounds: int | None,
-                             seed: int, progress: bool) -> tuple[Any, dict]:
+                             seed: int, progress: bool, meta: dict | None = None) -> tuple[Any, dict]:
     """``naive``, ``ips`` or ``position-bias`` on the sessions with a click (``train_set`` and the shown
     ``position`` of its rows: :func:`ltr.clicks.estimators.ips.click_training_set`'s, or
     :func:`ltr.clicks.engines.session_stream.session_training_set`'s for a Parquet log read in record batches);
-    ``logged_curve()``: the log's propensities by position, recorded when ``ips`` used them."""
+    ``logged_curve()``: the log's propensities by position, recorded when ``ips`` used them; ``meta``: the log's,
+    which says where its propensity column came from."""
     from ltr.clicks.estimators.training import _record_propensity
     from ltr.gbdt.lightgbm import train_lightgbm
 
@@ -105,7 +112,7 @@ def fit_lightgbm_on_sessions(train_set, position, valid, estimator: str, *, clip
     info.update({"engine": "lightgbm", "estimator": estimator, "n_groups": int(train_set.n_queries)})
     if estimator == "ips":
         info.update({"clip": clip, "clip_rule": f"propensities floored at {clip}: weights at most {1 / clip:g}"})
-        _record_propensity(info, curve, curve_source, logged_curve)
+        _record_propensity(info, curve, curve_source, logged_curve, meta)
     elif estimator == "position-bias":
         info.update({"propensity": None,
                      "propensity_source": "LightGBM's position biases, learned with the trees (not exposed)"})
@@ -129,15 +136,20 @@ def fit_lightgbm_streamed_sessions(dataset, valid, path, estimator: str, *, clip
         raise LtrError(f"the sessions of a streamed log train --estimator naive, ips or position-bias, not {estimator}")
     if curve is not None and estimator != "ips":
         raise LtrError(f"estimated propensities apply to --estimator {' and '.join(WITH_CURVE)} only")
+    from ltr.clicks.estimators.propensity_source import require_clicks, require_propensity
+
+    meta = read_log_meta(path)
+    if estimator == "ips" and curve is None:
+        require_propensity(meta, estimator)
     sessions = stream_click_sessions(path, dataset, weighting="ips" if estimator == "ips" else "none", clip=clip,
                                      curve=curve, ids=ids, batch_size=batch_size, progress=progress)
+    require_clicks(float(sessions.click.sum()), sessions.n_sessions)
     train_set, position = session_training_set(dataset, sessions)
-    meta = read_log_meta(path)
     k = int(sessions.position.max())
     booster, info = fit_lightgbm_on_sessions(train_set, position, valid, estimator, clip=clip, curve=curve,
                                              curve_source=curve_source, logged_curve=lambda: simulated_curve(meta, k),
                                              rounds=rounds, early_stopping_rounds=early_stopping_rounds, seed=seed,
-                                             progress=progress)
+                                             progress=progress, meta=meta)
     info["log_read"] = "streamed per session with a click"
     return booster, info, sessions.n_sessions
 
@@ -149,7 +161,9 @@ def fit_pairwise_debias_on_lists(dataset, valid, lists, pairs, *, rounds: int = 
     :func:`ltr.clicks.logs.list_stream.stream_shown_lists` for a Parquet log read in record batches):
     the booster and its record (t+ of the kept round as the propensities)."""
     from ltr.clicks.engines.lambdamart import fit_unbiased_lambdamart_on_lists
+    from ltr.clicks.estimators.propensity_source import require_clicks
 
+    require_clicks(float(lists.clicks.sum()), int(lists.sessions.sum()))
     fit = fit_unbiased_lambdamart_on_lists(dataset, lists, pairs, rounds=int(rounds), seed=seed, valid=valid,
                                            params={"learning_rate": PAIRWISE_LEARNING_RATE},
                                            early_stopping_rounds=early_stopping_rounds, progress=progress)
@@ -173,6 +187,11 @@ def fit_policy_aware_lightgbm(dataset, valid, agg, *, clip: float = 0.01, curve:
     from ltr.clicks.estimators.training import _aggregate_curve, _record_propensity
     from ltr.gbdt.lightgbm import train_lightgbm
 
+    from ltr.clicks.estimators.propensity_source import require_clicks, require_propensity
+
+    require_clicks(float(agg.clicks.sum()), agg.n_sessions)
+    if curve is None:
+        require_propensity(agg.meta, "policy-aware")
     lists, never_shown = policy_aware_dataset(dataset, agg, clip=clip, curve=curve)
     # S_q over its mean: the queries keep their relative weight, and LightGBM's hessian floors their scale
     lists = lists.with_weights(lists.weights / lists.weights.mean())
@@ -183,7 +202,7 @@ def fit_policy_aware_lightgbm(dataset, valid, agg, *, clip: float = 0.01, curve:
                  "clip_rule": clip_rule(clip)})
     # the label table of every distinct policy-aware label stays in the booster's parameters, not in the record
     info["label_gain"], info["label_values"] = None, None
-    _record_propensity(info, curve, curve_source, lambda: _aggregate_curve(agg))
+    _record_propensity(info, curve, curve_source, lambda: _aggregate_curve(agg), agg.meta)
     return booster, info
 
 

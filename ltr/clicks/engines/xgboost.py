@@ -84,6 +84,9 @@ def fit_xgboost_clicks(dataset, log: ClickLog, *, unbiased: bool = True, bias_no
     """
     from ltr.gbdt.engines import import_engine
 
+    from ltr.clicks.estimators.propensity_source import require_clicks
+
+    require_clicks(log.n_clicks, log.n_sessions)
     xgb = import_engine("xgboost")
     rows, clicks, group = session_groups(log)
     if rows.max() >= dataset.n_items:
@@ -115,6 +118,9 @@ def fit_xgboost_streamed_sessions(dataset, path, *, ids: str = "auto", batch_siz
     xgb = import_engine("xgboost")
     sessions = stream_click_sessions(path, dataset, ids=ids, batch_size=batch_size, progress=progress,
                                      every_session=True)
+    from ltr.clicks.estimators.propensity_source import require_clicks
+
+    require_clicks(float(sessions.click.sum()), sessions.n_sessions)
     _check_streamed_places(sessions)
     train_set, _ = session_training_set(dataset, sessions)
     fit = _SessionFit(unbiased, bias_norm, rounds, params, seed, threads, objective, valid, early_stopping_rounds, progress)
@@ -184,6 +190,11 @@ def fit_xgboost_policy_aware(dataset, valid, agg, *, clip: float = 0.01, curve: 
     from ltr.clicks.estimators.policy_aware import clip_rule, policy_aware_dataset
     from ltr.gbdt.engines import import_engine
 
+    from ltr.clicks.estimators.propensity_source import require_clicks, require_propensity
+
+    require_clicks(float(agg.clicks.sum()), agg.n_sessions)
+    if curve is None:
+        require_propensity(agg.meta, "policy-aware")
     xgb = import_engine("xgboost")
     lists, never_shown = policy_aware_dataset(dataset, agg, clip=clip, curve=curve)
     offsets = np.asarray(lists.query_offsets)

@@ -99,14 +99,16 @@ def resolved_references(relevance_reference: str | None) -> tuple[str, str]:
 
 @dataclass
 class DLAResult:
-    """The trained ranker (``model``), relative propensities ``theta`` [K], per-epoch losses and (with
-    a validation set) per-epoch validation NDCG@10 and the epoch kept."""
+    """The trained ranker (``model``), relative propensities ``theta`` [K] (NaN at the positions the lists do not
+    identify, ``identified`` false), per-epoch losses and (with a validation set) per-epoch validation NDCG@10
+    and the epoch kept."""
 
     model: object
     theta: np.ndarray
     history: list = field(default_factory=list)
     valid_history: list = field(default_factory=list)
     best_epoch: int | None = None
+    identified: np.ndarray | None = None
 
 
 def list_tensors(lists: ShownLists, features: np.ndarray, clicks: np.ndarray | None = None):
@@ -140,15 +142,18 @@ def _relevance_weights(log_rel, mask, max_weight, reference):
     return torch.clamp(torch.exp(log_ref - log_rel), max=max_weight)
 
 
-def _dla_losses(model, phi, x, c, pos, mask, max_weight, reference="first"):
-    """``(loss_rank, loss_exam)`` of one batch of lists; see the module docstring."""
+def _dla_losses(model, phi, x, c, pos, mask, max_weight, reference="first", held=None):
+    """``(loss_rank, loss_exam)`` of one batch of lists; see the module docstring. ``held`` [K]: the position whose
+    propensity weighs the ranker's clicks at each position (itself, or for an unidentified one the nearest
+    identified position above: :mod:`ltr.clicks.propensities.curves`)."""
     import torch
 
     log_rel = _masked_log_softmax(model(x, mask), mask)
     logit = torch.where(mask, phi[(pos - 1).clamp(min=0)], torch.zeros_like(log_rel))
     log_exam = _masked_log_softmax(logit, mask)
     with torch.no_grad():
-        rel_theta = torch.exp(phi - phi[0])[(pos - 1).clamp(min=0)]
+        at = (pos - 1).clamp(min=0) if held is None else held[(pos - 1).clamp(min=0)]
+        rel_theta = torch.exp(phi - phi[0])[at]
         w_prop = torch.clamp(1.0 / rel_theta, max=max_weight)
         w_rel = _relevance_weights(log_rel, mask, max_weight, reference)
     c = c * mask
@@ -195,6 +200,7 @@ def fit_dla(
     clicks: np.ndarray | None = None,
     valid=None,
     patience: int | None = 5,
+    min_impressions: int = 1,
     progress: bool = False,
 ) -> DLAResult:
     """Train ``model`` (a scorer of :mod:`ltr.train.models`) and the propensity logits jointly by Adam
@@ -210,20 +216,21 @@ def fit_dla(
     ``patience`` epochs without improvement). A ranker that memorises the logged items can explain
     the clicks with any propensities (the pair's fixed points are then not unique), so without a
     validation set long training drifts. ``progress``: a bar over the epochs with the validation value.
+
+    ``min_impressions``: a position shown fewer times gets NaN, its clicks the weight of the nearest identified
+    position above (:mod:`ltr.clicks.propensities.curves`).
     """
     import copy
 
     import torch
     from tqdm.auto import tqdm
 
-    if epochs < 1 or batch_size < 1 or max_weight < 1:
-        raise LtrError(f"DLA needs epochs >= 1, batch_size >= 1 and max_weight >= 1, got {epochs}, {batch_size}, {max_weight}")
-    if propensity_update not in PROPENSITY_UPDATES:
-        raise LtrError(f"DLA's propensity_update must be one of {', '.join(PROPENSITY_UPDATES)}, got {propensity_update!r}")
+    _check_dla_args(epochs, batch_size, max_weight, propensity_update)
     training_reference, refit_reference = resolved_references(relevance_reference)
     x, c, pos, mask = list_tensors(lists, features, clicks)
     if float(c.sum()) <= 0:
         raise LtrError("DLA needs at least one click in the log")
+    known, held = _identified(lists, min_impressions)
     torch.manual_seed(seed)
     phi = torch.nn.Parameter(torch.zeros(lists.docs.shape[1]))
     opt = torch.optim.Adam([{"params": model.parameters(), "lr": lr},
@@ -236,7 +243,7 @@ def fit_dla(
     for epoch in range(epochs):
         order = torch.randperm(len(x), generator=gen)
         history.append(_dla_epoch(model, phi, opt, (x, c, pos, mask), order, batch_size, max_weight,
-                                  propensity_update, training_reference))
+                                  propensity_update, training_reference, held))
         stop = False
         if valid is not None:
             value = _valid_ndcg(model, valid)
@@ -255,19 +262,41 @@ def fit_dla(
     if propensity_update == "refit":
         phi = phi.detach().clone()
         _full_propensity_update(model, phi, x, c, mask, max_weight, reference=refit_reference)
-    theta = torch.exp(phi.detach() - phi.detach()[0]).double().numpy()
-    return DLAResult(model, theta, history, valid_history, best.epoch if valid is not None else None)
+    theta = np.where(known, torch.exp(phi.detach() - phi.detach()[0]).double().numpy(), np.nan)
+    return DLAResult(model, theta, history, valid_history, best.epoch if valid is not None else None, known)
+
+
+def _check_dla_args(epochs: int, batch_size: int, max_weight: float, propensity_update: str) -> None:
+    if epochs < 1 or batch_size < 1 or max_weight < 1:
+        raise LtrError(f"DLA needs epochs >= 1, batch_size >= 1 and max_weight >= 1, got {epochs}, {batch_size}, {max_weight}")
+    if propensity_update not in PROPENSITY_UPDATES:
+        raise LtrError(f"DLA's propensity_update must be one of {', '.join(PROPENSITY_UPDATES)}, got {propensity_update!r}")
+
+
+def _identified(lists: ShownLists, min_impressions: int):
+    """``(identified [K], held [K] torch)``: the positions shown at least ``min_impressions`` times over the lists'
+    sessions, and for each position the one whose propensity weighs its clicks (itself, or the nearest
+    identified position above)."""
+    import torch
+
+    from ltr.clicks.propensities.curves import identified_positions
+
+    shown = (lists.sessions[:, None] * lists.mask).sum(axis=0)
+    known = identified_positions(shown, min_impressions)
+    known[0] = True  # every propensity is relative to position 1
+    held = np.maximum.accumulate(np.where(known, np.arange(len(known)), 0))
+    return known, torch.from_numpy(held.astype(np.int64))
 
 
 def _dla_epoch(model, phi, opt, tensors, order, batch_size: int, max_weight: float, propensity_update: str,
-               reference: str = "first") -> float:
+               reference: str = "first", held=None) -> float:
     """One pass over the lists in ``order``: a step of the ranker (and of ``phi`` under ``"sgd"`` and
     ``"refit"``) per batch, ``phi`` set to its optimum after each step under ``"full"``; the summed losses."""
     x, c, pos, mask = tensors
     total = 0.0
     for start in range(0, len(x), batch_size):
         b = order[start : start + batch_size]
-        loss_rank, loss_exam = _dla_losses(model, phi, x[b], c[b], pos[b], mask[b], max_weight, reference)
+        loss_rank, loss_exam = _dla_losses(model, phi, x[b], c[b], pos[b], mask[b], max_weight, reference, held)
         opt.zero_grad()
         (loss_rank if propensity_update == "full" else loss_rank + loss_exam).backward()
         opt.step()

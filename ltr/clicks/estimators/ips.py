@@ -165,6 +165,10 @@ def click_dcg(
     if estimator == "naive":
         w = np.ones(len(doc))
     else:
+        if propensity is None:
+            from ltr.clicks.estimators.propensity_source import require_propensity
+
+            require_propensity(log.meta, estimator)
         p = (_item_examination(log, propensity, offsets)[doc] if estimator == "policy-aware"
              else _entry_propensity(log, propensity)[clicked])
         w = inverse_propensity_weights(p, clip)

@@ -109,6 +109,10 @@ def click_dcg_from_cells(cells: ClickCells, scores, query_offsets, *, estimator:
         c = np.asarray(curve, dtype=np.float64).ravel()
         if len(cells.position) and cells.position.max() > len(c):
             raise LtrError(f"the propensity curve has {len(c)} positions, the log shows up to {cells.position.max()}")
+    if estimator != "naive" and c is None:
+        from ltr.clicks.estimators.propensity_source import require_propensity
+
+        require_propensity(cells.meta, estimator)
     if estimator == "naive":
         w = cells.clicks
     elif estimator == "policy-aware":

@@ -37,21 +37,51 @@ LISTED = ("dla", "pairwise-debias")
 
 
 def estimate_rem_curve(train, log: ClickLog, *, iterations: int = 200, relevance: str = "logistic", seed: int = 0,
-                       progress: bool = False) -> np.ndarray:
-    """Relative propensities by position from regression EM on ``log`` (features of ``train``);
-    ``progress``: a bar over EM's iterations."""
+                       progress: bool = False, min_impressions: int = 1) -> np.ndarray:
+    """Relative propensities by position from regression EM on ``log`` (features of ``train``), NaN at a position
+    shown fewer than ``min_impressions`` times; ``progress``: a bar over EM's iterations."""
     from ltr.clicks.propensities.regression_em import observations_from_log, regression_em
 
     obs = observations_from_log(log)
     return regression_em(obs, relevance=relevance, features=train.features, iterations=iterations, seed=seed,
-                         progress=progress).theta
+                         min_impressions=min_impressions, progress=progress).theta
 
 
-def _record_propensity(info: dict, curve, curve_source: str | None, logged) -> None:
-    """Write the propensities IPS / regression EM used into ``info``: the given or estimated ``curve``,
-    else ``logged()`` (the per-position propensities the log carries, the simulator's truth)."""
-    info["propensity_source"] = curve_source or ("logged (simulator's truth)" if curve is None else "given curve")
-    info["propensity"] = list(map(float, curve)) if curve is not None else logged()
+def _rem_curve(theta, n_positions: int, info: dict, em_relevance: str) -> tuple[np.ndarray, str]:
+    """Regression EM's curve completed over the log's positions by the rule for unidentified ones
+    (:func:`ltr.clicks.propensities.curves.complete_curve`), the positions it left out noted in ``info``."""
+    from ltr.clicks.propensities.curves import complete_curve, unidentified_note
+
+    curve, known = complete_curve(theta, n_positions)
+    _note_unidentified(info, known)
+    note = unidentified_note(known)
+    return curve, f"regression EM ({em_relevance})" + (f"; {note}" if note else "")
+
+
+def _record_propensity(info: dict, curve, curve_source: str | None, logged, meta: dict | None = None) -> None:
+    """Write the propensities IPS / regression EM used into ``info``: the given or estimated ``curve`` and its
+    source, else ``logged()`` (the per-position propensities the log carries) and where the log's column came
+    from (:func:`ltr.clicks.estimators.propensity_source.logged_source`; refused when it has none)."""
+    from ltr.clicks.estimators.propensity_source import require_propensity
+
+    if curve is None:
+        info["propensity_source"] = require_propensity(meta or {}, info.get("estimator", "the estimator"))
+    else:
+        info["propensity_source"] = curve_source or "given curve"
+    info["propensity"] = [_finite_or_none(v) for v in curve] if curve is not None else logged()
+
+
+def _note_unidentified(info: dict, identified) -> None:
+    """The positions an estimator left unidentified, into its record (``unidentified_positions``, 1-based)."""
+    bad = np.flatnonzero(~np.asarray(identified, dtype=bool)) + 1
+    if len(bad):
+        info["unidentified_positions"] = bad.tolist()
+
+
+def _finite_or_none(v) -> float | None:
+    """A propensity for a JSON record: None (null) where it is not a number (an unidentified position)."""
+    v = float(v)
+    return v if np.isfinite(v) else None
 
 
 def _logged_curve(log: ClickLog) -> list | None:
@@ -99,6 +129,7 @@ def fit_on_clicks(
     propensity_lr: float = 0.05,
     propensity_update: str = "sgd",
     relevance_reference: str | None = None,
+    min_impressions: int = 1,
 ) -> tuple[Any, dict]:
     """Train on ``log`` (simulated on ``train``) with ``estimator``; ``curve`` (theta by position) replaces
     the logged propensities of ``ips``. ``make_model(ds)`` builds an untrained scorer for data ``ds``.
@@ -110,6 +141,11 @@ def fit_on_clicks(
 
     if estimator not in ESTIMATORS:
         raise LtrError(f"unknown estimator {estimator!r}: use one of {', '.join(ESTIMATORS)}")
+    from ltr.clicks.estimators.propensity_source import NEEDS_PROPENSITY, require_clicks, require_propensity
+
+    require_clicks(log.n_clicks, log.n_sessions)
+    if estimator in NEEDS_PROPENSITY and curve is None:
+        require_propensity(log.meta, estimator)
     config = config or TrainConfig(progress=False)
     loss = loss if loss is not None else loss_lib.get_loss("softmax")
     info: dict = {"estimator": estimator, "clip": clip,
@@ -120,16 +156,18 @@ def fit_on_clicks(
         lists = group_sessions(log)
         pairs = pair_counts(log, lists) if estimator == "pairwise-debias" else None
         return _fit_lists(train, valid, lists, pairs, estimator, make_model, config, clip, max_weight, propensity_lr, info,
-                          propensity_update=propensity_update, relevance_reference=relevance_reference)
+                          propensity_update=propensity_update, relevance_reference=relevance_reference,
+                          min_impressions=min_impressions)
     affine = None
     if estimator == "rem":
-        curve = estimate_rem_curve(train, log, relevance=em_relevance, seed=config.seed, progress=config.progress)
-        curve_source = f"regression EM ({em_relevance})"
+        theta = estimate_rem_curve(train, log, relevance=em_relevance, seed=config.seed, progress=config.progress,
+                                   min_impressions=min_impressions)
+        curve, curve_source = _rem_curve(theta, int(log.position.max()), info, em_relevance)
     elif estimator == "affine":
         affine = trust_parameters(log)
         info["alpha"], info["beta"] = affine[0].tolist(), affine[1].tolist()
     if estimator in ("ips", "rem", "policy-aware"):
-        _record_propensity(info, curve, curve_source, lambda: _logged_curve(log))
+        _record_propensity(info, curve, curve_source, lambda: _logged_curve(log), log.meta)
     if estimator == "policy-aware":
         from ltr.clicks.logs.stream import aggregate_from_log
         from ltr.clicks.estimators.policy_aware import policy_aware_dataset
@@ -144,7 +182,7 @@ def fit_on_clicks(
 
 
 def _fit_lists(train, valid, lists, pairs, estimator, make_model, config, clip, max_weight, propensity_lr, info,
-               propensity_update="sgd", relevance_reference=None):
+               propensity_update="sgd", relevance_reference=None, min_impressions=1):
     """DLA or pairwise debiasing on the shown lists (and, for the latter, their pair counts)."""
     model = _seeded_model(make_model, train, config.seed)
     if estimator == "dla":
@@ -153,8 +191,9 @@ def _fit_lists(train, valid, lists, pairs, estimator, make_model, config, clip, 
         res = fit_dla(lists, train.features, model, epochs=config.epochs, batch_size=config.batch_size, lr=config.lr,
                       propensity_lr=propensity_lr, propensity_update=propensity_update,
                       relevance_reference=relevance_reference, max_weight=max_weight, seed=config.seed,
-                      valid=valid, patience=config.patience, progress=config.progress)
-        info.update({"propensity": res.theta.tolist(), "propensity_source": "DLA (learned with the ranker)",
+                      valid=valid, patience=config.patience, min_impressions=min_impressions, progress=config.progress)
+        _note_unidentified(info, res.identified)
+        info.update({"propensity": [_finite_or_none(v) for v in res.theta], "propensity_source": "DLA (learned with the ranker)",
                      "max_weight": max_weight, "clip_rule": f"DLA's inverse weights clipped at {max_weight:g}",
                      "propensity_update": propensity_update})
         info["relevance_reference"], refit_reference = resolved_references(relevance_reference)
@@ -172,7 +211,8 @@ def _fit_lists(train, valid, lists, pairs, estimator, make_model, config, clip, 
 
 def fit_on_lists(train, valid, lists, estimator: str, make_model: Callable[[Any], Any], *, pairs=None, config=None,
                  clip: float = DEFAULT_CLIP, max_weight: float = 100.0, propensity_lr: float = 0.05,
-                 propensity_update: str = "sgd", relevance_reference: str | None = None) -> tuple[Any, dict]:
+                 propensity_update: str = "sgd", relevance_reference: str | None = None,
+                 min_impressions: int = 1) -> tuple[Any, dict]:
     """:func:`fit_on_clicks` for ``dla`` and ``pairwise-debias`` from a log's shown lists (and, for the latter,
     their pair counts ``pairs``), as :func:`ltr.clicks.logs.list_stream.stream_shown_lists` reads them from a
     Parquet log in record batches; the same lists give the same model as :func:`fit_on_clicks` on the log."""
@@ -182,16 +222,20 @@ def fit_on_lists(train, valid, lists, estimator: str, make_model: Callable[[Any]
         raise LtrError(f"fit_on_lists trains {' or '.join(LISTED)}, not {estimator!r}")
     if estimator == "pairwise-debias" and pairs is None:
         raise LtrError("pairwise-debias needs the pair counts of the shown lists (stream_shown_lists(..., pairs=True))")
+    from ltr.clicks.estimators.propensity_source import require_clicks
+
+    require_clicks(float(lists.clicks.sum()), int(lists.sessions.sum()))
     config = config or TrainConfig(progress=False)
     info: dict = {"estimator": estimator, "clip": clip, "log_read": "streamed per shown list",
                   "clip_rule": f"propensities floored at {clip}: weights at most {1 / clip:g}"}
     return _fit_lists(train, valid, lists, pairs, estimator, make_model, config, clip, max_weight, propensity_lr, info,
-                      propensity_update=propensity_update, relevance_reference=relevance_reference)
+                      propensity_update=propensity_update, relevance_reference=relevance_reference,
+                      min_impressions=min_impressions)
 
 
 def fit_on_aggregate(train, valid, agg, estimator: str, make_model: Callable[[Any], Any], *, loss=None, config=None,
                      clip: float = DEFAULT_CLIP, curve: Any = None, curve_source: str | None = None,
-                     em_relevance: str = "logistic") -> tuple[Any, dict]:
+                     em_relevance: str = "logistic", min_impressions: int = 1) -> tuple[Any, dict]:
     """:func:`fit_on_clicks` from the per-cell sums of a log (:class:`ltr.clicks.logs.stream.LogAggregate`,
     what :func:`ltr.clicks.logs.stream.aggregate_log` streams from a Parquet log) for the estimators of
     ``STREAMED``; on a log with one shown list per query it trains on the same lists as
@@ -203,6 +247,11 @@ def fit_on_aggregate(train, valid, agg, estimator: str, make_model: Callable[[An
     if estimator not in STREAMED:
         raise LtrError(f"estimator {estimator!r} needs the sessions of the log, not its per-cell sums: "
                        f"streamed logs train with {', '.join(STREAMED)}")
+    from ltr.clicks.estimators.propensity_source import NEEDS_PROPENSITY, require_clicks, require_propensity
+
+    require_clicks(float(agg.clicks.sum()), agg.n_sessions)
+    if estimator in NEEDS_PROPENSITY and curve is None:
+        require_propensity(agg.meta, estimator)
     config = config or TrainConfig(progress=False)
     loss = loss if loss is not None else loss_lib.get_loss("softmax")
     info: dict = {"estimator": estimator, "clip": clip, "log_read": "streamed per (query, document, position)",
@@ -212,15 +261,15 @@ def fit_on_aggregate(train, valid, agg, estimator: str, make_model: Callable[[An
         from ltr.clicks.propensities.regression_em import regression_em
 
         res = regression_em(agg.observations(), relevance=em_relevance, features=train.features, iterations=200,
-                            seed=config.seed, progress=config.progress)
-        curve, curve_source = res.theta, f"regression EM ({em_relevance})"
+                            seed=config.seed, min_impressions=min_impressions, progress=config.progress)
+        curve, curve_source = _rem_curve(res.theta, int(agg.position.max()), info, em_relevance)
     elif estimator == "affine":
         from types import SimpleNamespace
 
         affine = trust_parameters(SimpleNamespace(meta=agg.meta))  # it reads the simulator's settings only
         info["alpha"], info["beta"] = affine[0].tolist(), affine[1].tolist()
     if estimator in ("ips", "rem", "policy-aware"):
-        _record_propensity(info, curve, curve_source, lambda: _aggregate_curve(agg))
+        _record_propensity(info, curve, curve_source, lambda: _aggregate_curve(agg), agg.meta)
     if estimator == "policy-aware":
         from ltr.clicks.estimators.policy_aware import policy_aware_dataset
 

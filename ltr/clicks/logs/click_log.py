@@ -167,7 +167,15 @@ def log_problem(f: dict[str, np.ndarray]) -> str | None:
     for name, bad, want in rules:
         if bad.any():
             i = int(np.argmax(bad))
-            return f"{name}[{i}] is {f[name][i]!r}, expected {want}"
+            where = f"session {i + 1}" if name.startswith("session_") else f"entry {i + 1}"
+            return f"{where}: {name} is {f[name][i]!r}, expected {want}"
+    order = np.lexsort((f["position"], f["session"]))
+    s, pos = f["session"][order], f["position"][order]
+    twice = np.flatnonzero((s[1:] == s[:-1]) & (pos[1:] == pos[:-1]))
+    if len(twice):
+        first, second = sorted((int(order[twice[0]]), int(order[twice[0] + 1])))
+        return (f"entries {first + 1} and {second + 1} show two items at position {int(pos[twice[0]])} of session "
+                f"{int(s[twice[0]]) + 1}; a session shows one item per position")
     return None
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ltr.clicks.logs.reader import row_text
 from ltr.errors import LtrError
 
 __all__ = ["ID_MODES", "LogIds"]
@@ -74,7 +75,7 @@ class LogIds:
         if bad.any():
             i = int(np.argmax(bad))
             value = values[i].item() if isinstance(values[i], np.generic) else values[i]
-            raise LtrError(f"{where[0]}: row {where[1] + i}: {what} {value!r} {why}")
+            raise LtrError(f"{row_text(where, i)}: {what} {value!r} {why}")
 
     def rows(self, query, doc, where: tuple[str, int]) -> tuple[np.ndarray, np.ndarray]:
         """``(query index [M], row [M])`` of one batch; ``where`` = (file, the batch's first row in it)."""

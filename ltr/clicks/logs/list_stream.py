@@ -28,6 +28,7 @@ import os
 import numpy as np
 
 from ltr.clicks.logs.lists import ShownLists
+from ltr.clicks.logs.reader import row_text
 from ltr.errors import LtrError
 
 __all__ = ["stream_shown_lists", "iter_complete_sessions", "UnsortedSessionsError", "check_session_order"]
@@ -57,7 +58,7 @@ def _group_chunk(session, query, doc, pos, click, where, pairs: bool):
     n_s, k = int(sid.max()) + 1, int(pos.max())
     flat = sid * k + (pos - 1)
     if len(np.unique(flat)) != len(flat):
-        raise LtrError(f"{where[0]}: a session shows two items at one position (rows from {where[1]})")
+        raise LtrError(f"{row_text(where)} onwards: a session shows two items at one position")
     docs = np.full(n_s * k, -1, dtype=np.int64)
     docs[flat] = doc
     cells = np.zeros(n_s * k)
@@ -66,7 +67,7 @@ def _group_chunk(session, query, doc, pos, click, where, pairs: bool):
     sq = np.full(n_s, -1, dtype=np.int64)
     sq[sid] = query
     if (sq[sid] != query).any():
-        raise LtrError(f"{where[0]}: a session's rows name two queries (rows from {where[1]})")
+        raise LtrError(f"{row_text(where)} onwards: a session's rows name two queries")
     uniq, inv = np.unique(np.concatenate([sq[:, None], docs], axis=1), axis=0, return_inverse=True)
     inv = inv.ravel()
     clicks = np.zeros((len(uniq), k))

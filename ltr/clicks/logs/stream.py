@@ -31,6 +31,7 @@ from typing import Any, Iterable, Iterator
 import numpy as np
 
 from ltr.clicks.logs.click_log import ClickLog
+from ltr.clicks.logs.reader import id_mode, iter_log_batches, read_log_meta
 from ltr.errors import LtrError
 
 __all__ = ["write_log_stream", "read_log_meta", "iter_log_batches", "LogAggregate", "aggregate_log",
@@ -46,7 +47,8 @@ def write_log_stream(chunks: Iterable[tuple[int, ClickLog]], path: str | os.Path
     ``meta`` goes into the schema metadata; ``on_chunk(start, log)`` sees each chunk before it is dropped."""
     import pyarrow.parquet as pq
 
-    from ltr.clicks.logs.table import META_KEY, log_to_table
+    from ltr.clicks.logs.reader import META_KEY
+    from ltr.clicks.logs.table import log_to_table
     from ltr.io_utils import atomic_path
 
     with atomic_path(path, suffix=".parquet") as tmp:
@@ -66,91 +68,6 @@ def write_log_stream(chunks: Iterable[tuple[int, ClickLog]], path: str | os.Path
         finally:
             if writer is not None:
                 writer.close()
-
-
-def _files(path: str | os.PathLike) -> list[str]:
-    p = os.fspath(path)
-    if os.path.isdir(p):
-        from pathlib import Path
-
-        files = sorted(str(f) for f in Path(p).rglob("*.parquet"))
-        if not files:
-            raise LtrError(f"{p}: the folder holds no .parquet file")
-        return files
-    if not os.path.isfile(p):
-        raise LtrError(f"{p}: no such click log")
-    return [p]
-
-
-def read_log_meta(path: str | os.PathLike) -> dict:
-    """The simulator's settings stored in the first file's schema ({} for a log from outside)."""
-    import pyarrow.parquet as pq
-
-    from ltr.clicks.logs.table import META_KEY
-
-    first = _files(path)[0]
-    try:
-        raw = (pq.read_schema(first).metadata or {}).get(META_KEY)
-    except Exception as exc:  # pyarrow raises many kinds on a damaged file
-        raise LtrError(f"{first}: cannot read a Parquet click log ({type(exc).__name__}: {str(exc)[:160]})") from None
-    return json.loads(raw) if raw else {}
-
-
-def _numpy(batch, name: str, where: tuple[str, int]) -> np.ndarray:
-    col = batch.column(batch.schema.get_field_index(name))
-    if col.null_count:
-        raise LtrError(f"{where[0]}: column {name!r} has missing values (rows {where[1]}..{where[1] + len(col) - 1})")
-    return col.to_numpy(zero_copy_only=False)
-
-
-def iter_log_batches(path: str | os.PathLike, columns: list[str], batch_size: int = 1_000_000,
-                     progress: bool = False) -> Iterator[tuple[tuple[str, int], dict]]:
-    """``((file, first row), {column: array})`` per record batch, files in name order; the optional
-    columns ``propensity`` and ``session_mode`` are left out of the dict when a file lacks them.
-    ``progress``: a tqdm bar over the log's rows (on stderr)."""
-    from tqdm.auto import tqdm
-
-    if batch_size < 1:
-        raise LtrError(f"batch_size must be >= 1, got {batch_size}")
-    files = _files(path)
-    with tqdm(total=_total_rows(files) if progress else None, desc="reading the click log", unit="row",
-              unit_scale=True, disable=not progress) as bar:
-        for name in files:
-            pf, have = _open_log_file(name)
-            row = 0
-            for batch in pf.iter_batches(batch_size=batch_size, columns=[c for c in columns if c in have]):
-                where = (name, row)
-                yield where, {c: _numpy(batch, c, where) for c in columns if c in have}
-                row += batch.num_rows
-                bar.update(batch.num_rows)
-
-
-def _open_log_file(name: str):
-    """``(ParquetFile, column names)`` of one file of a log, or a located error."""
-    import pyarrow.parquet as pq
-
-    from ltr.clicks.logs.table import REQUIRED
-
-    try:
-        pf = pq.ParquetFile(name)
-    except Exception as exc:  # pyarrow raises many kinds on a damaged file
-        raise LtrError(f"{name}: cannot read a Parquet click log ({type(exc).__name__}: {str(exc)[:160]})") from None
-    have = pf.schema_arrow.names
-    missing = [c for c in REQUIRED if c not in have]
-    if missing:
-        raise LtrError(f"{name}: not a click log table (missing columns: {', '.join(missing)})")
-    return pf, have
-
-
-def _total_rows(files: list[str]) -> int | None:
-    """Rows of the log from the files' footers, for the progress bar; None when a file cannot be read
-    (the batches then raise the located error)."""
-    import pyarrow.parquet as pq
-
-    try:
-        return sum(pq.ParquetFile(name).metadata.num_rows for name in files)
-    except Exception:  # any damage is reported by _open_log_file, with its file
-        return None
 
 
 @dataclass
@@ -266,29 +183,13 @@ def aggregate_log(path: str | os.PathLike, dataset, *, ids: str = "auto", batch_
     mapper = LogIds(dataset, id_mode(path, ids))
     key, sums = np.zeros(0, dtype=np.int64), [np.zeros(0)] * 4
     n_entries = n_batches = 0
-    columns = ["query", "doc", "position", "click", "propensity", "session_mode"]
+    columns = ["session", "query", "doc", "position", "click", "propensity", "session_mode"]  # session: the place check
     for where, cols in iter_log_batches(path, columns, batch_size, progress):
         k, s = _batch_cells(cols, mapper, where, modes, clip)
         key, sums = merge_cells(key, sums, k, s)
         n_entries += int(s[0].sum())
         n_batches += 1
     return _finish(key, sums, mapper, clip, read_log_meta(path), n_entries, n_batches)
-
-
-def id_mode(path, ids: str) -> str:
-    """``index`` or ``id``; ``auto`` reads the first file's schema (text columns mean ids)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    if ids not in ("auto", "index", "id"):
-        raise LtrError(f"unknown log id mode {ids!r}: use auto, index or id")
-    if ids != "auto":
-        return ids
-    schema = pq.read_schema(_files(path)[0])
-    text = [n for n in ("query", "doc") if n in schema.names and
-            (pa.types.is_string(schema.field(n).type) or pa.types.is_large_string(schema.field(n).type)
-             or pa.types.is_dictionary(schema.field(n).type))]
-    return "id" if text else "index"
 
 
 def aggregate_from_log(log: ClickLog, dataset, *, modes: Any = None, clip: float = 0.01) -> LogAggregate:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ltr.clicks.logs.reader import row_text
 from ltr.errors import LtrError
 
 __all__ = ["HarvestCells", "stream_harvest_cells", "cells_of_log"]
@@ -101,5 +102,5 @@ def _merge_doc_queries(docs, queries, batch_doc, batch_query, where) -> tuple[np
     if clash.size:
         i = int(clash[0])
         raise LtrError(f"{where[0]}: doc row {int(d[i])} is logged under queries {int(q[i - 1])} and {int(q[i])} "
-                       f"(by rows {where[1]} onwards); a doc row belongs to one query")
+                       f"(by {row_text(where)} onwards); a doc row belongs to one query")
     return d[first], q[first]

@@ -117,40 +117,49 @@ def pair_statistics(counts: HarvestedCounts, weight: np.ndarray | None = None) -
     return c, s
 
 
+def linked_positions(c: np.ndarray, s: np.ndarray, adjacent: bool = False) -> np.ndarray:
+    """``[K]`` bool: the positions whose propensity the harvested pairs identify. AllPairs: those linked to
+    position 1 through pairs with clicks on both sides; the adjacent chain: those before its first break (a
+    neighbouring pair without a clicked swap)."""
+    k = len(s)
+    if adjacent:
+        ok = np.ones(k, dtype=bool)
+        for j in range(k - 1):
+            if s[j, j + 1] <= 0 or c[j, j + 1] <= 0 or c[j + 1, j] <= 0:
+                ok[j + 1:] = False
+                break
+        return ok
+    linked = (c > 0) & (c.T > 0)
+    reach = np.zeros(k, dtype=bool)
+    reach[0] = True
+    for _ in range(k):
+        reach = reach | (linked[reach].any(axis=0))
+    return reach
+
+
 def _check_harvest(c: np.ndarray, s: np.ndarray, adjacent: bool) -> None:
     if not (s > 0).any():
         raise LtrError("harvest: no (query, document) was shown at two different positions, so nothing can be "
                        "harvested; intervention harvesting needs the logs of several rankers that order the same "
                        "queries differently (a single deterministic ranker shows every document at one position)")
-    k = len(s)
-    if adjacent:
-        gaps = [j + 1 for j in range(k - 1) if s[j, j + 1] <= 0 or c[j, j + 1] <= 0 or c[j + 1, j] <= 0]
-        if gaps:
-            raise LtrError(f"harvest: no clicked document swapped between positions {gaps[0]} and {gaps[0] + 1}; "
-                           "the adjacent chain breaks there (use --positions to stop earlier, or allpairs)")
-    else:
-        # every position must be linked to position 1 through pairs with clicks on both sides
-        linked = (c > 0) & (c.T > 0)
-        reach = np.zeros(k, dtype=bool)
-        reach[0] = True
-        for _ in range(k):
-            reach = reach | (linked[reach].any(axis=0))
-        if not reach.all():
-            raise LtrError(f"harvest: positions {(np.flatnonzero(~reach) + 1).tolist()} share no clicked swap with "
-                           "the others, so their propensity is not identified; ask for fewer positions")
+    if not linked_positions(c, s, adjacent)[1:].any():
+        raise LtrError("harvest: no clicked swap links position 1 to another position: no propensity is identified")
 
 
 def adjacent_estimate(c: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """``p_k / p_1`` by the chain of adjacent ratios ``c[j+1, j] / c[j, j+1]``.
+    """``p_k / p_1`` by the chain of adjacent ratios ``c[j+1, j] / c[j, j+1]``; NaN after the chain's first break.
 
     >>> c = np.array([[0, 0.6, 0], [0.3, 0, 0.2], [0, 0.1, 0]]); s = (c > 0) * 5.0
     >>> adjacent_estimate(c, s).tolist()
     [1.0, 0.5, 0.25]
     """
     _check_harvest(c, s, adjacent=True)
-    k = len(c)
+    known = linked_positions(c, s, adjacent=True)
+    k = int(known.sum())
     steps = [c[j + 1, j] / c[j, j + 1] for j in range(k - 1)]
-    return np.concatenate([[1.0], np.cumprod(steps)])
+    out = np.full(len(c), np.nan)
+    out[:k] = np.concatenate([[1.0], np.cumprod(steps)])
+    return out
 
 
 def _allpairs_objective(params, c, s, pairs, k):
@@ -172,14 +181,24 @@ def _allpairs_objective(params, c, s, pairs, k):
 
 
 def allpairs_estimate(c: np.ndarray, s: np.ndarray, start: np.ndarray | None = None) -> np.ndarray:
-    """``p_k / p_1`` by the AllPairs likelihood (module docstring) over every pair with ``S > 0``."""
+    """``p_k / p_1`` by the AllPairs likelihood (module docstring) over every pair with ``S > 0``; NaN at the positions
+    no clicked swap links to position 1 (:func:`linked_positions`)."""
+    _check_harvest(c, s, adjacent=False)
+    known = linked_positions(c, s)
+    out = np.full(len(c), np.nan)
+    idx = np.flatnonzero(known)
+    out[idx] = _allpairs(c[np.ix_(idx, idx)], s[np.ix_(idx, idx)], None if start is None else np.asarray(start)[idx])
+    return out
+
+
+def _allpairs(c: np.ndarray, s: np.ndarray, start) -> np.ndarray:
+    """The AllPairs fit on positions all linked to the first (:func:`allpairs_estimate`)."""
     from scipy.optimize import minimize
 
-    _check_harvest(c, s, adjacent=False)
     k = len(c)
     i, j = np.nonzero(np.triu(s > 0, 1))
     scale = max(float(s.max()), 1.0)  # the likelihood in units of the largest set (well-conditioned steps)
-    p0 = np.clip(1.0 / np.arange(1, k + 1) if start is None else np.asarray(start, dtype=np.float64), 1e-3, 0.999)
+    p0 = np.clip(1.0 / np.arange(1, k + 1) if start is None else np.nan_to_num(np.asarray(start, dtype=np.float64), nan=0.5), 1e-3, 0.999)
     ratio = (c[i, j] + c[j, i]) / np.maximum(s[i, j] * (p0[i] + p0[j]), 1e-12)
     r0 = np.clip(ratio, 1e-3, 0.999)
     x0 = np.concatenate([np.log(p0 / (1 - p0)), np.log(r0 / (1 - r0))])
@@ -215,7 +234,8 @@ class HarvestEstimate:
                    "high": float(self.high[r]), "keys": int(self.keys[r])}
             if t is not None and len(t) > r:
                 row["truth"] = float(t[r] / t[0])
-                row["covered"] = bool(row["low"] - 1e-12 <= row["truth"] <= row["high"] + 1e-12)
+                if np.isfinite(self.theta[r]):
+                    row["covered"] = bool(row["low"] - 1e-12 <= row["truth"] <= row["high"] + 1e-12)
             rows.append(row)
         return rows
 
@@ -227,8 +247,8 @@ def _estimate_once(counts: HarvestedCounts, method: str, weight=None, start=None
 
 def estimate_harvest(counts: HarvestedCounts, *, method: str = "allpairs", resamples: int = 200,
                      confidence: float = 0.95, seed: int = 0) -> HarvestEstimate:
-    """Relative propensities from harvested swaps (``method`` "allpairs" or "adjacent"), with a
-    percentile bootstrap over queries (``resamples`` replicates; a replicate in which some pair is
+    """Relative propensities from harvested swaps (``method`` "allpairs" or "adjacent"; NaN at a position the
+    harvested pairs do not identify, :func:`linked_positions`), with a percentile bootstrap over queries (``resamples`` replicates; a replicate in which some pair is
     missing is redrawn at most ``resamples`` extra times, then the interval uses what succeeded)."""
     if method not in METHODS:
         raise LtrError(f"harvest: unknown method {method!r}: use one of {', '.join(METHODS)}")
@@ -247,7 +267,12 @@ def estimate_harvest(counts: HarvestedCounts, *, method: str = "allpairs", resam
             continue
     tail = (1 - confidence) / 2
     if reps:
-        low, high = np.quantile(np.array(reps), [tail, 1 - tail], axis=0)
+        import warnings
+
+        draws = np.where(np.isfinite(theta)[None, :], np.array(reps), np.nan)  # the positions the estimate identifies
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            low, high = np.nanquantile(draws, [tail, 1 - tail], axis=0)
     else:
         low, high = np.full(len(theta), np.nan), np.full(len(theta), np.nan)
     _, s = pair_statistics(counts)

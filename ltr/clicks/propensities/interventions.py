@@ -57,15 +57,15 @@ class PropensityEstimate:
     confidence: float
 
     def curve(self, n_positions: int, *, smooth: bool = False, floor: float = 1e-6) -> np.ndarray:
-        """Propensities for positions ``1..n_positions``: the estimate where it exists (floored at
-        ``floor`` so that inverse weights stay finite), the fitted power law beyond it (or
-        everywhere with ``smooth=True``)."""
-        eta = fit_power_law(self)
-        out = np.arange(1, n_positions + 1, dtype=np.float64) ** (-eta)
-        if not smooth:
-            m = min(n_positions, len(self.theta))
-            out[:m] = self.theta[:m]
-        return np.clip(out, floor, None)
+        """Propensities for positions ``1..n_positions``: the estimate where it is a number above 0, elsewhere
+        (beyond the estimate, or where it is undefined or 0) the value of the nearest such position above it
+        (:func:`ltr.clicks.propensities.curves.complete_curve`), floored at ``floor``; with ``smooth=True`` the
+        fitted power law everywhere."""
+        from ltr.clicks.propensities.curves import complete_curve
+
+        if smooth:
+            return np.clip(np.arange(1, n_positions + 1, dtype=np.float64) ** (-fit_power_law(self)), floor, None)
+        return np.clip(complete_curve(self.theta, n_positions)[0], floor, None)
 
     def as_rows(self) -> list[dict]:
         return [
@@ -99,8 +99,9 @@ def wilson_interval(clicks, n, confidence: float) -> tuple[np.ndarray, np.ndarra
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
     n = np.asarray(n, dtype=np.float64)
     p = np.asarray(clicks, dtype=np.float64) / np.maximum(n, 1.0)
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z / (1 + z * z / n) * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    with np.errstate(divide="ignore", invalid="ignore"):  # no trial at all: no interval (NaN)
+        centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+        half = z / (1 + z * z / n) * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
     return np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
 
 
@@ -240,7 +241,8 @@ def compare_to_truth(estimate: PropensityEstimate, truth) -> list[dict]:
     rows = []
     for row, true in zip(estimate.as_rows(), t):
         row = {"position": row["position"], "truth": float(true), **{k: v for k, v in row.items() if k != "position"}}
-        row["covered"] = bool(row["low"] <= true <= row["high"]) if row["position"] > 1 else True
+        defined = np.isfinite(row["theta"])  # a swap group too small for an estimate covers nothing
+        row["covered"] = (bool(row["low"] <= true <= row["high"]) if row["position"] > 1 else True) if defined else None
         rows.append(row)
     return rows
 

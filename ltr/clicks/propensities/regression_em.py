@@ -30,6 +30,7 @@ replicate is a ratio of M-step averages of probabilities, and the interval is cu
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,7 +47,9 @@ _TINY = 1e-12
 
 @dataclass
 class EMResult:
-    """``theta`` [K] relative to position 1; ``theta_raw`` the fixed point's own scale; ``gamma`` [O]."""
+    """``theta`` [K] relative to position 1; ``theta_raw`` the fixed point's own scale; ``gamma`` [O]; NaN at the
+    positions the observations do not identify (``identified`` [K] false: shown fewer than ``min_impressions``
+    times) and at their observations' gamma."""
 
     theta: np.ndarray
     theta_raw: np.ndarray
@@ -55,6 +58,7 @@ class EMResult:
     iterations: int = 0
     relevance: str = "per-item"
     predict: Any = None  # logistic / gbdt: features [N, F] -> gamma [N] on the scale of ``theta`` (theta_1 = 1)
+    identified: np.ndarray | None = None
 
 
 def _log_likelihood(obs: Observations, p: np.ndarray) -> float:
@@ -169,16 +173,41 @@ def regression_em(
     seed: int = 0,
     gbdt_rounds: int = 50,
     theta0: Any = None,
+    min_impressions: int = 1,
     progress: bool = False,
 ) -> EMResult:
     """EM for ``P(C) = theta_k gamma`` (see the module docstring). ``features``: [N, F] of the data set's
     rows (``obs.item`` indexes them). Starts from ``theta = 1/k`` (or ``theta0``) and ``gamma`` = the
     overall click rate; stops after ``iterations`` or when the log-likelihood gains less than ``tol``
-    (relative). ``progress``: a bar over the iterations (on stderr)."""
-    from tqdm.auto import tqdm
+    (relative). ``progress``: a bar over the iterations (on stderr).
+
+    Only what the observations identify: a position shown fewer than ``min_impressions`` times (never, by
+    default) gets NaN, and its observations are left out of the fit, so that a handful of impressions deep in
+    the list moves no other position's estimate (:mod:`ltr.clicks.propensities.curves`)."""
+    from ltr.clicks.propensities.curves import identified_positions
 
     _check_em_args(obs, relevance, features)
     k = int(n_positions or obs.position.max())
+    known = identified_positions(np.bincount(obs.position - 1, weights=obs.n, minlength=k)[:k], min_impressions)
+    if not known[0]:
+        raise LtrError(f"regression EM: position 1 is shown fewer than {min_impressions} times, and every propensity "
+                       "is relative to it: nothing is identified")
+    keep = known[np.minimum(obs.position, k) - 1] & (obs.position <= k)
+    if keep.all():
+        return _fit_em(obs, relevance, features, k, iterations, tol, seed, gbdt_rounds, theta0, progress, known)
+    res = _fit_em(obs.subset(np.flatnonzero(keep)), relevance, features, k, iterations, tol, seed, gbdt_rounds, theta0,
+                  progress, known)
+    gamma = np.full(len(obs.n), np.nan)
+    gamma[keep] = res.gamma
+    res.gamma = gamma
+    return res
+
+
+# long: the EM loop and its result in one place; the arguments are regression_em's, documented there
+def _fit_em(obs, relevance, features, k, iterations, tol, seed, gbdt_rounds, theta0, progress, known) -> EMResult:
+    """:func:`regression_em` on the observations of the identified positions ``known`` [K]."""
+    from tqdm.auto import tqdm
+
     theta = 1.0 / np.arange(1, k + 1) if theta0 is None else np.asarray(theta0, dtype=np.float64).copy()
     gamma = np.full(len(obs.n), min(0.5, max(obs.clicks.sum() / obs.n.sum(), 0.01)))
     x = None if relevance == "per-item" else _standardize(np.asarray(features)[obs.item])
@@ -194,14 +223,15 @@ def regression_em(
             if abs(history[-1] - history[-2]) <= tol * abs(history[-2]):
                 break
     predict = None if x is None else _relevance_predictor(relevance, state, np.asarray(features)[obs.item], theta[0])
-    return EMResult(theta / max(theta[0], _TINY), theta, gamma, history, it, relevance, predict)
+    theta = np.where(known, theta, np.nan)
+    return EMResult(theta / max(theta[0], _TINY), theta, gamma, history, it, relevance, predict, known)
 
 
 def bootstrap_em(obs: Observations, n_resamples: int = 50, confidence: float = 0.95, seed: int = 0,
                  progress: bool = False, **em_kwargs) -> tuple[np.ndarray, np.ndarray]:
     """Percentile interval ``(low [K], high [K])`` of EM's relative propensities, resampling queries
-    with replacement (``obs.query`` must be set); cut to [0, 1]. ``progress``: a bar over the
-    resamples (each one a fit of EM)."""
+    with replacement (``obs.query`` must be set); cut to [0, 1], NaN at a position no resample identifies.
+    ``progress``: a bar over the resamples (each one a fit of EM)."""
     from tqdm.auto import tqdm
 
     if obs.query is None:
@@ -215,5 +245,7 @@ def bootstrap_em(obs: Observations, n_resamples: int = 50, confidence: float = 0
         rows = np.repeat(np.arange(len(obs.n)), count[inv])
         reps.append(regression_em(obs.subset(rows), n_positions=k, seed=seed, **em_kwargs).theta)
     tail = (1 - confidence) / 2
-    low, high = np.quantile(np.array(reps), [tail, 1 - tail], axis=0)
+    with warnings.catch_warnings():  # a position no resample identifies is NaN, as in the point estimate
+        warnings.simplefilter("ignore", RuntimeWarning)
+        low, high = np.nanquantile(np.array(reps), [tail, 1 - tail], axis=0)
     return np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0)

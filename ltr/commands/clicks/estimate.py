@@ -12,10 +12,11 @@ import functools
 import numpy as np
 
 from ltr.checks import COUNT, integer, number
+from ltr.clicks.propensities.curves import MIN_IMPRESSIONS
 from ltr.commands import add_json_option, text_stream
 from ltr.commands.clicks.options import add_log_read_options, add_quiet_option, progress
 from ltr.commands.clicks.reading import estimate_propensity, interventions, load_log, stream_log, train_log, unless_unsorted
-from ltr.commands.clicks.report import estimate_rows, format_table
+from ltr.commands.clicks.report import estimate_rows, format_table, honest_rows, interval_notes, model_notes
 from ltr.data.files import add_data_options, add_format_options, data_options, format_options, load_data_file
 from ltr.errors import LtrError
 
@@ -42,6 +43,9 @@ def add_parser(sub, fmt) -> None:
                    help="--method em: the relevance model of the M-step (logistic regression or LightGBM cross-entropy)")
     e.add_argument("--positions", type=integer(min=1), default=None, help="number of positions to estimate (default: all shown positions)")
     e.add_argument("--confidence", type=number(above=0, below=1), default=0.95, help="confidence level of the intervals")
+    e.add_argument("--min-impressions", type=COUNT, default=MIN_IMPRESSIONS,
+                   help="a position shown fewer times than this is unidentified: no propensity is reported for it "
+                   "(and, for em, its impressions are left out of the fit)")
     add_log_read_options(e)
     add_quiet_option(e)
     add_json_option(e, "the estimate")
@@ -66,57 +70,88 @@ def run_estimate(args) -> int:
         return _run_estimate_em(args, say)
     # A Parquet log is read in batches for the sums of its randomized or swap sessions (the production traffic
     # may not fit in memory).
+    from ltr.clicks.propensities.curves import unidentified_note
+
     source, meta, _ = interventions(args)
     est = estimate_propensity(source, args.method, args.positions, args.confidence)
+    identified = np.isfinite(est.theta) & (est.sessions >= args.min_impressions)
+    identified[0] = True
     rows = estimate_rows(meta, est)
+    for row, known in zip(rows, identified):
+        row["identified"] = bool(known)
+        if not known:
+            row.update({k: float("nan") for k in ("theta", "se", "low", "high") if k in row})
+            row.pop("covered", None)
+    rows = honest_rows(rows)
     say(f"propensity from {args.method} traffic ({int(est.sessions.max())} sessions at most per position), "
           f"{args.confidence:.0%} interval:")
     say(format_table(rows, [c for c in ("position", "truth", "theta", "se", "low", "high", "covered") if c in rows[0]]))
     eta = fit_power_law(est)
     say(f"fitted power law: theta_r = r^-{eta:.4f}" + (f" (simulator eta {meta['eta']})" if meta.get("eta") is not None else ""))
+    notes = [n for n in [unidentified_note(identified)] if n] + model_notes(meta, args.method)
+    for note in notes:
+        say(note)
     if args.json:
-        write_json_report(args.json, {"method": args.method, "rows": rows, "eta_fit": eta})
+        write_json_report(args.json, {"method": args.method, "rows": rows, "eta_fit": eta, "notes": notes})
     return 0
 
 
-def _run_estimate_em(args, say) -> int:
+def _em_observations(args, ds):
+    """``(observations, meta)`` of the --log's production sessions: a Parquet log streamed into its per
+    (document, position) sums, any other log read whole (with the same checks that it belongs to --data)."""
+    from ltr.clicks.logs.counts import observations_from_log
     from ltr.clicks.logs.table import is_log_table
-    from ltr.clicks.propensities.regression_em import bootstrap_em, observations_from_log, regression_em
+
+    if is_log_table(args.log):
+        agg = stream_log(args, ds, modes=(0,))
+        return agg.observations(), agg.meta
+    log = train_log(args, ds)
+    return observations_from_log(log.select_sessions(log.session_mode == 0)), log.meta
+
+
+def _run_estimate_em(args, say) -> int:
+    from ltr.clicks.propensities.curves import unidentified_note
+    from ltr.clicks.propensities.regression_em import bootstrap_em, regression_em
     from ltr.io_utils import write_json_report
 
     if args.data is None:
         raise LtrError("--method em needs --data, the labelled file the log was simulated on (its features)")
     ds = load_data_file(args.data, "data", None, data_options(args), **format_options(args, "data"))
-    if is_log_table(args.log):  # streamed: per (document, position) sums of the production sessions
-        agg = stream_log(args, ds, modes=(0,))
-        obs, meta = agg.observations(), agg.meta
-    else:
-        log = train_log(args, ds)  # the same checks that the log belongs to --data
-        obs, meta = observations_from_log(log.select_sessions(log.session_mode == 0)), log.meta
+    obs, meta = _em_observations(args, ds)
     k = min(int(args.positions or obs.position.max()), int(obs.position.max()))
-    keep = obs.position <= k
-    obs = obs.subset(np.flatnonzero(keep))
+    obs = obs.subset(np.flatnonzero(obs.position <= k))
     res = regression_em(obs, relevance=args.relevance, features=ds.features, n_positions=k, iterations=200,
-                        progress=progress(args))
+                        min_impressions=args.min_impressions, progress=progress(args))
+    obs = obs.subset(np.flatnonzero(res.identified[obs.position - 1]))  # the resamples fit what the estimate fits
     low, high = bootstrap_em(obs, args.resamples, args.confidence, relevance=args.relevance, features=ds.features,
                              n_positions=k, iterations=200, progress=progress(args))
     truth = meta.get("examination") if meta.get("model") in ("pbm", "trust") else None
     rows = []
     for r in range(k):
-        row = {"position": r + 1, "theta": float(res.theta[r]), "low": float(low[r]), "high": float(high[r])}
-        if truth is not None:
+        row = {"position": r + 1, "theta": float(res.theta[r]), "low": float(low[r]), "high": float(high[r]),
+               "identified": bool(res.identified[r])}
+        if not res.identified[r]:
+            row["low"] = row["high"] = float("nan")
+        if truth is not None and r < len(truth):
             row["truth"] = truth[r] / truth[0]
-            row["covered"] = bool(low[r] <= row["truth"] <= high[r]) if r else True
+            row["covered"] = bool(low[r] <= row["truth"] <= high[r]) if r and res.identified[r] else r == 0
         rows.append(row)
+    rows = honest_rows(rows)
     say(f"propensity from regression EM on {int(obs.n.sum())} production impressions ({res.iterations} iterations), "
         f"{args.confidence:.0%} bootstrap interval over queries ({args.resamples} resamples):")
     say(format_table(rows, [c for c in ("position", "truth", "theta", "low", "high", "covered") if c in rows[0]]))
+    notes = [n for n in [unidentified_note(res.identified)] if n]  # (truth and covered: where the simulator shows)
+    notes += interval_notes(rows, args.confidence, args.resamples) + model_notes(meta, "em")
+    for note in notes:
+        say(note)
     if args.json:
-        write_json_report(args.json, {"method": "em", "rows": rows, "iterations": res.iterations})
+        write_json_report(args.json, {"method": "em", "rows": rows, "iterations": res.iterations,
+                                      "min_impressions": args.min_impressions, "notes": notes})
     return 0
 
 
 def _run_estimate_harvest(args, say) -> int:
+    from ltr.clicks.propensities.curves import unidentified_note
     from ltr.clicks.propensities.harvesting import counts_from_cells, estimate_harvest
     from ltr.io_utils import write_json_report
 
@@ -126,11 +161,19 @@ def _run_estimate_harvest(args, say) -> int:
     metas = [c.meta for c in cells]
     same_pbm = all(m.get("model") == "pbm" and m.get("examination") == metas[0].get("examination") for m in metas)
     rows = est.as_rows(metas[0]["examination"] if same_pbm else None)
+    for row in rows:
+        row["identified"] = bool(np.isfinite(row["theta"]))
+    rows = honest_rows(rows)
     say(f"propensity by intervention harvesting ({args.pairs}) from {len(cells)} logs, {sum(c.n_sessions for c in cells)} "
         f"sessions; {args.confidence:.0%} bootstrap interval over queries ({est.resamples} resamples):")
     say(format_table(rows, [c for c in ("position", "truth", "theta", "low", "high", "keys", "covered") if c in rows[0]]))
+    notes = [n for n in [unidentified_note(np.isfinite(est.theta), "no clicked swap links them to position 1")] if n]
+    notes += interval_notes(rows, args.confidence, est.resamples) + model_notes(metas[0], "harvest")
+    for note in notes:
+        say(note)
     if args.json:
-        write_json_report(args.json, {"method": "harvest", "pairs": args.pairs, "rows": rows, "logs": list(args.log)})
+        write_json_report(args.json, {"method": "harvest", "pairs": args.pairs, "rows": rows, "logs": list(args.log),
+                                      "notes": notes})
     return 0
 
 

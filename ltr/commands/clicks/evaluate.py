@@ -9,8 +9,9 @@ import numpy as np
 
 from ltr.checks import COUNT, number
 from ltr.commands import add_json_option, text_stream
-from ltr.commands.clicks.options import add_log_read_options, add_quiet_option, progress
-from ltr.commands.clicks.reading import check_log_meta, estimate_propensity, load_log, log_ids, model_scores, read_scores, traffic_estimate, unless_unsorted
+from ltr.commands.clicks.options import add_log_read_options, add_propensity_options, add_quiet_option, progress
+from ltr.commands.clicks.curves import propensity_curve
+from ltr.commands.clicks.reading import check_log_meta, load_log, log_ids, model_scores, read_scores, unless_unsorted
 from ltr.commands.clicks.report import format_table
 from ltr.data.files import add_data_options, add_format_options, data_options, format_options, load_data_file
 from ltr.errors import LtrError
@@ -30,8 +31,7 @@ def add_parser(sub, fmt) -> None:
     rg.add_argument("--ranker", default=None, metavar="DIR", help="the new ranker as a model folder from ltr train / ltr gbdt")
     v.add_argument("--k", type=COUNT, default=10, help="DCG cutoff: the metric is DCG@k (and NDCG@k for the labels)")
     v.add_argument("--clip", type=number(above=0, max=1), default=None, help="lower bound on propensities (weights at most 1/clip)")
-    v.add_argument("--propensity", default="logged", choices=("logged", "randomized", "swap"),
-                   help="propensities: the logged (true) ones, or estimated from the log's intervention traffic")
+    add_propensity_options(v, "the propensities IPS, SNIPS and policy-aware divide by")
     add_json_option(v, "the numbers")
     add_data_options(v)
     add_log_read_options(v)
@@ -41,8 +41,6 @@ def add_parser(sub, fmt) -> None:
 
 def run_evaluate(args) -> int:
     import metrics
-    from ltr.clicks.simulate.click_models import attraction
-    from ltr.clicks.estimators.ips import expected_click_dcg
     from ltr.checks import output_file
     from ltr.io_utils import write_json_report
 
@@ -57,23 +55,40 @@ def run_evaluate(args) -> int:
         return model_scores(args.ranker, ds, "--ranker", args.data)
 
     out, scores, support, sessions_q, meta = _click_estimates(args, ds, get_scores)
-    a = attraction(ds.labels, max_label=meta.get("max_label", float(ds.labels.max())), eps=meta.get("eps", 0.1),
-                   gain=meta.get("gain", "exp2"))
-    shown_q = sessions_q > 0
-    out["true_click_dcg"] = float(expected_click_dcg(scores, a, ds.query_offsets, k=args.k, support=support)[shown_q].mean())
-    out["true_click_dcg_normalized"] = float(np.nanmean(
-        expected_click_dcg(scores, a, ds.query_offsets, k=args.k, support=support, normalize=True)[shown_q]))
+    truth = _truth(args, ds, scores, support, sessions_q, meta)
+    out.update(truth)
     ev = metrics.evaluate(scores, ds.labels, ds.query_offsets, [f"ndcg@{args.k}"])
     name = ev.names[f"ndcg@{args.k}"]
     out[name] = float(ev.mean[name])
-    rows = [{"estimate": k, "value": v} for k, v in out.items()]
-    say(f"click-DCG@{args.k} of the ranker from {int(sessions_q.sum())} sessions (propensity: {args.propensity}, clip: {args.clip}):")
+    rows = [{"estimate": k, "value": v} for k, v in out.items() if k != "propensity_source"]
+    say(f"click-DCG@{args.k} of the ranker from {int(sessions_q.sum())} sessions (propensities: "
+        f"{out['propensity_source']}; clip: {args.clip}):")
     say(format_table(rows, ["estimate", "value"]))
-    say("IPS and policy-aware target true_click_dcg (over items the log showed; IPS falls short of it when the "
-        "logger is stochastic); SNIPS targets true_click_dcg_normalized.")
+    if truth:
+        say("IPS and policy-aware target true_click_dcg (over items the log showed; IPS falls short of it when the "
+            "logger is stochastic); SNIPS targets true_click_dcg_normalized.")
+    else:
+        say("the log was not simulated, so the true click-DCG is not known: the labels of --data give "
+            f"{name.split('[')[0]} only")
     if args.json:
         write_json_report(args.json, out)
     return 0
+
+
+def _truth(args, ds, scores, support, sessions_q, meta) -> dict:
+    """The true expected click-DCG (and its normalised form) of the ranker under the log's click model, from the
+    labels of --data; {} for a log that was not simulated (its click model is not known)."""
+    from ltr.clicks.estimators.ips import expected_click_dcg
+    from ltr.clicks.simulate.click_models import attraction
+
+    if not meta.get("model"):
+        return {}
+    a = attraction(ds.labels, max_label=meta.get("max_label", float(ds.labels.max())), eps=meta.get("eps", 0.1),
+                   gain=meta.get("gain", "exp2"))
+    shown_q = sessions_q > 0
+    return {"true_click_dcg": float(expected_click_dcg(scores, a, ds.query_offsets, k=args.k, support=support)[shown_q].mean()),
+            "true_click_dcg_normalized": float(np.nanmean(
+                expected_click_dcg(scores, a, ds.query_offsets, k=args.k, support=support, normalize=True)[shown_q]))}
 
 
 ESTIMATES = ("naive", "ips", "snips", "policy-aware")  # what ltr clicks evaluate prints (ltr.clicks.estimators.ips)
@@ -94,15 +109,23 @@ def _click_estimates(args, ds, get_scores):
                                                         clip=args.clip, progress=progress(args)))
     if cells is None:
         return _click_estimates_whole(args, ds, get_scores)
+    found = propensity_curve(args, ds)  # the intervention sessions' sums, streamed too
+    curve, source = (None, _logged(cells.meta, args)) if found is None else found.curve(int(cells.position.max()))
     scores = get_scores()
-    traffic = traffic_estimate(args, ds)  # the intervention sessions' sums, streamed too
-    curve = None if traffic is None else traffic.curve(int(cells.position.max()))[0]
     out = {name: float(np.nanmean(click_dcg_from_cells(cells, scores, ds.query_offsets, estimator=name, k=args.k,
                                                         curve=curve)))
            for name in ESTIMATES}
     support = np.zeros(ds.n_items, dtype=bool)
     support[cells.doc] = True
+    out["propensity_source"] = source
     return out, scores, support, cells.sessions, cells.meta
+
+
+def _logged(meta: dict, args) -> str:
+    """The source of the log's own propensities, or the refusal naming the ways to get them."""
+    from ltr.clicks.estimators.propensity_source import require_propensity
+
+    return require_propensity(meta, "ltr clicks evaluate (ips, snips and policy-aware)", args.log)
 
 
 def _click_estimates_whole(args, ds, get_scores):
@@ -114,12 +137,12 @@ def _click_estimates_whole(args, ds, get_scores):
             or (log.n_sessions and log.session_query.max() >= ds.n_queries)
             or (log.n_entries and log.query.max() >= ds.n_queries)):
         raise LtrError(f"--log {args.log} was not simulated on --data {args.data} (its rows or queries are not this file's)")
+    found = propensity_curve(args, ds, log)
+    curve, source = (None, _logged(log.meta, args)) if found is None else found.curve(int(log.position.max()))
+    prop = None if curve is None else propensities_from_curve(log, curve)
     scores = get_scores()
-    prop = None
-    if args.propensity != "logged":
-        est = estimate_propensity(log, args.propensity, None, 0.95)
-        prop = propensities_from_curve(log, est.curve(int(log.position.max())))
     out = {name: float(np.nanmean(click_dcg(log, scores, ds.query_offsets, estimator=name, k=args.k, clip=args.clip,
                                             propensity=prop)))
            for name in ESTIMATES}
+    out["propensity_source"] = source
     return out, scores, logged_support(log, ds.n_items), log.sessions_per_query(ds.n_queries), log.meta

@@ -11,9 +11,11 @@ from ltr.study.report_table import markdown_table
 
 # ---------------------------------------------------------------------------------------------- helpers
 def format_table(rows: list[dict], columns: list[str], digits: int = 4) -> str:
-    """A markdown table of ``rows`` (floats rounded to ``digits``)."""
+    """A markdown table of ``rows`` (floats rounded to ``digits``, None as ``-``)."""
 
     def fmt(v):
+        if v is None:  # an unidentified position, an undefined value
+            return "-"
         if isinstance(v, (bool, np.bool_)):
             return "yes" if v else "no"
         if isinstance(v, (float, np.floating)):
@@ -89,7 +91,8 @@ def print_logger_notes(info: dict) -> None:
 def print_propensities(info: dict) -> None:
     """The propensities the estimator learned or used and, on a simulated PBM log, the truth beside them."""
     if info.get("propensity") is not None:
-        print("propensities by position (relative to 1): " + ", ".join(f"{p:.3f}" for p in info["propensity"]))
+        print("propensities by position (relative to 1): " + ", ".join("-" if p is None else f"{p:.3f}"
+                                                                       for p in info["propensity"]))
     print_truth(info)
 
 
@@ -107,7 +110,44 @@ def truth_line(info: dict) -> str | None:
     n = min(len(learned or []), len(truth or []))
     if n < 2:
         return None
-    err = np.abs(np.asarray(learned[:n]) - truth[:n]) / np.asarray(truth[:n])
-    worst = int(np.argmax(err))
+    got = np.array([np.nan if v is None else v for v in learned[:n]], dtype=np.float64)  # None: unidentified
+    err = np.abs(got - truth[:n]) / np.asarray(truth[:n])
+    if not np.isfinite(err).any():
+        return None
+    worst = int(np.nanargmax(err))
     return ("the simulator's examination (the truth): " + ", ".join(f"{p:.3f}" for p in truth[:n])
             + f"; largest relative error {err[worst]:.1%}, at position {worst + 1}")
+
+
+def honest_rows(rows: list[dict]) -> list[dict]:
+    """``rows`` with every float that is not a number (an unidentified position, an undefined rate) as None, which
+    a JSON record writes as null."""
+    return [{k: (None if isinstance(v, (float, np.floating)) and not math.isfinite(v) else v) for k, v in row.items()}
+            for row in rows]
+
+
+def interval_notes(rows: list[dict], confidence: float, resamples: int) -> list[str]:
+    """Notes on a bootstrap interval that leaves out its own estimate (too few resamples, or resampled fits not
+    centred on the full one)."""
+    out = [r["position"] for r in rows if r.get("theta") is not None and r.get("low") is not None
+           and not r["low"] - 1e-12 <= r["theta"] <= r["high"] + 1e-12]
+    if not out:
+        return []
+    return [f"note: the {confidence:.0%} interval of {resamples} resamples leaves out the estimate itself at position(s) "
+            f"{', '.join(map(str, out))}: too few resamples to trust it (ask for 200 or more with --resamples), or the "
+            "resampled fits are not centred on the full one"]
+
+
+def model_notes(meta: dict, method: str) -> list[str]:
+    """A note when the log's click model is not the position-based model that ``method`` assumes."""
+    model = meta.get("model")
+    if model is None or model == "pbm" or method == "harvest-trust":
+        return []
+    why = {"trust": "trust bias clicks a non-relevant item with a probability that depends on the position, so "
+                    "these ratios mix examination with that rate (--method harvest --trust estimates both)",
+           "cascade": "under the cascade model examination depends on the items above, not on the position alone",
+           "dbn": "under the DBN examination depends on the items above and the clicks, not on the position alone",
+           "ubm": "under the UBM examination depends on the distance to the last click, not on the position alone"}
+    return [f"note: the log was simulated with the {model} model; --method {method} assumes the position-based "
+            f"model: {why.get(model, 'its examination is not a function of the position alone')}, and the estimate "
+            "need not match the simulator's examination"]

@@ -7,13 +7,14 @@ estimate against the truth.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
 
 from ltr.checks import COUNT, SEED, integer, number
 from ltr.commands.clicks.reading import estimate_propensity, model_scores, read_scores
-from ltr.commands.clicks.report import estimate_rows, format_table, versions
+from ltr.commands.clicks.report import estimate_rows, format_table, honest_rows, versions
 from ltr.data.files import add_data_options, add_format_options, data_options, format_options, load_data_file
 from ltr.errors import LtrError
 
@@ -162,23 +163,30 @@ def _logger_ndcg(args, scores, ds) -> float:
     return plackett_luce_ndcg(scores, ds, args.logger_temperature, seed=[args.seed, 2])
 
 
+def _ndcg_text(value: float) -> str:
+    """The logger's NDCG@10 for the report; not defined when no query of --data has a relevant item."""
+    return f"{value:.4f}" if math.isfinite(value) else "not defined (no query of --data has a relevant item)"
+
+
 def _simulation_summary(args, meta, stats, interventions, logger, logger_ndcg: float) -> tuple[dict, list[str]]:
     """The summary.json object and the report's lines: the counts, CTR by position and the intervention
     estimates. ``logger_ndcg``: the logging ranker's NDCG@10 on the labels of --data (how good the
     production ranker is; :func:`_logger_ndcg`)."""
     clicks, shown = stats["ctr"]
-    ctr = [{"position": r, "impressions": int(n), "clicks": int(c), "ctr": c / n if n else float("nan")}
+    # a position nothing was shown at has no click rate: null, not NaN (summary.json is strict JSON)
+    ctr = [{"position": r, "impressions": int(n), "clicks": int(c), "ctr": float(c / n) if n else None}
            for r, (c, n) in enumerate(zip(clicks, shown), 1)]
     while ctr and ctr[-1]["impressions"] == 0:  # a top-k longer than every list
         ctr.pop()
     summary = {"meta": meta, "n_sessions": stats["n_sessions"], "n_entries": stats["n_entries"],
-               "n_clicks": stats["n_clicks"], "ctr_by_position": ctr, "logger_ndcg@10": logger_ndcg,
+               "n_clicks": stats["n_clicks"], "ctr_by_position": ctr,
+               "logger_ndcg@10": logger_ndcg if math.isfinite(logger_ndcg) else None,
                "versions": versions()}
     if args.logger_temperature:
         logger = f"{logger} drawn by Plackett-Luce at temperature {args.logger_temperature:g}"
     seen = " (the mean of 20 draws per query)" if args.logger_temperature else ""
     lines = [f"{stats['n_sessions']} sessions, {stats['n_entries']} impressions, {stats['n_clicks']} clicks "
-             f"({args.model}, logger {logger}: NDCG@10 {logger_ndcg:.4f}{seen} on the labels of --data)",
+             f"({args.model}, logger {logger}: NDCG@10 {_ndcg_text(logger_ndcg)}{seen} on the labels of --data)",
              format_table(ctr, ["position", "impressions", "clicks", "ctr"])]
     for method, share in (("randomized", args.randomize_fraction), ("swap", args.swap_fraction)):
         if share > 0:
@@ -187,7 +195,7 @@ def _simulation_summary(args, meta, stats, interventions, logger, logger_ndcg: f
             except LtrError as exc:
                 lines.append(f"\n{method} estimate not available: {exc}")
                 continue
-            rows = estimate_rows(meta, est)
+            rows = honest_rows(estimate_rows(meta, est))  # an undefined estimate is null in summary.json
             summary[f"propensity_{method}"] = rows
             lines.append(f"\npropensity from {method} traffic (theta_r / theta_1, 95% interval):")
             lines.append(format_table(rows, [c for c in ("position", "truth", "theta", "se", "low", "high", "covered") if c in rows[0]]))

@@ -8,8 +8,10 @@ into its distinct shown lists for dla / pairwise-debias. The GBDT engines are in
 from __future__ import annotations
 
 from ltr.checks import COUNT, SEED, number
-from ltr.commands.clicks.options import GBDT_PATIENCE, GBDT_ROUNDS, add_log_read_options, add_quiet_option, progress
-from ltr.commands.clicks.reading import estimated_curve, stream_lists, streamed_aggregate, train_log
+from ltr.commands.clicks.options import (GBDT_PATIENCE, GBDT_ROUNDS, add_log_read_options, add_propensity_options,
+                                         add_quiet_option, progress)
+from ltr.commands.clicks.curves import log_curve, streamed_aggregate
+from ltr.commands.clicks.reading import stream_lists, train_log
 from ltr.commands.clicks.report import metrics_on, print_logger_notes, print_propensities, record_click_model, versions
 from ltr.commands.clicks.train_gbdt import train_lightgbm, train_xgboost
 from ltr.data.files import add_data_options, add_format_options, data_options, format_options, load_data_file
@@ -35,9 +37,7 @@ def add_parser(sub, fmt) -> None:
     t.add_argument("--out", required=True, metavar="DIR", help="model folder to create")
     t.add_argument("--estimator", default="ips", choices=("naive", "ips", "dla", "rem", "pairwise-debias", "affine", "policy-aware", "position-bias"),
                    help="how clicks are de-biased (position-bias: LightGBM's own position-bias model, --engine lightgbm)")
-    t.add_argument("--propensity", default="logged", choices=("logged", "randomized", "swap"),
-                   help="ips and policy-aware (neural and lightgbm engines): the logged (true) propensities, or estimated "
-                   "from the log's intervention traffic")
+    add_propensity_options(t, "ips and policy-aware (neural and lightgbm engines; policy-aware with xgboost)")
     t.add_argument("--clip", type=number(above=0, max=1), default=0.01, help="propensities (and trust alpha) floored at this value: weights at most 1/clip")
     t.add_argument("--max-weight", type=number(min=1), default=100.0, help="dla: clip of its inverse-propensity and inverse-relevance weights")
     t.add_argument("--dla-propensity-update", default="sgd", choices=("sgd", "full", "refit"),
@@ -108,13 +108,17 @@ def run_train(args) -> int:
     inputs = [("--data", args.data), ("--log", args.log), ("--valid", args.valid)]
     check_destination(args.out, overwrite=args.force, inputs=inputs)
     _check_external_memory(args)
+    _check_logged_propensity(args)
     train = load_data_file(args.data, "data", None, data_options(args), **format_options(args, "data"))
     valid = load_data_file(args.valid, "valid", train.n_features, data_options(args), **format_options(args, "data"))
     with_curve = ("policy-aware",) if args.engine == "xgboost" else ("ips", "policy-aware")
-    if args.propensity != "logged" and args.estimator not in with_curve:
-        raise LtrError(f"--propensity {args.propensity} applies to --estimator {' and '.join(with_curve)} only")
-    if args.em_relevance != "logistic" and args.estimator != "rem":
-        raise LtrError(f"--em-relevance {args.em_relevance} applies to --estimator rem only")
+    if (args.propensity != "logged" or args.propensity_file) and args.estimator not in with_curve:
+        given = "--propensity-file" if args.propensity_file else f"--propensity {args.propensity}"
+        raise LtrError(f"{given} applies to --estimator {' and '.join(with_curve)} only")
+    if args.propensity_file and args.propensity != "logged":
+        raise LtrError(f"--propensity {args.propensity} and --propensity-file: give one of them")
+    if args.em_relevance != "logistic" and args.estimator != "rem" and args.propensity != "estimated":
+        raise LtrError(f"--em-relevance {args.em_relevance} applies to --estimator rem and --propensity estimated only")
     try:
         loss = losses.get_loss(args.loss)
     except (ValueError, TypeError) as exc:
@@ -140,6 +144,18 @@ def run_train(args) -> int:
     print_propensities(info)
     print(f"wrote {args.out} (model.pt, model.json, clicks_training.json)")
     return 0
+
+
+def _check_logged_propensity(args) -> None:
+    """ips and policy-aware on a Parquet or CSV log without a propensity column and without --propensity or
+    --propensity-file: refused before any data are read, naming the ways to get propensities."""
+    from ltr.clicks.estimators.propensity_source import NEEDS_PROPENSITY, require_propensity
+    from ltr.clicks.logs.reader import read_log_meta
+    from ltr.clicks.logs.table import is_log_table
+
+    if (args.estimator in NEEDS_PROPENSITY and args.propensity == "logged" and args.propensity_file is None
+            and is_log_table(args.log)):
+        require_propensity(read_log_meta(args.log), f"--estimator {args.estimator}", args.log)
 
 
 def _check_external_memory(args) -> None:
@@ -170,20 +186,22 @@ def _fit_from_log(args, train, valid, loss, cfg):
             model, info = fit_on_lists(train, valid, lists, args.estimator, make, pairs=pairs, config=cfg,
                                        clip=args.clip, max_weight=args.max_weight,
                                        propensity_update=args.dla_propensity_update,
-                                       relevance_reference=args.dla_relevance_reference)
+                                       relevance_reference=args.dla_relevance_reference,
+                                       min_impressions=args.min_impressions)
             record_click_model(info, meta)
             return model, info, int(lists.sessions.sum())
     if is_log_table(args.log) and args.estimator in STREAMED:
         agg, curve, source = streamed_aggregate(args, train)
         model, info = fit_on_aggregate(train, valid, agg, args.estimator, make, loss=loss, config=cfg, clip=args.clip,
-                                       curve=curve, curve_source=source, em_relevance=args.em_relevance)
+                                       curve=curve, curve_source=source, em_relevance=args.em_relevance,
+                                       min_impressions=args.min_impressions)
         record_click_model(info, agg.meta)
         return model, info, agg.n_sessions
     log = train_log(args, train)
-    curve, source = estimated_curve(args, log)
+    curve, source = log_curve(args, train, log, int(log.position.max()) if log.n_entries else 1)
     model, info = fit_on_clicks(train, valid, log, args.estimator, make, loss=loss, config=cfg, clip=args.clip,
                                 curve=curve, curve_source=source, max_weight=args.max_weight, em_relevance=args.em_relevance,
                                 propensity_update=args.dla_propensity_update,
-                                relevance_reference=args.dla_relevance_reference)
+                                relevance_reference=args.dla_relevance_reference, min_impressions=args.min_impressions)
     record_click_model(info, log.meta)
     return model, info, log.n_sessions

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ltr.commands.clicks.options import GBDT_PATIENCE, progress
-from ltr.commands.clicks.reading import check_log_meta, estimated_curve, policy_aware_aggregate, stream_lists, traffic_estimate, train_log, unless_unsorted
+from ltr.commands.clicks.curves import log_curve, policy_aware_aggregate, propensity_curve
+from ltr.commands.clicks.reading import check_log_meta, stream_lists, train_log, unless_unsorted
 from ltr.commands.clicks.report import ndcg10, print_logger_notes, print_propensities, print_truth, record_click_model, versions
 from ltr.errors import LtrError
 
@@ -104,7 +105,7 @@ def _train_xgboost_policy_aware(args, train, valid, inputs) -> int:
     agg, curve, source, log_read = policy_aware_aggregate(args, train)
     booster, info = fit_xgboost_policy_aware(train, valid, agg, clip=args.clip, curve=curve, rounds=args.rounds,
                                              seed=args.seed, early_stopping_rounds=GBDT_PATIENCE, progress=progress(args))
-    _record_propensity(info, curve, source, lambda: _aggregate_curve(agg))
+    _record_propensity(info, curve, source, lambda: _aggregate_curve(agg), agg.meta)
     info.update({"log": str(args.log), "data": str(args.data), "n_sessions": agg.n_sessions, "log_read": log_read,
                  "versions": versions()})
     _save_xgboost_run(args, train, valid, booster, info, agg.meta, agg.n_sessions, inputs)
@@ -167,7 +168,7 @@ def _fit_lightgbm_from_log(args, train, valid):
     log = train_log(args, train)
     if args.estimator != "pairwise-debias":
         _note_session_matrix(log, train.n_features, args.estimator)
-    curve, source = estimated_curve(args, log)
+    curve, source = log_curve(args, train, log, int(log.position.max()) if log.n_entries else 1)
     booster, info = fit_lightgbm_clicks(train, valid, log, args.estimator, clip=args.clip, curve=curve, curve_source=source,
                                         rounds=args.rounds, early_stopping_rounds=GBDT_PATIENCE, seed=args.seed,
                                         progress=progress(args))
@@ -184,9 +185,9 @@ def _fit_lightgbm_sessions_streamed(args, train, valid):
     meta = read_log_meta(args.log)
     check_log_meta(args, train, meta)
     curve, source = None, None
-    traffic = traffic_estimate(args, train)
-    if traffic is not None:
-        curve, source = traffic.curve(_max_position(args.log))
+    found = propensity_curve(args, train)
+    if found is not None:
+        curve, source = found.curve(_max_position(args.log))
     fitted = unless_unsorted(lambda: fit_lightgbm_streamed_sessions(
         train, valid, args.log, args.estimator, clip=args.clip, curve=curve, curve_source=source, ids=args.log_ids,
         batch_size=args.read_rows, rounds=args.rounds, early_stopping_rounds=GBDT_PATIENCE, seed=args.seed,
