@@ -71,6 +71,16 @@ def _record_propensity(info: dict, curve, curve_source: str | None, logged, meta
     info["propensity"] = [_finite_or_none(v) for v in curve] if curve is not None else logged()
 
 
+def _affine(info: dict, given, source: str | None, simulated) -> tuple[np.ndarray, np.ndarray]:
+    """The affine estimator's ``(alpha, beta)`` by position: ``given`` (estimated or from a file, ``source`` says
+    which), else ``simulated()`` (the simulator's trust-bias settings of the log), recorded in ``info``."""
+    if given is None:
+        given, source = simulated(), "the simulator's trust-bias settings (the truth)"
+    alpha, beta = (np.asarray(v, dtype=np.float64) for v in given)
+    info.update({"alpha": alpha.tolist(), "beta": beta.tolist(), "affine_source": source or "given"})
+    return alpha, beta
+
+
 def _note_unidentified(info: dict, identified) -> None:
     """The positions an estimator left unidentified, into its record (``unidentified_positions``, 1-based)."""
     bad = np.flatnonzero(~np.asarray(identified, dtype=bool)) + 1
@@ -130,6 +140,8 @@ def fit_on_clicks(
     propensity_update: str = "sgd",
     relevance_reference: str | None = None,
     min_impressions: int = 1,
+    affine_given: tuple[Any, Any] | None = None,
+    affine_source: str | None = None,
 ) -> tuple[Any, dict]:
     """Train on ``log`` (simulated on ``train``) with ``estimator``; ``curve`` (theta by position) replaces
     the logged propensities of ``ips``. ``make_model(ds)`` builds an untrained scorer for data ``ds``.
@@ -164,8 +176,7 @@ def fit_on_clicks(
                                    min_impressions=min_impressions)
         curve, curve_source = _rem_curve(theta, int(log.position.max()), info, em_relevance)
     elif estimator == "affine":
-        affine = trust_parameters(log)
-        info["alpha"], info["beta"] = affine[0].tolist(), affine[1].tolist()
+        affine = _affine(info, affine_given, affine_source, lambda: trust_parameters(log))
     if estimator in ("ips", "rem", "policy-aware"):
         _record_propensity(info, curve, curve_source, lambda: _logged_curve(log), log.meta)
     if estimator == "policy-aware":
@@ -235,7 +246,8 @@ def fit_on_lists(train, valid, lists, estimator: str, make_model: Callable[[Any]
 
 def fit_on_aggregate(train, valid, agg, estimator: str, make_model: Callable[[Any], Any], *, loss=None, config=None,
                      clip: float = DEFAULT_CLIP, curve: Any = None, curve_source: str | None = None,
-                     em_relevance: str = "logistic", min_impressions: int = 1) -> tuple[Any, dict]:
+                     em_relevance: str = "logistic", min_impressions: int = 1,
+                     affine_given: tuple[Any, Any] | None = None, affine_source: str | None = None) -> tuple[Any, dict]:
     """:func:`fit_on_clicks` from the per-cell sums of a log (:class:`ltr.clicks.logs.stream.LogAggregate`,
     what :func:`ltr.clicks.logs.stream.aggregate_log` streams from a Parquet log) for the estimators of
     ``STREAMED``; on a log with one shown list per query it trains on the same lists as
@@ -266,8 +278,8 @@ def fit_on_aggregate(train, valid, agg, estimator: str, make_model: Callable[[An
     elif estimator == "affine":
         from types import SimpleNamespace
 
-        affine = trust_parameters(SimpleNamespace(meta=agg.meta))  # it reads the simulator's settings only
-        info["alpha"], info["beta"] = affine[0].tolist(), affine[1].tolist()
+        # without a given (alpha, beta), the simulator's settings in the log's meta
+        affine = _affine(info, affine_given, affine_source, lambda: trust_parameters(SimpleNamespace(meta=agg.meta)))
     if estimator in ("ips", "rem", "policy-aware"):
         _record_propensity(info, curve, curve_source, lambda: _aggregate_curve(agg), agg.meta)
     if estimator == "policy-aware":

@@ -73,8 +73,12 @@ def trust_parameters(log: ClickLog) -> tuple[np.ndarray, np.ndarray]:
 
     meta = log.meta
     if meta.get("model") != "trust" or meta.get("eps_plus") is None:
-        raise LtrError("the affine estimator needs a trust-bias log (ltr clicks simulate --model trust): "
-                       f"this log's model is {meta.get('model')!r}")
+        raise LtrError(f"the affine estimator needs trust bias's alpha and beta by position (a trust-bias log of ltr "
+                       f"clicks simulate --model trust carries them), and this log's click model "
+                       f"is {'not known (it was not simulated)' if meta.get('model') is None else repr(meta.get('model'))}: "
+                       "give --affine estimated (intervention harvesting's trust-bias fit on this log, which needs "
+                       "documents shown at several positions: the logs of several rankers, or swap or randomized "
+                       "sessions) or --affine-file FILE (the JSON of `ltr clicks estimate --method harvest --trust`)")
     theta = np.asarray(meta["examination"], dtype=np.float64)
     return trust_affine(theta, np.asarray(meta["eps_plus"]), np.asarray(meta["eps_minus"]))
 

@@ -47,11 +47,13 @@ METHODS = ("allpairs", "adjacent")
 @dataclass
 class HarvestedCounts:
     """Per (query, document) key g: ``rate[g, k]`` its click rate at position k + 1 (0 where never shown
-    there), ``shown[g, k]`` whether it was shown there, ``query[g]`` its query (for the bootstrap)."""
+    there), ``shown[g, k]`` whether it was shown there, ``query[g]`` its query (for the bootstrap),
+    ``impressions[g, k]`` how often (the trust-bias fit weighs the rates by them)."""
 
     rate: np.ndarray
     shown: np.ndarray
     query: np.ndarray
+    impressions: np.ndarray | None = None
 
     @property
     def n_positions(self) -> int:
@@ -82,7 +84,7 @@ def harvest_counts(query: Any, doc: Any, position: Any, impressions: Any, clicks
     np.add.at(clk, (key_of, pos - 1), c)
     shown = imp > 0
     rate = np.where(shown, clk / np.where(shown, imp, 1.0), 0.0)
-    return HarvestedCounts(rate, shown, keys[:, 0])
+    return HarvestedCounts(rate, shown, keys[:, 0], imp)
 
 
 def counts_from_logs(logs: Sequence[Any], n_positions: int | None = None) -> HarvestedCounts:

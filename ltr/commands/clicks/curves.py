@@ -121,3 +121,52 @@ def policy_aware_aggregate(args, train):
     log = train_log(args, train)
     curve, source = log_curve(args, train, log, int(log.position.max()) if log.n_entries else 1)
     return aggregate_from_log(log, train), curve, source, "per (query, document, position)"
+
+
+def _held(values: np.ndarray, known: np.ndarray, n: int) -> np.ndarray:
+    """``values`` over ``n`` positions, each unknown one (and every one beyond) holding the nearest known above."""
+    out = np.empty(n)
+    last = values[0]
+    for r in range(n):
+        if r < len(values) and known[r]:
+            last = values[r]
+        out[r] = last
+    return out
+
+
+def affine_parameters(args, train, log=None, log_positions: int = 1):
+    """``((alpha, beta), source)`` of ``--estimator affine`` from ``--affine-file`` or ``--affine estimated`` (the
+    trust-bias fit of intervention harvesting on the --log, :mod:`ltr.clicks.propensities.trust`), completed over
+    the log's positions by the rule of :mod:`ltr.clicks.propensities.curves`; ``(None, None)`` for the
+    simulator's settings in the log's meta."""
+    from ltr.clicks.propensities.curves import unidentified_note
+    from ltr.clicks.propensities.trust import trust_from_file
+
+    if args.affine_file is not None:
+        alpha, beta = trust_from_file(args.affine_file)
+        source = f"file {args.affine_file}"
+    elif args.affine == "estimated":
+        from ltr.clicks.propensities.harvesting import counts_from_cells
+        from ltr.clicks.propensities.trust import estimate_trust
+
+        est = estimate_trust(counts_from_cells([_harvest_cells(args, log)]))
+        alpha, beta = est.alpha, est.beta
+        source = "estimated by intervention harvesting's trust-bias fit on this log (on the scale of position 1)"
+    else:
+        return None, None
+    known = np.isfinite(alpha) & np.isfinite(beta)
+    n = max(int(log_positions), len(alpha))
+    note = unidentified_note(np.r_[known, np.zeros(max(0, int(log_positions) - len(known)), bool)][: int(log_positions)])
+    return (_held(alpha, known, n), _held(beta, known, n)), source + (f"; {note}" if note else "")
+
+
+def _harvest_cells(args, log):
+    """The per (query, document, position) sums of the --log for the trust-bias fit: the log in memory, or the
+    Parquet / CSV log read in record batches (whole, with a note, when its session ids go back)."""
+    from ltr.clicks.propensities.harvest_stream import cells_of_log, stream_harvest_cells
+    from ltr.commands.clicks.reading import load_log, unless_unsorted
+
+    if log is not None:
+        return cells_of_log(log)
+    cells = unless_unsorted(lambda: stream_harvest_cells(args.log, batch_size=args.read_rows, progress=progress(args)))
+    return cells if cells is not None else cells_of_log(load_log(args.log))

@@ -35,6 +35,9 @@ def add_parser(sub, fmt) -> None:
     e.add_argument("--method", default="randomized", choices=("randomized", "swap", "em", "harvest"), help="which traffic and estimator to use")
     e.add_argument("--pairs", default="allpairs", choices=("allpairs", "adjacent"),
                    help="--method harvest: AllPairs likelihood over every pair of positions, or the chain of adjacent ratios")
+    e.add_argument("--trust", action="store_true",
+                   help="--method harvest: fit trust bias's affine click model, alpha and beta by position on the scale "
+                   "of position 1 (for --estimator affine --affine-file), instead of the position-based propensity")
     e.add_argument("--data", default=None, metavar="FILE", help="--method em: the labelled file the log was simulated on (its features)")
     add_format_options(e)
     add_data_options(e)
@@ -63,6 +66,8 @@ def run_estimate(args) -> int:
         output_file(args.json, "--json", inputs=[("--log", path) for path in args.log])
     if args.method == "harvest":
         return _run_estimate_harvest(args, say)
+    if args.trust:
+        raise LtrError("--trust applies to --method harvest only")
     if len(args.log) > 1:
         raise LtrError(f"--method {args.method} reads one --log, got {len(args.log)} (several logs are for --method harvest)")
     args = argparse.Namespace(**{**vars(args), "log": args.log[0]})
@@ -156,6 +161,8 @@ def _run_estimate_harvest(args, say) -> int:
     from ltr.io_utils import write_json_report
 
     cells = [_harvest_cells(path, args) for path in args.log]
+    if args.trust:
+        return _run_estimate_trust(args, say, cells)
     est = estimate_harvest(counts_from_cells(cells, args.positions), method=args.pairs, resamples=args.resamples,
                            confidence=args.confidence)
     metas = [c.meta for c in cells]
@@ -173,6 +180,49 @@ def _run_estimate_harvest(args, say) -> int:
         say(note)
     if args.json:
         write_json_report(args.json, {"method": "harvest", "pairs": args.pairs, "rows": rows, "logs": list(args.log),
+                                      "notes": notes})
+    return 0
+
+
+def _trust_truth(metas: list[dict], k: int):
+    """``(a [k], b [k])`` of the simulator's trust bias on the scale of position 1, when every log was simulated
+    with the same trust-bias settings; else None."""
+    from ltr.clicks.simulate.browsing import trust_affine
+
+    first = metas[0]
+    same = all(m.get("model") == "trust" and all(m.get(f) == first.get(f) for f in ("examination", "eps_plus", "eps_minus"))
+               for m in metas)
+    if not same or first.get("examination") is None or len(first["examination"]) < k:
+        return None
+    alpha, beta = trust_affine(np.asarray(first["examination"][:k]), np.asarray(first["eps_plus"][:k]),
+                               np.asarray(first["eps_minus"][:k]))
+    a = alpha / alpha[0]
+    return a, beta - a * beta[0]
+
+
+def _run_estimate_trust(args, say, cells) -> int:
+    """``--method harvest --trust``: the trust-bias fit (:mod:`ltr.clicks.propensities.trust`), beside the
+    simulator's settings when every log has the same."""
+    from ltr.clicks.propensities.curves import unidentified_note
+    from ltr.clicks.propensities.harvesting import counts_from_cells
+    from ltr.clicks.propensities.trust import estimate_trust
+    from ltr.io_utils import write_json_report
+
+    est = estimate_trust(counts_from_cells(cells, args.positions))
+    rows = est.as_rows()
+    truth = _trust_truth([c.meta for c in cells], len(rows))
+    if truth is not None:
+        for row, a, b in zip(rows, *truth):
+            row.update({"alpha_truth": float(a), "beta_truth": float(b)})
+    rows = honest_rows(rows)
+    say(f"trust bias by intervention harvesting from {len(cells)} logs, {est.keys} (query, document) keys seen at two "
+        "or more positions: P(click at k) = alpha_k P1 + beta_k, P1 the click probability at position 1")
+    say(format_table(rows, [c for c in ("position", "alpha_truth", "alpha", "beta_truth", "beta") if c in rows[0]]))
+    notes = [n for n in [unidentified_note(est.identified, "no clicked swap links them to position 1")] if n]
+    for note in notes:
+        say(note)
+    if args.json:
+        write_json_report(args.json, {"method": "harvest-trust", "rows": rows, "keys": est.keys, "logs": list(args.log),
                                       "notes": notes})
     return 0
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ltr.checks import COUNT, SEED, number
 from ltr.commands.clicks.options import (GBDT_PATIENCE, GBDT_ROUNDS, add_log_read_options, add_propensity_options,
                                          add_quiet_option, progress)
-from ltr.commands.clicks.curves import log_curve, streamed_aggregate
+from ltr.commands.clicks.curves import affine_parameters, log_curve, streamed_aggregate
 from ltr.commands.clicks.reading import stream_lists, train_log
 from ltr.commands.clicks.report import metrics_on, print_logger_notes, print_propensities, record_click_model, versions
 from ltr.commands.clicks.train_gbdt import train_lightgbm, train_xgboost
@@ -38,6 +38,13 @@ def add_parser(sub, fmt) -> None:
     t.add_argument("--estimator", default="ips", choices=("naive", "ips", "dla", "rem", "pairwise-debias", "affine", "policy-aware", "position-bias"),
                    help="how clicks are de-biased (position-bias: LightGBM's own position-bias model, --engine lightgbm)")
     add_propensity_options(t, "ips and policy-aware (neural and lightgbm engines; policy-aware with xgboost)")
+    t.add_argument("--affine", default="simulator", choices=("simulator", "estimated"),
+                   help="--estimator affine: trust bias's alpha and beta by position from the simulator's settings in "
+                   "the log (a log of ltr clicks simulate --model trust), or estimated from the log by intervention "
+                   "harvesting's trust-bias fit (it needs documents shown at several positions)")
+    t.add_argument("--affine-file", default=None, metavar="FILE",
+                   help="--estimator affine: alpha and beta from a file (the JSON of ltr clicks estimate --method harvest "
+                   "--trust, or {\"alpha\": [...], \"beta\": [...]})")
     t.add_argument("--clip", type=number(above=0, max=1), default=0.01, help="propensities (and trust alpha) floored at this value: weights at most 1/clip")
     t.add_argument("--max-weight", type=number(min=1), default=100.0, help="dla: clip of its inverse-propensity and inverse-relevance weights")
     t.add_argument("--dla-propensity-update", default="sgd", choices=("sgd", "full", "refit"),
@@ -115,6 +122,8 @@ def run_train(args) -> int:
     if (args.propensity != "logged" or args.propensity_file) and args.estimator not in with_curve:
         given = "--propensity-file" if args.propensity_file else f"--propensity {args.propensity}"
         raise LtrError(f"{given} applies to --estimator {' and '.join(with_curve)} only")
+    if (args.affine != "simulator" or args.affine_file) and args.estimator != "affine":
+        raise LtrError("--affine and --affine-file apply to --estimator affine only")
     if args.propensity_file and args.propensity != "logged":
         raise LtrError(f"--propensity {args.propensity} and --propensity-file: give one of them")
     if args.em_relevance != "logistic" and args.estimator != "rem" and args.propensity != "estimated":
@@ -192,16 +201,22 @@ def _fit_from_log(args, train, valid, loss, cfg):
             return model, info, int(lists.sessions.sum())
     if is_log_table(args.log) and args.estimator in STREAMED:
         agg, curve, source = streamed_aggregate(args, train)
+        affine, affine_source = (affine_parameters(args, train, None, int(agg.position.max()))
+                                 if args.estimator == "affine" else (None, None))
         model, info = fit_on_aggregate(train, valid, agg, args.estimator, make, loss=loss, config=cfg, clip=args.clip,
                                        curve=curve, curve_source=source, em_relevance=args.em_relevance,
-                                       min_impressions=args.min_impressions)
+                                       min_impressions=args.min_impressions, affine_given=affine,
+                                       affine_source=affine_source)
         record_click_model(info, agg.meta)
         return model, info, agg.n_sessions
     log = train_log(args, train)
-    curve, source = log_curve(args, train, log, int(log.position.max()) if log.n_entries else 1)
+    positions = int(log.position.max()) if log.n_entries else 1
+    curve, source = log_curve(args, train, log, positions)
+    affine, affine_source = affine_parameters(args, train, log, positions) if args.estimator == "affine" else (None, None)
     model, info = fit_on_clicks(train, valid, log, args.estimator, make, loss=loss, config=cfg, clip=args.clip,
                                 curve=curve, curve_source=source, max_weight=args.max_weight, em_relevance=args.em_relevance,
                                 propensity_update=args.dla_propensity_update,
-                                relevance_reference=args.dla_relevance_reference, min_impressions=args.min_impressions)
+                                relevance_reference=args.dla_relevance_reference, min_impressions=args.min_impressions,
+                                affine_given=affine, affine_source=affine_source)
     record_click_model(info, log.meta)
     return model, info, log.n_sessions
