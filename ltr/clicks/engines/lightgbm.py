@@ -48,9 +48,9 @@ __all__ = ["LIGHTGBM_ESTIMATORS", "fit_lightgbm_clicks", "fit_lightgbm_on_sessio
            "fit_pairwise_debias_on_lists", "fit_policy_aware_lightgbm"]
 
 #: the estimators of ``ltr clicks train --engine lightgbm``
-LIGHTGBM_ESTIMATORS = ("naive", "ips", "position-bias", "pairwise-debias", "policy-aware")
+LIGHTGBM_ESTIMATORS = ("naive", "ips", "position-bias", "pairwise-debias", "policy-aware", "doubly-robust")
 #: the estimators of ``--engine lightgbm`` that take a propensity curve in place of the logged propensities
-WITH_CURVE = ("ips", "policy-aware")
+WITH_CURVE = ("ips", "policy-aware", "doubly-robust")
 #: Unbiased LambdaMART's learning rate (the unbiased-LTR study's)
 PAIRWISE_LEARNING_RATE = 0.05
 
@@ -80,12 +80,13 @@ def fit_lightgbm_clicks(dataset, valid, log: ClickLog, estimator: str, *, clip: 
         lists = group_sessions(log)
         return fit_pairwise_debias_on_lists(dataset, valid, lists, pair_counts(log, lists), rounds=rounds,
                                             early_stopping_rounds=early_stopping_rounds, seed=seed, progress=progress)
-    if estimator == "policy-aware":
+    if estimator in ("policy-aware", "doubly-robust"):
         from ltr.clicks.logs.stream import aggregate_from_log
 
         return fit_policy_aware_lightgbm(dataset, valid, aggregate_from_log(log, dataset), clip=clip, curve=curve,
                                          curve_source=curve_source, rounds=rounds,
-                                         early_stopping_rounds=early_stopping_rounds, seed=seed, progress=progress)
+                                         early_stopping_rounds=early_stopping_rounds, seed=seed, progress=progress,
+                                         estimator=estimator)
     entry_p = None if curve is None else _curve_per_entry(log, curve)
     train_set, position = click_training_set(dataset, log, weighting="ips" if estimator == "ips" else "none",
                                              clip=clip, propensity=entry_p)
@@ -178,28 +179,29 @@ def fit_pairwise_debias_on_lists(dataset, valid, lists, pairs, *, rounds: int = 
 def fit_policy_aware_lightgbm(dataset, valid, agg, *, clip: float = 0.01, curve: Any = None,
                               curve_source: str | None = None, rounds: int = 1000,
                               early_stopping_rounds: int | None = 50, seed: int = 0,
-                              progress: bool = False) -> tuple[Any, dict]:
-    """``policy-aware`` on a log's per-cell sums (:class:`ltr.clicks.logs.stream.LogAggregate`, in memory or
+                              progress: bool = False, estimator: str = "policy-aware") -> tuple[Any, dict]:
+    """``policy-aware`` (or ``doubly-robust``: :mod:`ltr.clicks.estimators.doubly_robust`'s lists, the direct model
+    drawn under ``seed``) on a log's per-cell sums (:class:`ltr.clicks.logs.stream.LogAggregate`, in memory or
     streamed from a Parquet log): lambdarank on :func:`ltr.clicks.estimators.policy_aware.policy_aware_dataset`'s
     lists with the labels as their own gain, ``(booster, info)``; ``info["never_shown"]`` counts the items
     labelled 0 because the log never showed them."""
-    from ltr.clicks.estimators.policy_aware import clip_rule, policy_aware_dataset
-    from ltr.clicks.estimators.training import _aggregate_curve, _record_propensity
+    from ltr.clicks.estimators.policy_aware import clip_rule
+    from ltr.clicks.estimators.training import _aggregate_curve, _exposure_lists, _record_propensity
     from ltr.gbdt.lightgbm import train_lightgbm
 
     from ltr.clicks.estimators.propensity_source import require_clicks, require_propensity
 
     require_clicks(float(agg.clicks.sum()), agg.n_sessions)
     if curve is None:
-        require_propensity(agg.meta, "policy-aware")
-    lists, never_shown = policy_aware_dataset(dataset, agg, clip=clip, curve=curve)
+        require_propensity(agg.meta, estimator)
+    about: dict = {}
+    lists = _exposure_lists(dataset, agg, estimator, clip, curve, seed, about)
     # S_q over its mean: the queries keep their relative weight, and LightGBM's hessian floors their scale
     lists = lists.with_weights(lists.weights / lists.weights.mean())
     booster, info = train_lightgbm(lists, valid, gain="exp2", train_gain="linear", num_boost_round=int(rounds),
                                    early_stopping_rounds=early_stopping_rounds, seed=seed, progress=progress)
-    info.update({"engine": "lightgbm", "estimator": "policy-aware", "n_groups": int(lists.n_queries),
-                 "never_shown": int(never_shown), "log_read": "per (query, document, position)", "clip": clip,
-                 "clip_rule": clip_rule(clip)})
+    info.update({"engine": "lightgbm", "estimator": estimator, "n_groups": int(lists.n_queries), **about,
+                 "log_read": "per (query, document, position)", "clip": clip, "clip_rule": clip_rule(clip)})
     # the label table of every distinct policy-aware label stays in the booster's parameters, not in the record
     info["label_gain"], info["label_values"] = None, None
     _record_propensity(info, curve, curve_source, lambda: _aggregate_curve(agg), agg.meta)

@@ -21,7 +21,7 @@ from ltr.errors import LtrError
 __all__ = ["NEEDS_PROPENSITY", "logged_source", "require_propensity", "missing_propensity", "require_clicks"]
 
 #: the training estimators that divide by the logged propensity when no curve is given
-NEEDS_PROPENSITY = ("ips", "policy-aware")
+NEEDS_PROPENSITY = ("ips", "policy-aware", "doubly-robust")
 
 WAYS = ("--propensity estimated (estimated from this log: its randomized or swap sessions when it has them, "
         "else regression EM on its production sessions), --propensity-file CURVE (one propensity per position: the "

@@ -31,7 +31,9 @@ __all__ = ["fit_on_clicks", "fit_on_aggregate", "fit_on_lists", "estimate_rem_cu
            "LISTED"]
 
 # the estimators that train from a log's per-cell sums (ltr.clicks.logs.stream), so from a log larger than memory
-STREAMED = ("naive", "ips", "rem", "affine", "policy-aware")
+STREAMED = ("naive", "ips", "rem", "affine", "policy-aware", "doubly-robust")
+# the estimators that train one list per logged query with all its items, from the items' exposure
+EXPOSURE_LISTS = ("policy-aware", "doubly-robust")
 # the estimators that train from a log's shown lists (ltr.clicks.logs.list_stream), streamed from a Parquet log too
 LISTED = ("dla", "pairwise-debias")
 
@@ -69,6 +71,21 @@ def _record_propensity(info: dict, curve, curve_source: str | None, logged, meta
     else:
         info["propensity_source"] = curve_source or "given curve"
     info["propensity"] = [_finite_or_none(v) for v in curve] if curve is not None else logged()
+
+
+def _exposure_lists(train, agg, estimator: str, clip: float, curve, seed: int, info: dict):
+    """One list per logged query with all its items: policy-aware labels, or doubly-robust ones (the direct model
+    drawn under ``seed``); what they say of the items never shown goes into ``info``."""
+    if estimator == "policy-aware":
+        from ltr.clicks.estimators.policy_aware import policy_aware_dataset
+
+        lists, info["never_shown"] = policy_aware_dataset(train, agg, clip=clip, curve=curve)
+        return lists
+    from ltr.clicks.estimators.doubly_robust import doubly_robust_dataset
+
+    lists, dr_info = doubly_robust_dataset(train, agg, clip=clip, curve=curve, seed=seed)
+    info.update(dr_info)
+    return lists
 
 
 def _affine(info: dict, given, source: str | None, simulated) -> tuple[np.ndarray, np.ndarray]:
@@ -177,14 +194,12 @@ def fit_on_clicks(
         curve, curve_source = _rem_curve(theta, int(log.position.max()), info, em_relevance)
     elif estimator == "affine":
         affine = _affine(info, affine_given, affine_source, lambda: trust_parameters(log))
-    if estimator in ("ips", "rem", "policy-aware"):
+    if estimator in ("ips", "rem", "policy-aware", "doubly-robust"):
         _record_propensity(info, curve, curve_source, lambda: _logged_curve(log), log.meta)
-    if estimator == "policy-aware":
+    if estimator in EXPOSURE_LISTS:
         from ltr.clicks.logs.stream import aggregate_from_log
-        from ltr.clicks.estimators.policy_aware import policy_aware_dataset
 
-        lists, info["never_shown"] = policy_aware_dataset(train, aggregate_from_log(log, train, clip=clip), clip=clip,
-                                                          curve=curve)
+        lists = _exposure_lists(train, aggregate_from_log(log, train, clip=clip), estimator, clip, curve, config.seed, info)
     else:
         lists = lists_dataset(train, log, corrected_clicks(log, estimator, clip=clip, curve=curve, affine=affine))
     model, fit_info = _trainer_fit(lists, valid, make_model, loss, config)
@@ -280,12 +295,10 @@ def fit_on_aggregate(train, valid, agg, estimator: str, make_model: Callable[[An
 
         # without a given (alpha, beta), the simulator's settings in the log's meta
         affine = _affine(info, affine_given, affine_source, lambda: trust_parameters(SimpleNamespace(meta=agg.meta)))
-    if estimator in ("ips", "rem", "policy-aware"):
+    if estimator in ("ips", "rem", "policy-aware", "doubly-robust"):
         _record_propensity(info, curve, curve_source, lambda: _aggregate_curve(agg), agg.meta)
-    if estimator == "policy-aware":
-        from ltr.clicks.estimators.policy_aware import policy_aware_dataset
-
-        lists, info["never_shown"] = policy_aware_dataset(train, agg, clip=clip, curve=curve)
+    if estimator in EXPOSURE_LISTS:
+        lists = _exposure_lists(train, agg, estimator, clip, curve, config.seed, info)
     else:
         lists = aggregate_dataset(train, agg, cell_values(agg, estimator, clip=clip, curve=curve, affine=affine))
     model, fit_info = _trainer_fit(lists, valid, make_model, loss, config)

@@ -17,6 +17,10 @@ position r:
 * ``policy-aware`` (Oosterhuis and de Rijke, SIGIR 2020, for a stochastic top-k logger): one list per
   query of all its items, label = the item's clicks / its expected examinations over the log (0 for
   an item never shown; :mod:`ltr.clicks.estimators.policy_aware`), weight = the query's sessions;
+* ``doubly-robust`` (after Oosterhuis, TOIS 2023): as ``policy-aware``, label = a regression of the click
+  probability on the features corrected by the item's clicks, ``R + (C - E R) / max(E, tau S_q)``, so that an
+  item the log rarely or never showed gets the regression's estimate instead of 0
+  (:mod:`ltr.clicks.estimators.doubly_robust`);
 * ``affine`` (Vardasbi et al., CIKM 2020, for trust bias ``P(c) = alpha_r rho + beta_r``):
   ``v = (c - beta_r) / max(alpha_r, tau)``; E[v] = rho, and the list means are cut at 0 (a
   negative mean label has no meaning for a ranking loss; the cut only moves lists whose sample
@@ -49,7 +53,7 @@ from ltr.errors import LtrError
 __all__ = ["ESTIMATORS", "DEFAULT_CLIP", "corrected_clicks", "lists_dataset", "trust_parameters",
            "fit_pairwise_debias", "position_curve"]
 
-ESTIMATORS = ("naive", "ips", "dla", "rem", "pairwise-debias", "affine", "policy-aware")
+ESTIMATORS = ("naive", "ips", "dla", "rem", "pairwise-debias", "affine", "policy-aware", "doubly-robust")
 DEFAULT_CLIP = 0.01
 
 

@@ -66,7 +66,8 @@ def run_evaluate(args) -> int:
     say(format_table(rows, ["estimate", "value"]))
     if truth:
         say("IPS and policy-aware target true_click_dcg (over items the log showed; IPS falls short of it when the "
-            "logger is stochastic); SNIPS targets true_click_dcg_normalized.")
+            "logger is stochastic); SNIPS targets true_click_dcg_normalized; the direct method (dm) and doubly "
+            "robust (dr) target true_click_dcg_all, over every item of the logged queries.")
     else:
         say("the log was not simulated, so the true click-DCG is not known: the labels of --data give "
             f"{name.split('[')[0]} only")
@@ -88,7 +89,8 @@ def _truth(args, ds, scores, support, sessions_q, meta) -> dict:
     shown_q = sessions_q > 0
     return {"true_click_dcg": float(expected_click_dcg(scores, a, ds.query_offsets, k=args.k, support=support)[shown_q].mean()),
             "true_click_dcg_normalized": float(np.nanmean(
-                expected_click_dcg(scores, a, ds.query_offsets, k=args.k, support=support, normalize=True)[shown_q]))}
+                expected_click_dcg(scores, a, ds.query_offsets, k=args.k, support=support, normalize=True)[shown_q])),
+            "true_click_dcg_all": float(expected_click_dcg(scores, a, ds.query_offsets, k=args.k)[shown_q].mean())}
 
 
 ESTIMATES = ("naive", "ips", "snips", "policy-aware")  # what ltr clicks evaluate prints (ltr.clicks.estimators.ips)
@@ -117,6 +119,8 @@ def _click_estimates(args, ds, get_scores):
            for name in ESTIMATES}
     support = np.zeros(ds.n_items, dtype=bool)
     support[cells.doc] = True
+    examined = cells.examined if curve is None else cells.shown * np.asarray(curve)[cells.position - 1]
+    out.update(_direct(args, ds, scores, cells.doc, cells.clicks, examined, cells.sessions))
     out["propensity_source"] = source
     return out, scores, support, cells.sessions, cells.meta
 
@@ -144,5 +148,21 @@ def _click_estimates_whole(args, ds, get_scores):
     out = {name: float(np.nanmean(click_dcg(log, scores, ds.query_offsets, estimator=name, k=args.k, clip=args.clip,
                                             propensity=prop)))
            for name in ESTIMATES}
+    sessions_q = log.sessions_per_query(ds.n_queries)
+    out.update(_direct(args, ds, scores, log.doc, log.click.astype(np.float64),
+                       log.propensity if prop is None else prop, sessions_q))
     out["propensity_source"] = source
-    return out, scores, logged_support(log, ds.n_items), log.sessions_per_query(ds.n_queries), log.meta
+    return out, scores, logged_support(log, ds.n_items), sessions_q, log.meta
+
+
+def _direct(args, ds, scores, doc, clicks, examined, sessions_q) -> dict:
+    """The direct method and the doubly-robust click-DCG (:mod:`ltr.clicks.estimators.doubly_robust`): a regression
+    of the click probability on the features of --data, fitted to the log's clicks given its examinations, over
+    every item of the logged queries."""
+    from ltr.clicks.estimators.doubly_robust import dm_dr_click_dcg, fit_direct_model, item_sums
+
+    c, e = item_sums(np.asarray(doc), np.asarray(clicks, dtype=np.float64), np.asarray(examined, dtype=np.float64),
+                     ds.n_items)
+    r_hat = fit_direct_model(ds.features, c, e, seed=0)
+    dm, dr = dm_dr_click_dcg(scores, ds.query_offsets, r_hat, c, e, sessions_q, k=args.k, clip=args.clip)
+    return {"dm": float(np.nanmean(dm)), "dr": float(np.nanmean(dr))}

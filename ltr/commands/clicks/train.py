@@ -26,7 +26,8 @@ def add_parser(sub, fmt) -> None:
                        "propensities learned together), pairwise-debias (Hu et al.'s t+ / t- position biases), affine "
                        "(trust-bias correction (c - beta_r) / alpha_r) or policy-aware (for a stochastic top-k logger: "
                        "one list per query of all its items, label = its clicks / its expected examinations, 0 if never "
-                       "shown). The others group the log by shown list: label = mean corrected click, item weight = "
+                       "shown), doubly-robust (as policy-aware, label = a regression of the click probability on the features "
+                       "corrected by the item's clicks: the regression's estimate for an item never shown). The others group the log by shown list: label = mean corrected click, item weight = "
                        "number of sessions. Writes a model folder (model.pt, model.json) with clicks_training.json: "
                        "the estimator, the clip rule and the propensities used.")
     t.add_argument("--data", required=True, metavar="FILE", help="the labelled file the log was simulated on (its features train the model)")
@@ -35,7 +36,8 @@ def add_parser(sub, fmt) -> None:
     t.add_argument("--valid", required=True, metavar="FILE",
                    help="labelled validation file: every estimator and engine keeps its epoch or round of best NDCG@10 on it")
     t.add_argument("--out", required=True, metavar="DIR", help="model folder to create")
-    t.add_argument("--estimator", default="ips", choices=("naive", "ips", "dla", "rem", "pairwise-debias", "affine", "policy-aware", "position-bias"),
+    t.add_argument("--estimator", default="ips", choices=("naive", "ips", "dla", "rem", "pairwise-debias", "affine", "policy-aware", "doubly-robust",
+                            "position-bias"),
                    help="how clicks are de-biased (position-bias: LightGBM's own position-bias model, --engine lightgbm)")
     add_propensity_options(t, "ips and policy-aware (neural and lightgbm engines; policy-aware with xgboost)")
     t.add_argument("--affine", default="simulator", choices=("simulator", "estimated"),
@@ -118,7 +120,7 @@ def run_train(args) -> int:
     _check_logged_propensity(args)
     train = load_data_file(args.data, "data", None, data_options(args), **format_options(args, "data"))
     valid = load_data_file(args.valid, "valid", train.n_features, data_options(args), **format_options(args, "data"))
-    with_curve = ("policy-aware",) if args.engine == "xgboost" else ("ips", "policy-aware")
+    with_curve = ("policy-aware",) if args.engine == "xgboost" else ("ips", "policy-aware", "doubly-robust")
     if (args.propensity != "logged" or args.propensity_file) and args.estimator not in with_curve:
         given = "--propensity-file" if args.propensity_file else f"--propensity {args.propensity}"
         raise LtrError(f"{given} applies to --estimator {' and '.join(with_curve)} only")

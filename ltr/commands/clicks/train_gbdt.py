@@ -146,11 +146,11 @@ def _fit_lightgbm_from_log(args, train, valid):
     from ltr.clicks.logs.table import is_log_table
     from ltr.clicks.engines.lightgbm import fit_lightgbm_clicks, fit_pairwise_debias_on_lists, fit_policy_aware_lightgbm
 
-    if args.estimator == "policy-aware":
+    if args.estimator in ("policy-aware", "doubly-robust"):
         agg, curve, source, log_read = policy_aware_aggregate(args, train)
         booster, info = fit_policy_aware_lightgbm(train, valid, agg, clip=args.clip, curve=curve, curve_source=source,
                                                   rounds=args.rounds, early_stopping_rounds=GBDT_PATIENCE, seed=args.seed,
-                                                  progress=progress(args))
+                                                  progress=progress(args), estimator=args.estimator)
         info["log_read"] = log_read
         return booster, info, agg.n_sessions, agg.meta
     streamed = stream_lists(args, train) if args.estimator == "pairwise-debias" and is_log_table(args.log) else None
