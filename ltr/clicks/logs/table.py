@@ -9,8 +9,9 @@ The log schema (:data:`SCHEMA`; Parquet or CSV, read by :mod:`ltr.clicks.logs.re
     click          0 / 1         required
     propensity     float         optional: the logging examination probability of the entry, in [0, 1]
     logged_rank    int           optional: the item's rank under the logging ranker before any intervention
-                                 (absent: its rank by logging_score within the session, else its position)
-    logging_score  float         optional: the logging ranker's score of the item
+                                 (absent: its position)
+    logging_score  float         optional: the logging ranker's score of the item (checked to be numbers;
+                                 no estimator reads it yet)
     session_mode   int           optional: 0 production, 1 randomized order, 2 swap (absent: 0)
     session_swap   int           optional: the position swapped with 1 in a swap session (absent: 0)
 
@@ -50,7 +51,7 @@ SCHEMA = {
     "click": ("0 or 1", "whether the item was clicked"),
     "propensity": ("float, optional", "the logging examination probability of the entry, in [0, 1]"),
     "logged_rank": ("int, optional", "the item's rank under the logging ranker before any intervention"),
-    "logging_score": ("float, optional", "the logging ranker's score of the item"),
+    "logging_score": ("float, optional", "the logging ranker's score of the item (no estimator reads it yet)"),
     "session_mode": ("int, optional", "0 production, 1 randomized order, 2 swap"),
     "session_swap": ("int, optional", "the position swapped with position 1 in a swap session"),
 }
@@ -140,16 +141,6 @@ def _is_number(v) -> bool:
         return False
 
 
-def _rank_by_score(session: np.ndarray, score: np.ndarray) -> np.ndarray:
-    """1-based rank of every entry by descending ``score`` within its session (ties: the entry's order)."""
-    order = np.lexsort((np.arange(len(score)), -score, session))
-    first = np.r_[0, np.flatnonzero(np.diff(session[order]) != 0) + 1]
-    starts = np.repeat(first, np.diff(np.r_[first, len(order)]))
-    rank = np.empty(len(order), dtype=np.int64)
-    rank[order] = np.arange(len(order)) - starts + 1
-    return rank
-
-
 def _check_rows(rows: _Rows, f: dict) -> None:
     """Every entry's values against the schema; an error names the file and the 1-based row."""
     p = f["propensity"]
@@ -181,9 +172,9 @@ def _fields(rows: _Rows, ids: Any) -> dict:
     n = len(f["session"])
     p = rows.floats("propensity")
     f["propensity"] = np.ones(n) if p is None else p
-    score, rank = rows.floats("logging_score"), rows.integers("logged_rank")
-    f["logged_rank"] = rank if rank is not None else (_rank_by_score(f["session"], score) if score is not None
-                                                      else f["position"].copy())
+    rows.floats("logging_score")  # checked to be numbers; read by no estimator yet
+    rank = rows.integers("logged_rank")
+    f["logged_rank"] = rank if rank is not None else f["position"].copy()
     for name in ("session_mode", "session_swap"):
         value = rows.integers(name)
         f[name] = np.zeros(n, dtype=np.int64) if value is None else value
