@@ -209,7 +209,7 @@ def test_train_user_errors(data_file, tmp_path, capsys):
     assert main(base + ["--out", str(tmp_path / "a"), "--estimator", "affine"]) == 2
     assert "trust-bias log" in capsys.readouterr().err
     assert main(base + ["--out", str(tmp_path / "b"), "--estimator", "dla", "--propensity", "swap"]) == 2
-    assert "applies to --estimator ips and policy-aware only" in capsys.readouterr().err
+    assert "applies to --estimator ips, policy-aware and doubly-robust only" in capsys.readouterr().err
     assert main(base + ["--out", str(tmp_path / "c"), "--hidden", "6,x"]) == 2
     assert "--hidden" in capsys.readouterr().err
 

@@ -82,7 +82,7 @@ def test_ips_records_its_curve_and_refuses_one_elsewhere(data):
     _, info = fit_lightgbm_clicks(train, None, log, "ips", rounds=3, curve=curve, curve_source="a test curve")
     np.testing.assert_allclose(info["propensity"], curve)
     assert info["propensity_source"] == "a test curve"
-    with pytest.raises(LtrError, match="ips and policy-aware only"):
+    with pytest.raises(LtrError, match="ips, policy-aware and doubly-robust only"):
         fit_lightgbm_clicks(train, None, log, "naive", curve=curve)
     with pytest.raises(LtrError, match="covers 3 positions"):
         fit_lightgbm_clicks(train, None, log, "ips", curve=curve[:3])

@@ -68,7 +68,7 @@ def fit_lightgbm_clicks(dataset, valid, log: ClickLog, estimator: str, *, clip: 
     if estimator not in LIGHTGBM_ESTIMATORS:
         raise LtrError(f"--engine lightgbm trains --estimator {', '.join(LIGHTGBM_ESTIMATORS)}, not {estimator}")
     if curve is not None and estimator not in WITH_CURVE:
-        raise LtrError(f"estimated propensities apply to --estimator {' and '.join(WITH_CURVE)} only")
+        raise LtrError(f"estimated propensities apply to --estimator {_listed(WITH_CURVE)} only")
     from ltr.clicks.estimators.propensity_source import require_clicks, require_propensity
 
     require_clicks(log.n_clicks, log.n_sessions)
@@ -136,7 +136,7 @@ def fit_lightgbm_streamed_sessions(dataset, valid, path, estimator: str, *, clip
     if estimator not in ("naive", "ips", "position-bias"):
         raise LtrError(f"the sessions of a streamed log train --estimator naive, ips or position-bias, not {estimator}")
     if curve is not None and estimator != "ips":
-        raise LtrError(f"estimated propensities apply to --estimator {' and '.join(WITH_CURVE)} only")
+        raise LtrError(f"estimated propensities apply to --estimator {_listed(WITH_CURVE)} only")
     from ltr.clicks.estimators.propensity_source import require_clicks, require_propensity
 
     meta = read_log_meta(path)
@@ -214,3 +214,9 @@ def _curve_per_entry(log: ClickLog, curve: Any) -> np.ndarray:
     if log.n_entries and log.position.max() > len(curve):
         raise LtrError(f"the propensity curve covers {len(curve)} positions, the log shows {int(log.position.max())}")
     return curve[log.position - 1]
+
+
+def _listed(names) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    names = list(names)
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"

@@ -123,7 +123,7 @@ def run_train(args) -> int:
     with_curve = ("policy-aware",) if args.engine == "xgboost" else ("ips", "policy-aware", "doubly-robust")
     if (args.propensity != "logged" or args.propensity_file) and args.estimator not in with_curve:
         given = "--propensity-file" if args.propensity_file else f"--propensity {args.propensity}"
-        raise LtrError(f"{given} applies to --estimator {' and '.join(with_curve)} only")
+        raise LtrError(f"{given} applies to --estimator {_listed(with_curve)} only")
     if (args.affine != "simulator" or args.affine_file) and args.estimator != "affine":
         raise LtrError("--affine and --affine-file apply to --estimator affine only")
     if args.propensity_file and args.propensity != "logged":
@@ -222,3 +222,9 @@ def _fit_from_log(args, train, valid, loss, cfg):
                                 affine_given=affine, affine_source=affine_source)
     record_click_model(info, log.meta)
     return model, info, log.n_sessions
+
+
+def _listed(names) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    names = list(names)
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
