@@ -5,7 +5,7 @@ MSLR-like queries, 20 features, mean list length 40, 10 items shown per session,
 
 1. ``ltr clicks simulate --format parquet --logger-noise 1`` (PBM, eta = 1; the logger that ranks by the
    labels plus noise, as when the figures were published): the log written chunk by chunk;
-2. the streamed read alone: ``ltr.clicks.log_stream.aggregate_log`` in batches of 10^6 rows
+2. the streamed read alone: ``ltr.clicks.logs.stream.aggregate_log`` in batches of 10^6 rows
    (what the next two steps start with);
 3. ``ltr clicks estimate --method em``: regression EM on the production sessions, streamed in
    record batches of 10^6 rows (logistic relevance, 5 bootstrap resamples);
@@ -36,8 +36,8 @@ import json, resource, sys, time
 from ltr.cli import main
 args = json.loads(sys.argv[1])
 t0 = time.perf_counter()
-if args[0] == "aggregate":  # the streamed read alone: ltr.clicks.log_stream.aggregate_log
-    from ltr.clicks.log_stream import aggregate_log
+if args[0] == "aggregate":  # the streamed read alone: ltr.clicks.logs.stream.aggregate_log
+    from ltr.clicks.logs.stream import aggregate_log
     from ltr.data import load_svmlight
     agg = aggregate_log(args[1], load_svmlight(args[2]), batch_size=1_000_000)
     rc = 0 if agg.n_sessions > 0 else 1

@@ -103,7 +103,7 @@ def evaluation_study(name, train, valid, test, produce, args, seed):
     """Naive / IPS / SNIPS / truth of several rankers on a log of the production ranker."""
     import metrics
     from ltr.clicks import click_dcg, expected_click_dcg
-    from ltr.clicks.click_models import attraction, simulate_clicks
+    from ltr.clicks.simulate.click_models import attraction, simulate_clicks
     from metrics.stats import bootstrap_ci
 
     max_label = float(max(train.labels.max(), test.labels.max()))
@@ -144,7 +144,7 @@ def training_study(name, train, valid, test, produce, args, seed):
     """NDCG@10 on test labels of rankers trained on raw / IPS-weighted clicks, and the skyline."""
     import metrics
     from ltr.clicks import click_training_set, simulate_clicks
-    from ltr.clicks.propensity import (
+    from ltr.clicks.propensities.interventions import (
         estimate_from_randomized,
         fit_power_law,
         propensities_from_curve,

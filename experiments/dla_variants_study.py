@@ -4,7 +4,7 @@ propensities within 10% of the truth at positions 1..10, and at what NDCG@10.
 The logs are those of ``experiments/unbiased_ltr_study.py``'s PBM cell (same ``make_synthetic_splits``,
 ``production_ranker``, ``simulate_clicks`` and seeds; eta = 1, eps = 0.1, 10^6 sessions); the scorer
 (MLP (64, 32)), its seeded initial weights, batch size 64, learning rate 3e-3, 40 epochs and patience 5
-on the labelled validation split are the study's. The loop below is ``ltr.clicks.dla.fit_dla``'s with
+on the labelled validation split are the study's. The loop below is ``ltr.clicks.estimators.dla.fit_dla``'s with
 knobs added; with none set it reproduces the study's DLA numbers digit for digit (``sgd``), and with
 ``update=full`` those of ``--dla-propensity-update full``. Knobs of a variant (``NAME:key=value,...``):
 
@@ -85,7 +85,7 @@ def parse_variant(text: str) -> tuple[str, dict]:
 def _likelihood_loss(model, phi, x, c, pos, mask):
     import torch
 
-    from ltr.clicks.dla import _masked_log_softmax
+    from ltr.clicks.estimators.dla import _masked_log_softmax
 
     with torch.no_grad():
         f = model(x, mask)
@@ -114,7 +114,7 @@ def _likelihood_full(model, phi, x, c, mask, iterations=20):
 
 
 def _propensity_loss(k, model, phi, batch, everything, max_weight):
-    from ltr.clicks.dla import _dla_losses
+    from ltr.clicks.estimators.dla import _dla_losses
 
     x, c, pos, mask = everything if k.get("pall") else batch
     if k.get("ploss", "ratio") == "likelihood":
@@ -126,7 +126,7 @@ def _step(k, step, model, phi, opt_r, opt_p, batch, everything, lr, max_weight):
     """One ranker step and the propensity model's move(s) of the variant ``k``."""
     import torch
 
-    from ltr.clicks.dla import _dla_losses, _full_propensity_update
+    from ltr.clicks.estimators.dla import _dla_losses, _full_propensity_update
 
     for group in opt_r.param_groups:
         group["lr"] = lr * min(1.0, (step + 1) / k["warm"]) if k.get("warm") else lr
@@ -159,7 +159,7 @@ def fit_variant(lists, features, model, valid, seed, k, init_theta=None, *, epoc
     ``(model, theta, best_epoch)``."""
     import torch
 
-    from ltr.clicks.dla import list_tensors
+    from ltr.clicks.estimators.dla import list_tensors
 
     everything = list_tensors(lists, features, clicks)
     torch.manual_seed(seed)
@@ -187,7 +187,7 @@ def _epochs(model, phi, n_lists, step, valid, seed, *, epochs, batch_size, patie
     better one. Returns ``(model with the kept weights, theta = exp(phi - phi_1), kept epoch)``."""
     import torch
 
-    from ltr.clicks.dla import _valid_ndcg
+    from ltr.clicks.estimators.dla import _valid_ndcg
 
     gen = torch.Generator().manual_seed(seed)
     best = (-np.inf, None, None, 0)
@@ -212,7 +212,7 @@ def _crossfit_losses(models, phi, batch, fold, max_weight):
     from ranker 1 - fold[g]."""
     import torch
 
-    from ltr.clicks.dla import _masked_log_softmax
+    from ltr.clicks.estimators.dla import _masked_log_softmax
 
     x, c, pos, mask = batch
     logs = [_masked_log_softmax(m(x, mask), mask) for m in models]
@@ -234,7 +234,7 @@ def fit_crossfit(lists, features, model, valid, seed, k, *, epochs=40, batch_siz
     ``model``'s initial weights); returns ``(mean of the two rankers, theta, best_epoch)``."""
     import torch
 
-    from ltr.clicks.dla import list_tensors
+    from ltr.clicks.estimators.dla import list_tensors
 
     everything = list_tensors(lists, features, clicks)
     fold = torch.arange(len(everything[0])) % 2
@@ -282,9 +282,9 @@ class _MeanOf:
 
 def seed_log(seed: int, need_rem: bool):
     """The study's PBM cell at 10^6 sessions for ``seed``: (train, valid, test, shown lists, EM curve or None)."""
-    from ltr.clicks.click_models import simulate_clicks
-    from ltr.clicks.logged_lists import group_sessions
-    from ltr.clicks.unbiased_training import estimate_rem_curve
+    from ltr.clicks.simulate.click_models import simulate_clicks
+    from ltr.clicks.logs.lists import group_sessions
+    from ltr.clicks.estimators.training import estimate_rem_curve
     from ltr.data import make_synthetic_splits
     from unbiased_ltr_study import production_ranker
 
@@ -298,7 +298,7 @@ def seed_log(seed: int, need_rem: bool):
 
 
 def run_seed(seed: int, variants) -> list[dict]:
-    from ltr.clicks.click_models import pbm_examination
+    from ltr.clicks.simulate.click_models import pbm_examination
     from ltr.train.trainer import seed_everything
     from unbiased_ltr_study import make_factory, ndcg10, restart_seeds
 

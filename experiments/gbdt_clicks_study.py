@@ -69,7 +69,7 @@ def run_seed(name: str, seed: int, args) -> dict:
     row = {"data": name, "seed": seed, "sessions": log.n_sessions, "clicks": log.n_clicks, "logger": ndcg10(logger(test), test),
            "logger_temperature": temperature}
     if temperature:  # what the stochastic logger's users see, on the training queries it ranked
-        from ltr.clicks.logging_ranker import plackett_luce_ndcg
+        from ltr.clicks.simulate.logging_ranker import plackett_luce_ndcg
 
         row["logger_seen"] = plackett_luce_ndcg(logger(train), train, temperature, seed=seed)
     t0 = time.time()
@@ -91,17 +91,17 @@ def fit_clicks(engine: str, train, valid, log, est: str, args, seed: int):
     ``--rounds`` rounds, early stopping on ``valid``; ``--pairwise-rounds N``: LightGBM's
     pairwise-debias boosts exactly N rounds)."""
     if engine == "xgboost" and est == "policy-aware":
-        from ltr.clicks.log_stream import aggregate_from_log
-        from ltr.clicks.unbiased_xgboost import fit_xgboost_policy_aware
+        from ltr.clicks.logs.stream import aggregate_from_log
+        from ltr.clicks.engines.xgboost import fit_xgboost_policy_aware
 
         return fit_xgboost_policy_aware(train, valid, aggregate_from_log(log, train), rounds=args.rounds, seed=seed,
                                         early_stopping_rounds=50)
     if engine == "xgboost":
-        from ltr.clicks.unbiased_xgboost import fit_xgboost_clicks
+        from ltr.clicks.engines.xgboost import fit_xgboost_clicks
 
         return fit_xgboost_clicks(train, log, unbiased=est == "pairwise-debias", rounds=args.rounds, seed=seed,
                                   valid=valid, early_stopping_rounds=50)
-    from ltr.clicks.unbiased_lightgbm import fit_lightgbm_clicks
+    from ltr.clicks.engines.lightgbm import fit_lightgbm_clicks
 
     exact = est == "pairwise-debias" and args.pairwise_rounds is not None
     return fit_lightgbm_clicks(train, None if exact else valid, log, est,

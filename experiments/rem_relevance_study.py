@@ -41,7 +41,7 @@ def parse_setting(text: str) -> tuple[str, int, int]:
 
 
 def estimate(log, train, setting: str, seed: int, theta) -> dict:
-    from ltr.clicks.regression_em import observations_from_log, regression_em
+    from ltr.clicks.propensities.regression_em import observations_from_log, regression_em
 
     relevance, rounds, iterations = parse_setting(setting)
     t0 = time.time()
@@ -73,7 +73,7 @@ def markdown(rows) -> str:
 
 
 def main(argv=None) -> int:
-    from ltr.clicks.click_models import pbm_examination, simulate_clicks
+    from ltr.clicks.simulate.click_models import pbm_examination, simulate_clicks
     from ltr.data import make_synthetic_splits
     from ltr.io_utils import atomic_write_json, atomic_write_text
 

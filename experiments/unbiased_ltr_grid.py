@@ -101,7 +101,7 @@ def parse_model(spec: str) -> tuple[str, float]:
 def fit_full(train, valid, make, cfg, eps, max_label, labels=None):
     """The MLP with softmax cross-entropy on whole training queries, target ``labels`` (default a(rel))."""
     import losses
-    from ltr.clicks.click_models import attraction
+    from ltr.clicks.simulate.click_models import attraction
     from ltr.train.trainer import Trainer, seed_everything
 
     target = attraction(train.labels, max_label=max_label, eps=eps) if labels is None else labels
@@ -129,7 +129,7 @@ def mlp_direct_labels(train, valid, log, make, cfg, clip: float = 0.01) -> np.nd
     model, the same MLP fitted by squared error to the IPS labels of the shown items (a regression of
     relevance on the features), cut to [0, 1]."""
     import losses
-    from ltr.clicks.unbiased import corrected_clicks, lists_dataset
+    from ltr.clicks.estimators.unbiased import corrected_clicks, lists_dataset
     from ltr.train.trainer import Trainer, predict_scores, seed_everything
 
     values = corrected_clicks(log, "ips", clip=clip)
@@ -145,11 +145,11 @@ def mlp_direct_labels(train, valid, log, make, cfg, clip: float = 0.01) -> np.nd
 def click_estimators(train, valid, log, est, make, cfg, em, args):
     """(model, propensity curve or None) of one estimator."""
     import losses
-    from ltr.clicks.unbiased_training import _trainer_fit, fit_on_clicks
+    from ltr.clicks.estimators.training import _trainer_fit, fit_on_clicks
 
     if est == "shown-oracle":  # not an estimator: the true attraction on the shown lists only (the support ceiling)
-        from ltr.clicks.click_models import attraction
-        from ltr.clicks.unbiased import lists_dataset
+        from ltr.clicks.simulate.click_models import attraction
+        from ltr.clicks.estimators.unbiased import lists_dataset
 
         a = attraction(train.labels, max_label=float(log.meta["max_label"]), eps=args.eps)
         return _trainer_fit(lists_dataset(train, log, a[log.doc]), valid, make, losses.get_loss("softmax"), cfg)[0], None
@@ -176,8 +176,8 @@ def click_estimators(train, valid, log, est, make, cfg, em, args):
 
 def _policy_aware_lists(train, log):
     """The policy-aware training lists of ``log`` (every item of the logged queries) and the rows they hold."""
-    from ltr.clicks.log_stream import aggregate_from_log
-    from ltr.clicks.policy_aware import policy_aware_dataset
+    from ltr.clicks.logs.stream import aggregate_from_log
+    from ltr.clicks.estimators.policy_aware import policy_aware_dataset
 
     lists, _ = policy_aware_dataset(train, aggregate_from_log(log, train))
     shown = np.zeros(train.n_items, dtype=bool)
@@ -227,7 +227,7 @@ def simulate_log(train, logger_scores, max_label, spec: str, n_sessions: int, se
     per query) clicking under ``spec`` (:func:`parse_model`); ``shown``: the top k shown, or None for all
     (:func:`shown_k`); ``temperature`` > 0: a Plackett-Luce logger drawing each session's ranking (0: the
     ranking by the scores). ``experiments/gbdt_clicks_study.py`` draws its logs here too, so they are the grid's."""
-    from ltr.clicks.click_models import simulate_clicks
+    from ltr.clicks.simulate.click_models import simulate_clicks
 
     model_name, eta = parse_model(spec)
     spq = max(1, int(round(n_sessions / train.n_queries)))
@@ -238,7 +238,7 @@ def simulate_log(train, logger_scores, max_label, spec: str, n_sessions: int, se
 
 def run_cell(data, name, spec, n_sessions, seed, args, cache):
     """One (data set, click model, log size, seed): NDCG@10 of every estimator, beside naive and full info."""
-    from ltr.clicks.regression_em import observations_from_log, regression_em
+    from ltr.clicks.propensities.regression_em import observations_from_log, regression_em
     from ltr.train.trainer import TrainConfig
 
     train, valid, test, max_label, logger, logger_on_test = data
@@ -257,7 +257,7 @@ def run_cell(data, name, spec, n_sessions, seed, args, cache):
            "shown": getattr(args, "shown", "10"), "full": cache[(name, seed)],
            "logger": ndcg10(logger_on_test, test), "logger_temperature": temperature}
     if temperature:  # what the stochastic logger's users see, on the training queries it ranked
-        from ltr.clicks.logging_ranker import plackett_luce_ndcg
+        from ltr.clicks.simulate.logging_ranker import plackett_luce_ndcg
 
         row["logger_seen"] = plackett_luce_ndcg(logger, train, temperature, seed=seed)
         row["logger_seen_deterministic"] = ndcg10(logger, train)
@@ -410,9 +410,9 @@ def main(argv=None) -> int:
                    help="0 (default): the logger shows its ranking in every session; T > 0: a Plackett-Luce logger "
                         "(each session ranks by score/T + Gumbel noise before the top k is cut)")
     p.add_argument("--dla-propensity-update", default="sgd", choices=("sgd", "full", "refit"),
-                   help="how dla's propensity model follows the ranker (ltr.clicks.dla; default sgd)")
+                   help="how dla's propensity model follows the ranker (ltr.clicks.estimators.dla; default sgd)")
     p.add_argument("--dla-relevance-reference", default=None, choices=("first", "geomean"),
-                   help="the reference relevance of dla's propensity loss weights, in training and refit (ltr.clicks.dla; "
+                   help="the reference relevance of dla's propensity loss weights, in training and refit (ltr.clicks.estimators.dla; "
                         "default: first in training, geomean in the refit)")
     p.add_argument("--restarts", type=int, default=1,
                    help="train every model this many times on the same log (seeds s + 10007 j) and score the mean "

@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT))
 
 # the logging ranker: a ridge regression on the labels of a few training queries, the default logger of
 # `ltr clicks simulate` too
-from ltr.clicks.logging_ranker import ridge_logger as production_ranker  # noqa: E402
+from ltr.clicks.simulate.logging_ranker import ridge_logger as production_ranker  # noqa: E402
 
 
 def ndcg10(model_or_scores, ds) -> float:
@@ -88,7 +88,7 @@ def make_factory(train, hidden):
 def full_information(train, valid, make, cfg, eps):
     """The same scorer and loss on the true labels, target a(rel) (the attraction clicks measure)."""
     import losses
-    from ltr.clicks.click_models import attraction
+    from ltr.clicks.simulate.click_models import attraction
     from ltr.train.trainer import Trainer, seed_everything
 
     target = type(train)(train.features, attraction(train.labels, max_label=4, eps=eps), train.query_offsets,
@@ -104,7 +104,7 @@ def lightgbm_rows(train, valid, test, log, seed, full_cache) -> dict:
     """LightGBM on the click lists: naive lambdas, unbiased LambdaMART, and lambdarank on the true labels."""
     import lightgbm
 
-    from ltr.clicks.unbiased_lambdamart import fit_unbiased_lambdamart
+    from ltr.clicks.engines.lambdamart import fit_unbiased_lambdamart
 
     params = {"num_leaves": 31, "learning_rate": 0.05, "min_data_in_leaf": 20}
     out = {}
@@ -131,8 +131,8 @@ def lightgbm_rows(train, valid, test, log, seed, full_cache) -> dict:
 
 def run_cell(data, click_model, n_sessions, seed, args, full_cache):
     """One (click model, log size, seed): every estimator's NDCG@10 and propensity error."""
-    from ltr.clicks.click_models import pbm_examination, simulate_clicks
-    from ltr.clicks.unbiased_training import fit_on_clicks
+    from ltr.clicks.simulate.click_models import pbm_examination, simulate_clicks
+    from ltr.clicks.estimators.training import fit_on_clicks
     from ltr.train.trainer import TrainConfig
 
     train, valid, test, logger, _ = data
@@ -268,7 +268,7 @@ def main(argv=None) -> int:
     p.add_argument("--estimators", default="naive,ips,rem,dla,pairwise-debias,affine,lgbm",
                    help="the estimators to run (lgbm: the three LightGBM rows); naive is needed for the gap")
     p.add_argument("--dla-propensity-update", default="sgd", choices=("sgd", "full", "refit"),
-                   help="how DLA's propensity model follows the ranker (ltr.clicks.dla)")
+                   help="how DLA's propensity model follows the ranker (ltr.clicks.estimators.dla)")
     args = p.parse_args(argv)
     ETA[0] = args.eta
     if args.quick:

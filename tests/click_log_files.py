@@ -11,7 +11,7 @@ def write_backwards_log(log, path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from ltr.clicks.log_table import log_to_table
+    from ltr.clicks.logs.table import log_to_table
 
     table = log_to_table(log)
     pq.write_table(table.take(pa.array(np.argsort(-table.column("session").to_numpy(), kind="stable"))), path)

@@ -1085,7 +1085,7 @@ NEW_CASES: list[Case] = [
         ("position-bias-neural", ["--estimator", "position-bias"], ("--engine lightgbm",)),
         ("position-bias-xgboost", ["--engine", "xgboost", "--estimator", "position-bias"], ("--engine xgboost",)),
         ("lightgbm-naive-randomized", ["--engine", "lightgbm", "--estimator", "naive", "--propensity", "randomized"],
-         ("--propensity randomized", "ips and policy-aware only")),
+         ("--propensity randomized", "ips, policy-aware and doubly-robust only")),
         ("xgboost-naive-randomized", ["--engine", "xgboost", "--estimator", "naive", "--propensity", "randomized"],
          ("--propensity randomized", "policy-aware only")),
         ("lightgbm-rounds-0", ["--engine", "lightgbm", "--rounds", "0"], ("--rounds",)),

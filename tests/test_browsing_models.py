@@ -14,8 +14,8 @@ import itertools
 import numpy as np
 import pytest
 
-from ltr.clicks import browsing
-from ltr.clicks.click_models import attraction, pbm_examination, simulate_clicks
+from ltr.clicks.simulate import browsing
+from ltr.clicks.simulate.click_models import attraction, pbm_examination, simulate_clicks
 from ltr.errors import LtrError
 
 A = np.array([0.7, 0.3, 0.55])

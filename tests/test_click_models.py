@@ -9,16 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ltr.clicks.click_models import (
-    MODE_PRODUCTION,
-    MODE_RANDOMIZED,
-    MODE_SWAP,
-    ClickLog,
-    attraction,
-    pbm_examination,
-    simulate_clicks,
-    top_k_matrix,
-)
+from ltr.clicks.logs.click_log import ClickLog, MODE_PRODUCTION, MODE_RANDOMIZED, MODE_SWAP
+from ltr.clicks.simulate.click_models import attraction, pbm_examination, simulate_clicks, top_k_matrix
 from ltr.errors import LtrError
 
 

@@ -9,7 +9,7 @@ import pytest
 from conftest import shared_path
 
 from ltr.cli import main
-from ltr.clicks.click_models import ClickLog
+from ltr.clicks.logs.click_log import ClickLog
 from ltr.data import RankingDataset, save_svmlight
 
 
@@ -106,7 +106,7 @@ def test_open_bandit_command(tmp_path, capsys):
 
 
 def test_simulate_parquet_then_train_records_estimator_and_propensities(data_file, tmp_path, capsys):
-    from ltr.clicks.log_table import read_log_parquet
+    from ltr.clicks.logs.table import read_log_parquet
     from ltr.train.models import load_model
 
     path, labels, offsets = data_file
@@ -209,7 +209,7 @@ def test_train_user_errors(data_file, tmp_path, capsys):
     assert main(base + ["--out", str(tmp_path / "a"), "--estimator", "affine"]) == 2
     assert "trust-bias log" in capsys.readouterr().err
     assert main(base + ["--out", str(tmp_path / "b"), "--estimator", "dla", "--propensity", "swap"]) == 2
-    assert "applies to --estimator ips and policy-aware only" in capsys.readouterr().err
+    assert "applies to --estimator ips, policy-aware and doubly-robust only" in capsys.readouterr().err
     assert main(base + ["--out", str(tmp_path / "c"), "--hidden", "6,x"]) == 2
     assert "--hidden" in capsys.readouterr().err
 
@@ -292,7 +292,7 @@ def test_clicks_train_initial_weights_follow_the_seed(data_file, tmp_path, capsy
 def test_train_rem_with_gbdt_relevance(data_file, tmp_path, capsys):
     # --em-relevance reaches regression EM: the recorded propensities are those of EM run directly with
     # that relevance model (seed 0, 200 iterations), from the in-memory log and from the streamed Parquet one.
-    from ltr.clicks.unbiased_training import estimate_rem_curve
+    from ltr.clicks.estimators.training import estimate_rem_curve
     from ltr.data import load_svmlight
 
     path, _, _ = data_file
@@ -318,7 +318,7 @@ def test_train_rem_with_gbdt_relevance(data_file, tmp_path, capsys):
     capsys.readouterr()
     assert main(base[:-1] + ["ips", "--log", str(sim / "clicks.npz"), "--out", str(tmp_path / "x"),
                              "--em-relevance", "gbdt"]) == 2
-    assert "applies to --estimator rem only" in capsys.readouterr().err
+    assert "applies to --estimator rem and --propensity estimated only" in capsys.readouterr().err
 
 
 def test_progress_bars_say_what_runs_and_quiet_silences_them(data_file, tmp_path, capsys):

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 from click_log_files import write_backwards_log, write_data_and_scores
 
-from ltr.clicks.click_models import simulate_click_chunks
-from ltr.clicks.list_stream import stream_shown_lists
-from ltr.clicks.log_stream import write_log_stream
-from ltr.clicks.log_table import read_log_parquet
-from ltr.clicks.logged_lists import group_sessions, pair_counts
+from ltr.clicks.simulate.click_models import simulate_click_chunks
+from ltr.clicks.logs.list_stream import stream_shown_lists
+from ltr.clicks.logs.stream import write_log_stream
+from ltr.clicks.logs.table import read_log_parquet
+from ltr.clicks.logs.lists import group_sessions, pair_counts
 from ltr.data import RankingDataset
 from ltr.errors import LtrError
 
@@ -53,7 +53,7 @@ def test_streamed_lists_and_pairs_equal_the_whole_log(logged, batch_size):
 def test_training_on_the_streamed_lists_equals_training_on_the_log(logged, estimator):
     import torch
 
-    from ltr.clicks.unbiased_training import fit_on_clicks, fit_on_lists
+    from ltr.clicks.estimators.training import fit_on_clicks, fit_on_lists
     from ltr.train.models import MLPScorer
     from ltr.train.trainer import TrainConfig
 
@@ -80,7 +80,7 @@ def test_a_log_whose_sessions_go_back_is_refused(logged, tmp_path):
 
 
 def test_fit_on_lists_refuses_other_estimators_and_missing_pairs(logged):
-    from ltr.clicks.unbiased_training import fit_on_lists
+    from ltr.clicks.estimators.training import fit_on_lists
 
     ds, path, _ = logged
     lists, _, _ = stream_shown_lists(path, ds)
@@ -93,9 +93,9 @@ def test_fit_on_lists_refuses_other_estimators_and_missing_pairs(logged):
 @pytest.mark.parametrize("batch_size", [7, 1_000_000])
 @pytest.mark.parametrize("clip", [None, 0.3])
 def test_click_dcg_from_streamed_cells_equals_the_whole_log(logged, batch_size, clip):
-    from ltr.clicks.ips import click_dcg
-    from ltr.clicks.ips_stream import click_dcg_from_cells, stream_click_cells
-    from ltr.clicks.propensity import propensities_from_curve
+    from ltr.clicks.estimators.ips import click_dcg
+    from ltr.clicks.estimators.ips_stream import click_dcg_from_cells, stream_click_cells
+    from ltr.clicks.propensities.interventions import propensities_from_curve
 
     ds, path, log = logged
     scores = ds.features[:, 0] * -1.0 + ds.features[:, 1]  # a ranker other than the logger
@@ -130,7 +130,8 @@ def test_clicks_evaluate_streams_the_parquet_log_and_reads_an_unsorted_one_whole
     assert capsys.readouterr().err.count("reading the log whole") == 1  # the unsorted log only
     for other in results[1:]:
         assert other.keys() == results[0].keys()
-        for key in results[0]:
+        assert other.pop("propensity_source") == results[0]["propensity_source"] == "logged (simulator's truth)"
+        for key in other:
             assert other[key] == pytest.approx(results[0][key], rel=1e-12)
     assert results[0]["ips"] != results[0]["naive"]
 
@@ -164,8 +165,8 @@ def test_clicks_train_dla_streams_a_sorted_log_and_reads_an_unsorted_one_whole(l
 @pytest.mark.parametrize("batch_size", [7, 1_000_000])
 def test_streamed_click_sessions_equal_the_training_set_of_the_whole_log(logged, batch_size):
     """LightGBM's naive / ips / position-bias rows from the log read in batches: click_training_set's, row for row."""
-    from ltr.clicks.ips import click_training_set
-    from ltr.clicks.session_stream import session_training_set, stream_click_sessions
+    from ltr.clicks.estimators.ips import click_training_set
+    from ltr.clicks.engines.session_stream import session_training_set, stream_click_sessions
 
     ds, path, log = logged
     curve = 1.0 / np.arange(1, 7) ** 0.7
@@ -191,7 +192,7 @@ def test_xgboost_streamed_sessions_boost_the_booster_of_the_whole_log(logged, ba
     """XGBoost's naive and pairwise-debias from the Parquet log read in batches (every session, each in shown order,
     binned through XGBoost's data iterator) equal fit_xgboost_clicks on the log in memory: trees, biases, counts."""
     pytest.importorskip("xgboost")
-    from ltr.clicks.unbiased_xgboost import fit_xgboost_clicks, fit_xgboost_streamed_sessions
+    from ltr.clicks.engines.xgboost import fit_xgboost_clicks, fit_xgboost_streamed_sessions
 
     ds, path, log = logged
     for unbiased in (False, True):
@@ -210,7 +211,7 @@ def test_xgboost_streamed_sessions_paged_to_disk_boost_the_same_booster(logged, 
     folder made in the given one: the same trees and biases as the matrix in RAM, the cache's files counted in
     info, and the folder removed once training returns."""
     pytest.importorskip("xgboost")
-    from ltr.clicks.unbiased_xgboost import fit_xgboost_streamed_sessions
+    from ltr.clicks.engines.xgboost import fit_xgboost_streamed_sessions
 
     ds, path, _ = logged
     for unbiased in (False, True):
@@ -232,8 +233,8 @@ def test_xgboost_streamed_sessions_refuse_a_session_that_skips_a_position(logged
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from ltr.clicks import unbiased_xgboost
-    from ltr.clicks.unbiased_xgboost import fit_xgboost_streamed_sessions
+    from ltr.clicks.engines import xgboost as unbiased_xgboost
+    from ltr.clicks.engines.xgboost import fit_xgboost_streamed_sessions
 
     ds, path, log = logged
     table = pq.read_table(path)
@@ -259,14 +260,14 @@ def _lightgbm_trees(booster) -> str:
 def _whole_and_saved(engine: str, ds, log, estimator: str, rounds: int):
     """The trees of ``estimator`` fitted on ``log`` in memory, and a reader of those a model folder holds."""
     if engine == "lightgbm":
-        from ltr.clicks.unbiased_lightgbm import fit_lightgbm_clicks
+        from ltr.clicks.engines.lightgbm import fit_lightgbm_clicks
         from ltr.gbdt.lightgbm import load_booster
 
         whole = fit_lightgbm_clicks(ds, ds, log, estimator, rounds=rounds, seed=0)[0]
         return _lightgbm_trees(whole), lambda out: _lightgbm_trees(load_booster(out)[0])
     import json
 
-    from ltr.clicks.unbiased_xgboost import fit_xgboost_clicks
+    from ltr.clicks.engines.xgboost import fit_xgboost_clicks
 
     whole = fit_xgboost_clicks(ds, log, unbiased=estimator == "pairwise-debias", rounds=rounds, seed=0, valid=ds,
                                early_stopping_rounds=50)[0]

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ltr.clicks.click_models import pbm_examination, simulate_clicks
-from ltr.clicks.dla import fit_dla
-from ltr.clicks.logged_lists import group_sessions
+from ltr.clicks.simulate.click_models import pbm_examination, simulate_clicks
+from ltr.clicks.estimators.dla import fit_dla
+from ltr.clicks.logs.lists import group_sessions
 from ltr.errors import LtrError
 
 
@@ -62,7 +62,7 @@ def test_clipping_the_relevance_weights_biases_the_bottom_positions_down(noisele
 
 
 def test_validation_keeps_the_best_epoch(noiseless):
-    from ltr.clicks.dla import _valid_ndcg
+    from ltr.clicks.estimators.dla import _valid_ndcg
     from ltr.data import RankingDataset
     from ltr.train.models import LinearScorer
 
@@ -96,7 +96,7 @@ def test_full_propensity_update_is_the_mm_optimum_on_lists_of_uneven_length(nois
     short (the softmax of a short list runs over its shown positions only); each MM step lowers the loss."""
     import torch
 
-    from ltr.clicks.dla import _dla_losses, _full_propensity_update, list_tensors
+    from ltr.clicks.estimators.dla import _dla_losses, _full_propensity_update, list_tensors
 
     x, lists, clicks, theta, u = noiseless
     xt, c, pos, mask = list_tensors(lists, x, clicks)
@@ -145,11 +145,11 @@ class _FixedScores:
 def test_geomean_reference_removes_the_bias_of_the_first_items_relevance(noiseless, s):
     """A ranker whose log-relevance is off by independent N(0, s^2) errors: with the first item as the
     reference every theta_r / theta_1 (r >= 2) of the propensity loss's optimum is too high by about
-    exp(s^2) = 1.28 at s = 0.5 (Jensen, module docstring of ltr.clicks.dla); the geometric mean of the list
+    exp(s^2) = 1.28 at s = 0.5 (Jensen, module docstring of ltr.clicks.estimators.dla); the geometric mean of the list
     as the reference has no such factor. With the true relevance (s = 0) both are exact."""
     import torch
 
-    from ltr.clicks.dla import _full_propensity_update, list_tensors
+    from ltr.clicks.estimators.dla import _full_propensity_update, list_tensors
 
     x, lists, clicks, theta, u = noiseless
     log_rel = u + np.random.default_rng(2).normal(0.0, s, u.size)
@@ -176,7 +176,7 @@ def test_relevance_reference_is_checked(noiseless):
 
 
 def test_best_epoch_keeps_the_first_best_and_stops_after_patience():
-    from ltr.clicks.dla import BestEpoch
+    from ltr.clicks.estimators.dla import BestEpoch
 
     best = BestEpoch(patience=2)
     values = [0.3, 0.5, 0.5, 0.4, 0.6]  # a tie is no gain: epoch 1 stays the best, and epoch 3 is its second miss
@@ -196,7 +196,7 @@ def test_refit_sets_the_kept_rankers_propensity_optimum_and_removes_the_minibatc
     is within 2% of 1/r everywhere."""
     import torch
 
-    from ltr.clicks.dla import _full_propensity_update, list_tensors
+    from ltr.clicks.estimators.dla import _full_propensity_update, list_tensors
     from ltr.train.models import LinearScorer
 
     x, lists, _, theta, u = noiseless

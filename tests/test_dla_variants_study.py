@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from experiment_scripts import load_experiment
 
-from ltr.clicks.click_models import pbm_examination, simulate_clicks
-from ltr.clicks.logged_lists import group_sessions
+from ltr.clicks.simulate.click_models import pbm_examination, simulate_clicks
+from ltr.clicks.logs.lists import group_sessions
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +51,7 @@ def test_likelihood_update_recovers_theta_from_the_true_ranker(study, noiseless)
     (lists cut to 3..8 shown items too); started flat, the MM steps reach it to 1e-6."""
     import torch
 
-    from ltr.clicks.dla import list_tensors
+    from ltr.clicks.estimators.dla import list_tensors
 
     x, lists, clicks, theta, _ = noiseless
     xt, c, pos, mask = list_tensors(lists, x, clicks)
@@ -67,9 +67,9 @@ def test_likelihood_update_recovers_theta_from_the_true_ranker(study, noiseless)
 
 
 def test_the_loop_without_knobs_is_fit_dla_and_repeats(study, noiseless):
-    """No knob: the same theta and the same kept epoch as ltr.clicks.dla.fit_dla (same seed, optimiser,
+    """No knob: the same theta and the same kept epoch as ltr.clicks.estimators.dla.fit_dla (same seed, optimiser,
     batches and early stopping); a second run gives the same digits."""
-    from ltr.clicks.dla import fit_dla
+    from ltr.clicks.estimators.dla import fit_dla
     from ltr.train.models import LinearScorer
     from ltr.train.trainer import seed_everything
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ltr.clicks.click_models import attraction, pbm_examination, simulate_clicks, top_k_matrix
-from ltr.clicks.intervention_harvesting import (
+from ltr.clicks.simulate.click_models import attraction, pbm_examination, simulate_clicks, top_k_matrix
+from ltr.clicks.propensities.harvesting import (
     adjacent_estimate,
     allpairs_estimate,
     counts_from_logs,
@@ -132,9 +132,9 @@ def test_cli_estimate_harvest(tmp_path, capsys):
 def test_streamed_harvest_cells_give_the_counts_of_the_logs_read_whole(tmp_path, batch_size):
     """Three rankers' Parquet logs summed per (query, doc, position) in record batches give exactly the harvested
     counts, the estimate and the session counts of the logs read whole."""
-    from ltr.clicks.harvest_stream import cells_of_log, stream_harvest_cells
-    from ltr.clicks.intervention_harvesting import counts_from_cells
-    from ltr.clicks.log_table import read_log_parquet, write_log_parquet
+    from ltr.clicks.propensities.harvest_stream import cells_of_log, stream_harvest_cells
+    from ltr.clicks.propensities.harvesting import counts_from_cells
+    from ltr.clicks.logs.table import read_log_parquet, write_log_parquet
 
     rng, labels, offsets = _data(4, n_queries=60)
     logs, paths = [], []
@@ -162,7 +162,7 @@ def test_streamed_harvest_refuses_a_doc_row_under_two_queries_and_bad_columns(tm
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from ltr.clicks.harvest_stream import stream_harvest_cells
+    from ltr.clicks.propensities.harvest_stream import stream_harvest_cells
 
     table = pa.table({"session": [0, 0, 1, 1], "query": [0, 0, 1, 1], "doc": [3, 4, 3, 5], "position": [1, 2, 1, 2],
                       "click": [1, 0, 0, 1]})
@@ -174,7 +174,7 @@ def test_streamed_harvest_refuses_a_doc_row_under_two_queries_and_bad_columns(tm
     with pytest.raises(LtrError, match="named.parquet: intervention harvesting reads logs whose session, query and doc"):
         stream_harvest_cells(tmp_path / "named.parquet")
     pq.write_table(table.set_column(3, "position", pa.array([1, 2, 0, 2])), tmp_path / "pos.parquet")
-    with pytest.raises(LtrError, match=r"pos.parquet: row 2: position 0 is outside 1\.\."):
+    with pytest.raises(LtrError, match=r"pos.parquet: row 3: position 0 is outside 1\.\."):
         stream_harvest_cells(tmp_path / "pos.parquet")
 
 
@@ -186,7 +186,7 @@ def test_cli_harvest_streams_sorted_logs_and_reads_unsorted_ones_whole(tmp_path,
     from click_log_files import write_backwards_log
 
     from ltr.cli import main
-    from ltr.clicks.log_table import write_log_parquet
+    from ltr.clicks.logs.table import write_log_parquet
 
     rng, labels, offsets = _data(5, n_queries=60)
     sorted_logs, backwards = [], []

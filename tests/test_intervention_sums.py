@@ -10,12 +10,12 @@ import pyarrow.parquet as pq
 import pytest
 from click_log_files import write_backwards_log, write_data_and_scores
 
-from ltr.clicks.click_models import simulate_click_chunks
-from ltr.clicks.intervention_sums import stream_intervention_sums, sums_from_rows, sums_of_log
-from ltr.clicks.list_stream import UnsortedSessionsError
-from ltr.clicks.log_stream import write_log_stream
-from ltr.clicks.log_table import log_to_table, read_log_parquet
-from ltr.clicks.propensity import estimate_from_randomized, estimate_from_swaps
+from ltr.clicks.simulate.click_models import simulate_click_chunks
+from ltr.clicks.propensities.intervention_sums import stream_intervention_sums, sums_from_rows, sums_of_log
+from ltr.clicks.logs.list_stream import UnsortedSessionsError
+from ltr.clicks.logs.stream import write_log_stream
+from ltr.clicks.logs.table import log_to_table, read_log_parquet
+from ltr.clicks.propensities.interventions import estimate_from_randomized, estimate_from_swaps
 from ltr.data import RankingDataset
 from ltr.errors import LtrError
 
@@ -94,7 +94,7 @@ def test_sessions_that_go_back_and_logs_without_interventions(logged, tmp_path):
 
 def test_cli_estimates_stream_and_fall_back_for_an_unsorted_log(logged, tmp_path, capsys, monkeypatch):
     from ltr.cli import main
-    from ltr.clicks import log_table
+    from ltr.clicks.logs import table as log_table
 
     _, path, log = logged
     backwards = write_backwards_log(log, tmp_path / "backwards.parquet")
@@ -123,7 +123,7 @@ def _refuse(*args, **kwargs):
 
 def test_clicks_evaluate_with_estimated_propensities_streams_them(logged, tmp_path, monkeypatch):
     from ltr.cli import main
-    from ltr.clicks import log_table
+    from ltr.clicks.logs import table as log_table
 
     ds, path, log = logged
     data, scores = write_data_and_scores(ds, tmp_path)
@@ -138,5 +138,6 @@ def test_clicks_evaluate_with_estimated_propensities_streams_them(logged, tmp_pa
                          "--k", "5", "--propensity", "swap", "--read-rows", "29", "--json", str(out)]) == 0
             got.append(json.loads(out.read_text()))
     assert got[0].keys() == got[1].keys()
+    assert got[0].pop("propensity_source") == got[1].pop("propensity_source") == "estimated from swap traffic"
     for key in got[0]:
         assert got[0][key] == pytest.approx(got[1][key], rel=1e-12), key

@@ -12,20 +12,16 @@ import itertools
 import numpy as np
 import pytest
 
-from ltr.clicks.click_models import (
-    ClickLog,
-    attraction,
-    pbm_examination,
-    simulate_clicks,
-)
-from ltr.clicks.ips import (
+from ltr.clicks.logs.click_log import ClickLog
+from ltr.clicks.simulate.click_models import attraction, pbm_examination, simulate_clicks
+from ltr.clicks.estimators.ips import (
     click_dcg,
     expected_click_dcg,
     inverse_propensity_weights,
     logged_support,
     ranks_within_queries,
 )
-from ltr.clicks.propensity import propensities_from_curve
+from ltr.clicks.propensities.interventions import propensities_from_curve
 from ltr.errors import LtrError
 from metrics.discounts import discount_values
 

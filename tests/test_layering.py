@@ -5,7 +5,10 @@ metrics <- losses <- ltr.data <- ltr.runs <- {ltr.train, ltr.gbdt} <- ltr.models
 
 A module may import from its own part and from parts below it, never from a part above it or beside
 it at the same level; the top-level helpers ``ltr.errors``, ``ltr.io_utils`` and ``ltr`` itself are
-usable everywhere, a command module never imports another command module, and only ``ltr.cli`` / ``ltr.__main__`` may import ``ltr.commands``. Every import
+usable everywhere, a command module never imports another command (the modules of one command's
+package, ``ltr.commands.clicks.*``, import each other), and only ``ltr.cli`` / ``ltr.__main__`` may
+import ``ltr.commands``. Inside ``ltr.clicks`` the same rule holds between its floors
+(``CLICKS_FLOORS``): logs <- simulate <- propensities, interleaving <- estimators <- engines. Every import
 statement is read, including the ones inside functions (the toolkit imports heavy modules lazily).
 The stubs left at the old places of moved modules (``ltr._moved.MOVED``) import nothing but ``ltr._moved``.
 
@@ -37,6 +40,16 @@ LEVEL = {
     "ltr.commands": 7,
     "ltr.cli": 8,
     "ltr.__main__": 9,
+}
+#: the floors of ltr.clicks (its sub-packages and top modules): a module imports its own floor and lower ones
+CLICKS_FLOORS = {
+    "logs": 0,
+    "open_bandit": 0,
+    "simulate": 1,
+    "propensities": 2,
+    "interleaving": 2,
+    "estimators": 3,
+    "engines": 4,
 }
 SHARED = {"ltr", "ltr.errors", "ltr.io_utils", "ltr.checks", "ltr._moved", "ltr._lazy"}  # used by every part
 # ``from ltr import NeuralRanker``: ltr/__init__.py re-exports it lazily (module __getattr__)
@@ -92,6 +105,31 @@ def imported_modules(path: Path, module: str) -> list[tuple[int, str]]:
     return found
 
 
+def command_of(module: str) -> str | None:
+    """The sub-command a module of ltr.commands belongs to (``ltr.commands.clicks.train`` -> ``clicks``)."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["ltr", "commands"] else None
+
+
+def clicks_floor(module: str) -> str | None:
+    """The floor of ltr.clicks a module belongs to (``ltr.clicks.logs.table`` -> ``logs``), or None for the
+    package itself and the stubs left at the old flat paths."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["ltr", "clicks"] and parts[2] in CLICKS_FLOORS else None
+
+
+def clicks_violation(module: str, target: str) -> str | None:
+    """Why an import between two modules of ltr.clicks breaks its floors' one-way rule, or None."""
+    mine, theirs = clicks_floor(module), clicks_floor(target)
+    if mine is None or mine == theirs:
+        return None
+    if theirs is None:  # the package's lazy names or an old stub: the floors import their modules by path
+        return f"{module} ({mine}) imports {target} (not a floor: import the module of a floor)"
+    if CLICKS_FLOORS[theirs] >= CLICKS_FLOORS[mine]:
+        return f"{module} ({mine}) imports {target} ({theirs}, not below it)"
+    return None
+
+
 def violations(path: Path) -> list[str]:
     module = module_name(path)
     mine = part_of(module)
@@ -100,9 +138,13 @@ def violations(path: Path) -> list[str]:
     bad = []
     for line, target in imported_modules(path, module):
         theirs = part_of(target)
-        if mine == theirs == "ltr.commands" and target not in (module, "ltr.commands"):
+        if (mine == theirs == "ltr.commands" and target not in (module, "ltr.commands")
+                and not (command_of(module) and command_of(module) == command_of(target) and module.count(".") > 2)):
             # what two commands share lives in the part it belongs to, not in another command
             bad.append(f"{path.relative_to(ROOT)}:{line}: command {module} imports command {target}")
+            continue
+        if mine == theirs == "ltr.clicks" and clicks_violation(module, target):
+            bad.append(f"{path.relative_to(ROOT)}:{line}: {clicks_violation(module, target)}")
             continue
         if theirs is None or theirs == mine or theirs in SHARED or (module, target) in REEXPORTS:
             continue
@@ -152,6 +194,11 @@ def test_moved_stubs_forward_with_a_warning():
         ("ltr/errors.py", "from ltr.data import RankingDataset\n", "(shared) imports ltr.data"),
         ("ltr/train/x.py", "from .models import MLPScorer\nfrom ..study import ablation\n", "imports ltr.study"),
         ("ltr/commands/x.py", "from ltr.commands.train import load_data\n", "command ltr.commands.x imports command"),
+        ("ltr/commands/clicks/x.py", "from ltr.commands.train import load_data\n", "command ltr.commands.clicks.x imports"),
+        ("ltr/clicks/logs/x.py", "from ltr.clicks.estimators.ips import click_dcg\n", "(logs) imports ltr.clicks.estimators.ips"),
+        ("ltr/clicks/simulate/x.py", "def f():\n    from ..propensities import interventions\n", "(simulate) imports ltr.clicks.propensities"),
+        ("ltr/clicks/interleaving.py", "from ltr.clicks.propensities.harvesting import x\n", "(propensities, not below it)"),
+        ("ltr/clicks/estimators/x.py", "from ltr.clicks import simulate_clicks\n", "not a floor"),
     ],
 )
 def test_the_checker_catches_a_wrong_import(tmp_path, monkeypatch, module, source, expected):
@@ -173,6 +220,21 @@ def test_allowed_imports_pass(tmp_path, monkeypatch):
         "from . import report\n"
     )
     assert violations(path) == []
+
+
+def test_allowed_imports_inside_clicks_and_a_command_package(tmp_path, monkeypatch):
+    monkeypatch.setattr(__import__(__name__), "ROOT", tmp_path)
+    files = {
+        "ltr/clicks/engines/x.py": "from ltr.clicks.estimators.ips import click_dcg\nfrom ltr.clicks.logs import table\n"
+                                   "from .lightgbm import fit\n",
+        "ltr/clicks/propensities/x.py": "from ltr.clicks.simulate.click_models import attraction\n",
+        "ltr/commands/clicks/train.py": "from ltr.commands.clicks.common import load_log\nfrom . import common\n",
+    }
+    for name, source in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source)
+        assert violations(path) == [], name
 
 
 # ---------------------------------------------------------------------------------------------
@@ -310,3 +372,25 @@ def test_names_moved_out_of_a_module_forward_with_a_warning():
                 value = getattr(importlib.import_module(old), name)
             assert value is getattr(importlib.import_module(new), name)
             assert caught and issubclass(caught[0].category, DeprecationWarning) and new in str(caught[0].message)
+
+
+def test_names_that_moved_apart_from_their_module_forward_to_their_own_place():
+    """``ltr.clicks.click_models.ClickLog`` went to ``ltr.clicks.logs.click_log``, the simulator to
+    ``ltr.clicks.simulate.click_models``: each old name reaches the object its new module holds."""
+    import importlib
+    import warnings
+
+    from ltr._moved import MOVED_APART
+
+    for old, names in MOVED_APART.items():
+        stub = importlib.import_module(old)
+        for name, new in names.items():
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                value = getattr(stub, name)
+            assert value is getattr(importlib.import_module(new), name), (old, name)
+            assert new in str(caught[0].message), (old, name)
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        from ltr.clicks.click_models import simulate_clicks
+    assert simulate_clicks.__module__ == "ltr.clicks.simulate.click_models"

@@ -5,15 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ltr.clicks.click_models import ClickLog, concat_logs, simulate_click_chunks, simulate_clicks
-from ltr.clicks.log_stream import (
-    aggregate_dataset,
-    aggregate_from_log,
-    aggregate_log,
-    cell_values,
-    write_log_stream,
-)
-from ltr.clicks.log_table import read_log_parquet
+from ltr.clicks.logs.click_log import ClickLog, concat_logs
+from ltr.clicks.simulate.click_models import simulate_click_chunks, simulate_clicks
+from ltr.clicks.estimators.cells import aggregate_dataset, cell_values
+from ltr.clicks.logs.stream import aggregate_from_log, aggregate_log, write_log_stream
+from ltr.clicks.logs.table import read_log_parquet
 from ltr.data import RankingDataset
 from ltr.errors import LtrError
 
@@ -39,7 +35,7 @@ def _same(a: ClickLog, b: ClickLog) -> None:
 
 @pytest.mark.parametrize("extra", [{}, {"randomize_fraction": 0.3, "swap_fraction": 0.2, "model": "cascade"}])
 def test_chunks_with_the_default_size_are_the_one_shot_log(data, extra, monkeypatch):
-    import ltr.clicks.click_models as cm
+    import ltr.clicks.simulate.click_models as cm
 
     ds, scores = data
     # a small chunk so that the log takes many chunks (both paths read the same constant)
@@ -105,7 +101,7 @@ def test_stream_file_reads_back_as_the_log_and_aggregates_alike_in_any_batch(dat
 
 @pytest.mark.parametrize("estimator, model", [("naive", "pbm"), ("ips", "pbm"), ("ips", "cascade"), ("affine", "trust")])
 def test_aggregate_lists_equal_the_shown_lists_of_a_one_list_per_query_log(data, estimator, model):
-    from ltr.clicks.unbiased import corrected_clicks, lists_dataset, trust_parameters
+    from ltr.clicks.estimators.unbiased import corrected_clicks, lists_dataset, trust_parameters
 
     ds, scores = data
     log = simulate_clicks(ds.labels, ds.query_offsets, scores, **{**OPTS, "model": model})
@@ -124,7 +120,7 @@ def test_aggregate_lists_equal_the_shown_lists_of_a_one_list_per_query_log(data,
 def test_training_from_the_streamed_aggregate_equals_training_from_the_log(data, tmp_path):
     import torch
 
-    from ltr.clicks.unbiased_training import fit_on_aggregate, fit_on_clicks
+    from ltr.clicks.estimators.training import fit_on_aggregate, fit_on_clicks
     from ltr.train.models import LinearScorer
     from ltr.train.trainer import TrainConfig
 
@@ -151,7 +147,7 @@ def test_training_from_the_streamed_aggregate_equals_training_from_the_log(data,
 
 
 def test_estimators_that_need_sessions_refuse_the_aggregate(data):
-    from ltr.clicks.unbiased_training import fit_on_aggregate
+    from ltr.clicks.estimators.training import fit_on_aggregate
 
     ds, scores = data
     agg = aggregate_from_log(simulate_clicks(ds.labels, ds.query_offsets, scores, **OPTS), ds)

@@ -91,7 +91,7 @@ def id_data(tmp_path):
 
 
 def test_a_log_with_string_ids_maps_to_the_data_rows(id_data, tmp_path):
-    from ltr.clicks.log_stream import aggregate_log
+    from ltr.clicks.logs.stream import aggregate_log
     from ltr.data.files import load_data_file
 
     ds = load_data_file(str(id_data), "data", None)
@@ -108,9 +108,9 @@ def test_a_log_with_string_ids_maps_to_the_data_rows(id_data, tmp_path):
 
 
 @pytest.mark.parametrize("queries, docs, message", [
-    (["17", "17", "99", "99"], ["d3", "d1", "d2", "d5"], r"ext.parquet: row 2: query id '99' is not a query"),
-    (["17", "17", "42", "42"], ["d3", "d1", "d2", "zz"], r"row 3: document id 'zz' is not a document"),
-    (["17", "17", "42", "42"], ["d3", "d5", "d2", "d6"], r"row 1: query / document '17 / d5' names no row"),
+    (["17", "17", "99", "99"], ["d3", "d1", "d2", "d5"], r"ext.parquet: row 3: query id '99' is not a query"),
+    (["17", "17", "42", "42"], ["d3", "d1", "d2", "zz"], r"row 4: document id 'zz' is not a document"),
+    (["17", "17", "42", "42"], ["d3", "d5", "d2", "d6"], r"row 2: query / document '17 / d5' names no row"),
 ])
 def test_ids_not_in_the_data_set_are_clear_errors(id_data, tmp_path, capsys, queries, docs, message):
     log = tmp_path / "ext.parquet"
@@ -129,7 +129,7 @@ def test_integer_ids_read_as_indices_outside_the_data_are_refused(id_data, tmp_p
     rc = main(["clicks", "estimate", "--method", "em", "--data", str(id_data), "--log", str(log), "--resamples", "2"])
     assert rc == 2
     err = capsys.readouterr().err
-    assert "row 0: query index 17 is outside the data set's 0..1" in err and "--log-ids id" in err
+    assert "row 1: query index 17 is outside the data set's 0..1" in err and "--log-ids id" in err
 
 
 def test_evaluate_reads_a_log_with_string_ids(id_data, tmp_path, capsys):
@@ -138,8 +138,15 @@ def test_evaluate_reads_a_log_with_string_ids(id_data, tmp_path, capsys):
     scores = tmp_path / "s.txt"
     scores.write_text("0.5\n0.1\n0.9\n0.2\n0.8\n0.0\n")  # ranks d3 then d1 (query 17), d5 then d2 (query 42)
     js = tmp_path / "e.json"
-    assert main(["clicks", "evaluate", "--log", str(log), "--data", str(id_data), "--scores", str(scores), "--k", "2",
-                 "--json", str(js)]) == 0
+    args = ["clicks", "evaluate", "--log", str(log), "--data", str(id_data), "--scores", str(scores), "--k", "2",
+            "--json", str(js)]
+    assert main(args) == 2  # no propensity column: IPS is not naive under another name
+    assert "no propensity column" in capsys.readouterr().err
+    (tmp_path / "curve.txt").write_text("1\n0.5\n")
+    assert main([*args, "--propensity-file", str(tmp_path / "curve.txt")]) == 0
     out = json.loads(js.read_text())
     # The new ranker shows each clicked item (d3 in session 0, d5 in session 1) first: naive click-DCG@2 = 1 per query.
     assert out["naive"] == pytest.approx(1.0)
+    # IPS: d3 was clicked at position 1 (weight 1), d5 at position 2 (weight 1 / 0.5): (1 + 2) / 2
+    assert out["ips"] == pytest.approx(1.5)
+    assert out["propensity_source"] == f"file {tmp_path / 'curve.txt'}" and "true_click_dcg" not in out

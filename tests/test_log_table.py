@@ -7,8 +7,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ltr.clicks.click_models import ClickLog, simulate_clicks
-from ltr.clicks.log_table import log_to_table, read_log_parquet, write_log_parquet
+from ltr.clicks.logs.click_log import ClickLog
+from ltr.clicks.simulate.click_models import simulate_clicks
+from ltr.clicks.logs.table import log_to_table, read_log_parquet, write_log_parquet
 from ltr.errors import LtrError
 
 
@@ -73,5 +74,5 @@ def test_bad_tables_are_user_errors(tmp_path):
     pq.write_table(pa.table({"session": [0], "query": [0], "doc": [1], "position": [1], "click": [2]}), tmp_path / "c.parquet")
     with pytest.raises(LtrError, match="clicks 0 or 1"):
         read_log_parquet(tmp_path / "c.parquet")
-    with pytest.raises(LtrError, match="cannot read"):
+    with pytest.raises(LtrError, match="no such click log"):
         read_log_parquet(tmp_path / "missing.parquet")

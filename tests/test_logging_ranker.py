@@ -7,11 +7,11 @@ import json
 import numpy as np
 import pytest
 
-import ltr.clicks.logging_ranker as logging_ranker
+import ltr.clicks.simulate.logging_ranker as logging_ranker
 import metrics
 from ltr.cli import main
-from ltr.clicks.click_models import ClickLog
-from ltr.clicks.logging_ranker import RIDGE_PENALTY, ridge_logger
+from ltr.clicks.logs.click_log import ClickLog
+from ltr.clicks.simulate.logging_ranker import RIDGE_PENALTY, ridge_logger
 from ltr.data import load_svmlight, save_svmlight
 from ltr.data.synthetic import make_mslr_like
 

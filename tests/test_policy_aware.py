@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 
 from ltr.cli import main
-from ltr.clicks.click_models import attraction, simulate_click_chunks, simulate_clicks
-from ltr.clicks.log_stream import aggregate_from_log, aggregate_log, cell_values, write_log_stream
-from ltr.clicks.logging_ranker import plackett_luce_ndcg
-from ltr.clicks.policy_aware import policy_aware_dataset, policy_aware_labels
-from ltr.clicks.unbiased import corrected_clicks, lists_dataset
+from ltr.clicks.simulate.click_models import attraction, simulate_click_chunks, simulate_clicks
+from ltr.clicks.estimators.cells import cell_values
+from ltr.clicks.logs.stream import aggregate_from_log, aggregate_log, write_log_stream
+from ltr.clicks.simulate.logging_ranker import plackett_luce_ndcg
+from ltr.clicks.estimators.policy_aware import policy_aware_dataset, policy_aware_labels
+from ltr.clicks.estimators.unbiased import corrected_clicks, lists_dataset
 from ltr.data import RankingDataset
 from ltr.errors import LtrError
 
@@ -202,8 +203,8 @@ def test_cli_trains_policy_aware_gbdt_alike_from_the_log_in_memory_and_streamed(
 
 
 def test_policy_aware_click_dcg_finds_the_truth_of_a_stochastic_log_where_ips_does_not(data, tmp_path):
-    from ltr.clicks.ips import click_dcg, expected_click_dcg
-    from ltr.clicks.ips_stream import click_dcg_from_cells, stream_click_cells
+    from ltr.clicks.estimators.ips import click_dcg, expected_click_dcg
+    from ltr.clicks.estimators.ips_stream import click_dcg_from_cells, stream_click_cells
 
     ds, scores = data
     new = ds.labels + np.random.default_rng(0).normal(0, 1, ds.n_items)  # the ranker judged on the log

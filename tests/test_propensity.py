@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ltr.clicks.click_models import pbm_examination, simulate_clicks
-from ltr.clicks.propensity import (
+from ltr.clicks.simulate.click_models import pbm_examination, simulate_clicks
+from ltr.clicks.propensities.interventions import (
     compare_to_truth,
     estimate_from_randomized,
     estimate_from_swaps,
@@ -67,13 +67,14 @@ def test_randomized_needs_randomized_sessions():
         estimate_from_swaps(log, 3)
 
 
-def test_curve_extends_with_power_law_and_maps_positions(log_and_truth):
+def test_curve_holds_its_last_position_and_smooths_with_the_power_law(log_and_truth):
     log, _, _, k = log_and_truth
     est = estimate_from_randomized(log, k)
     eta_hat = fit_power_law(est)
     curve = est.curve(12)
     np.testing.assert_allclose(curve[:k], est.theta)
-    np.testing.assert_allclose(curve[k:], np.arange(k + 1, 13) ** -eta_hat)
+    np.testing.assert_allclose(curve[k:], est.theta[k - 1])  # beyond the estimate: held at its last position
+    np.testing.assert_allclose(est.curve(12, smooth=True), np.arange(1, 13) ** -eta_hat)
     p = propensities_from_curve(log, curve)
     np.testing.assert_allclose(p, curve[log.position - 1])
     with pytest.raises(LtrError, match="positions"):

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ltr.clicks.click_models import pbm_examination, simulate_clicks
-from ltr.clicks.regression_em import (
+from ltr.clicks.simulate.click_models import pbm_examination, simulate_clicks
+from ltr.clicks.propensities.regression_em import (
     Observations,
     bootstrap_em,
     em_step,
@@ -110,8 +110,8 @@ def test_observations_from_a_simulated_log():
 def test_relevance_predictor_reproduces_the_fitted_gamma():
     # The predictor EM returns scores any rows with the M-step model: on the observed items it gives back
     # EM's own gamma, rescaled to theta_1 = 1 (gamma * theta_raw[0]).
-    from ltr.clicks.click_models import simulate_clicks
-    from ltr.clicks.regression_em import observations_from_log, regression_em
+    from ltr.clicks.simulate.click_models import simulate_clicks
+    from ltr.clicks.propensities.regression_em import observations_from_log, regression_em
 
     rng = np.random.default_rng(7)
     lengths = rng.integers(8, 15, 120)
@@ -129,7 +129,7 @@ def test_relevance_predictor_reproduces_the_fitted_gamma():
 def test_gbdt_m_step_reuses_the_binned_data_with_the_same_boosters():
     # Every M-step fits the same features and weights to new soft labels: the dataset kept from the first
     # step, relabelled, gives the boosters of a dataset built anew, prediction for prediction.
-    from ltr.clicks.regression_em import _fit_gbdt
+    from ltr.clicks.propensities.regression_em import _fit_gbdt
 
     rng = np.random.default_rng(3)
     x = rng.normal(size=(400, 5))

@@ -2,6 +2,8 @@
 features of three kinds, lists of 20 to 120 items, grades 0-4 with most items irrelevant), and its labels follow
 its informative features; a small run of the study gives a row with every estimator and the gap it closed."""
 
+import json
+
 import numpy as np
 import pytest
 from experiment_scripts import load_experiment
@@ -17,8 +19,7 @@ def test_the_web_generator_has_its_own_shape_and_is_deterministic(study):
     lengths = np.diff(ds.query_offsets)
     assert ds.n_features == 24 and lengths.min() >= 20 and lengths.max() <= 120 and ds.n_queries == 50
     assert set(np.unique(ds.labels)) == {0.0, 1.0, 2.0, 3.0, 4.0} and (ds.labels == 0).mean() > 0.5
-    flags = ds.features[:, 8:16]
-    assert set(np.unique(flags)) == {0.0, 1.0}
+    assert set(np.unique(ds.features[:, 8:16])) == {0.0, 1.0}
     again = study.web_like(50, seed=3)
     assert np.array_equal(ds.features, again.features) and np.array_equal(ds.labels, again.labels)
     # the informative score and the flags carry the labels; the noise columns do not
@@ -29,8 +30,6 @@ def test_the_web_generator_has_its_own_shape_and_is_deterministic(study):
 def test_a_small_run_reports_every_estimator_and_the_gap(study, tmp_path):
     assert study.main(["--out", str(tmp_path), "--seeds", "1", "--generators", "web", "--train-queries", "40",
                        "--valid-queries", "20", "--test-queries", "20", "--sessions", "10", "--rounds", "20"]) == 0
-    import json
-
     (row,) = json.loads((tmp_path / "results.json").read_text())["rows"]
     assert row["best"] in study.ESTIMATORS and row["sessions"] == 400
     want = (row[f"test_{row['best']}"] - row["test_naive"]) / (row["test_full"] - row["test_naive"])

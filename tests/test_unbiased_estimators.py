@@ -9,10 +9,11 @@ import pytest
 import torch
 
 import losses
-from ltr.clicks.browsing import trust_curves
-from ltr.clicks.click_models import ClickLog, attraction, pbm_examination, simulate_clicks
-from ltr.clicks.logged_lists import group_sessions, pair_counts
-from ltr.clicks.unbiased import _update_biases, corrected_clicks, lists_dataset
+from ltr.clicks.simulate.browsing import trust_curves
+from ltr.clicks.logs.click_log import ClickLog
+from ltr.clicks.simulate.click_models import attraction, pbm_examination, simulate_clicks
+from ltr.clicks.logs.lists import group_sessions, pair_counts
+from ltr.clicks.estimators.unbiased import _update_biases, corrected_clicks, lists_dataset
 from ltr.data import RankingDataset
 from ltr.errors import LtrError
 

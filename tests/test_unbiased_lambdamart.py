@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ltr.clicks.unbiased_lambdamart import fit_unbiased_lambdamart, pair_lambdas, update_position_biases
+from ltr.clicks.engines.lambdamart import fit_unbiased_lambdamart, pair_lambdas, update_position_biases
 
 SCORES = np.array([[0.5, 0.0, 1.0]])
 POS = np.array([[1, 2, 3]])
@@ -50,7 +50,7 @@ def test_position_bias_update_by_hand():
 def test_boosting_on_a_pbm_log_learns_relevance_and_a_falling_click_bias():
     from scipy.stats import spearmanr
 
-    from ltr.clicks.click_models import simulate_clicks
+    from ltr.clicks.simulate.click_models import simulate_clicks
     from ltr.data import RankingDataset
 
     rng = np.random.default_rng(0)

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from ltr.cli import main
-from ltr.clicks.click_models import simulate_clicks
-from ltr.clicks.ips import click_training_set
-from ltr.clicks.unbiased_lightgbm import fit_lightgbm_clicks
+from ltr.clicks.simulate.click_models import simulate_clicks
+from ltr.clicks.estimators.ips import click_training_set
+from ltr.clicks.engines.lightgbm import fit_lightgbm_clicks
 from ltr.data import save_svmlight
 from ltr.data.synthetic import make_mslr_like
 from ltr.errors import LtrError
@@ -82,7 +82,7 @@ def test_ips_records_its_curve_and_refuses_one_elsewhere(data):
     _, info = fit_lightgbm_clicks(train, None, log, "ips", rounds=3, curve=curve, curve_source="a test curve")
     np.testing.assert_allclose(info["propensity"], curve)
     assert info["propensity_source"] == "a test curve"
-    with pytest.raises(LtrError, match="ips and policy-aware only"):
+    with pytest.raises(LtrError, match="ips, policy-aware and doubly-robust only"):
         fit_lightgbm_clicks(train, None, log, "naive", curve=curve)
     with pytest.raises(LtrError, match="covers 3 positions"):
         fit_lightgbm_clicks(train, None, log, "ips", curve=curve[:3])
@@ -128,7 +128,7 @@ def test_cli_engine_lightgbm_writes_a_model_folder(data, tmp_path, capsys):
 
 
 def test_pairwise_debias_is_unbiased_lambdamart_on_the_shown_lists(data):
-    from ltr.clicks.unbiased_lambdamart import fit_unbiased_lambdamart
+    from ltr.clicks.engines.lambdamart import fit_unbiased_lambdamart
 
     train, _, log = data
     booster, info = fit_lightgbm_clicks(train, None, log, "pairwise-debias", rounds=5, seed=2)
@@ -143,7 +143,7 @@ def test_pairwise_debias_stops_early_at_the_best_validation_round(data):
     """The kept round is the best validation NDCG@10 (recomputed by the toolkit) of an unstopped run's
     rounds up to the stop, with that run's trees and the position biases of that round."""
     import metrics
-    from ltr.clicks.unbiased_lambdamart import fit_unbiased_lambdamart
+    from ltr.clicks.engines.lambdamart import fit_unbiased_lambdamart
 
     train, valid, log = data
     patience = 5
@@ -192,7 +192,7 @@ def test_pairwise_debias_streams_a_parquet_log_and_equals_the_log_in_memory(data
 def test_a_large_session_matrix_is_announced_before_it_is_built(data, tmp_path, capsys, monkeypatch):
     """Above SESSION_MATRIX_NOTE_BYTES the session estimators say on stderr how many rows x features they
     hold (counted by hand here: the shown items of the sessions with a click); pairwise-debias says nothing."""
-    from ltr.commands import clicks as clicks_cli
+    from ltr.commands.clicks import train_gbdt as clicks_cli
 
     train, valid, log = data
     save_svmlight(train, tmp_path / "train.txt")

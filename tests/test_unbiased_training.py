@@ -7,8 +7,8 @@ import pytest
 import torch
 
 import losses
-from ltr.clicks.click_models import pbm_examination, simulate_clicks
-from ltr.clicks.ips import click_training_set, inverse_propensity_weights
+from ltr.clicks.simulate.click_models import pbm_examination, simulate_clicks
+from ltr.clicks.estimators.ips import click_training_set, inverse_propensity_weights
 from ltr.data import RankingDataset
 
 

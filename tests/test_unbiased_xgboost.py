@@ -10,8 +10,8 @@ import pytest
 pytest.importorskip("xgboost")
 
 from ltr.cli import main  # noqa: E402
-from ltr.clicks.click_models import simulate_clicks  # noqa: E402
-from ltr.clicks.unbiased_xgboost import fit_xgboost_clicks, session_groups  # noqa: E402
+from ltr.clicks.simulate.click_models import simulate_clicks  # noqa: E402
+from ltr.clicks.engines.xgboost import fit_xgboost_clicks, session_groups  # noqa: E402
 from ltr.data import RankingDataset, save_svmlight  # noqa: E402
 from ltr.errors import LtrError  # noqa: E402
 
@@ -30,7 +30,7 @@ def pbm():
 
 
 def test_session_groups_put_each_session_in_shown_order():
-    from ltr.clicks.click_models import ClickLog
+    from ltr.clicks.logs.click_log import ClickLog
 
     # two sessions given out of order: rows must come back by (session, position)
     log = ClickLog(np.array([1, 0, 0, 1]), np.zeros(4, np.int64), np.array([5, 2, 3, 4]), np.array([2, 2, 1, 1]),

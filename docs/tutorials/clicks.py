@@ -31,7 +31,7 @@ from ltr.clicks import (
     expected_click_dcg,
     simulate_clicks,
 )
-from ltr.clicks.click_models import attraction
+from ltr.clicks.simulate.click_models import attraction
 from ltr.data import make_synthetic_splits
 from ltr.train import MLPScorer, Trainer, TrainConfig, predict_scores, seed_everything
 

@@ -1,29 +1,46 @@
-"""ltr.clicks: logged clicks and their position bias.
+"""ltr.clicks: logged clicks and their position bias, in five floors that import one way.
 
-Click simulation: position-based and cascade (:mod:`~ltr.clicks.click_models`), DBN, UBM, trust
-bias and click noise (:mod:`~ltr.clicks.browsing`), under a logging ranker on the features
-(:mod:`~ltr.clicks.logging_ranker`); logs as Parquet tables
-(:mod:`~ltr.clicks.log_table`), streamed in batches when larger than memory (:mod:`~ltr.clicks.log_stream`),
-naming queries and documents by index or by the data set's ids (:mod:`~ltr.clicks.log_ids`), and
-grouped by shown list (:mod:`~ltr.clicks.logged_lists`).
-Examination propensities from randomized or swapped traffic (:mod:`~ltr.clicks.propensity`), from one
-ranker's logs by regression EM (:mod:`~ltr.clicks.regression_em`) or DLA (:mod:`~ltr.clicks.dla`).
-Naive / IPS / SNIPS estimates and inverse-propensity training sets (:mod:`~ltr.clicks.ips`);
-unbiased training estimators (:mod:`~ltr.clicks.unbiased`, :mod:`~ltr.clicks.unbiased_training`),
-XGBoost's ``lambdarank_unbiased`` on click sessions (:mod:`~ltr.clicks.unbiased_xgboost`), LightGBM's
-lambdarank on them with inverse-propensity weights or its position-bias model (:mod:`~ltr.clicks.unbiased_lightgbm`);
-team-draft interleaving (:mod:`~ltr.clicks.interleaving`); the Open Bandit logged-click sample
-(:mod:`~ltr.clicks.open_bandit`).
+::
+
+    logs  <-  simulate  <-  propensities  <-  estimators  <-  engines
+
+* :mod:`ltr.clicks.logs`: the log itself. :class:`~ltr.clicks.logs.click_log.ClickLog` (one entry per shown
+  item), its Parquet tables and their schema (:mod:`~ltr.clicks.logs.table`), the ids that name a data
+  set's rows (:mod:`~ltr.clicks.logs.ids`), the record-batch reader and its per-cell sums
+  (:mod:`~ltr.clicks.logs.stream`), the log grouped by shown list (:mod:`~ltr.clicks.logs.lists`,
+  :mod:`~ltr.clicks.logs.list_stream`).
+* :mod:`ltr.clicks.simulate`: users and loggers. Position-based and cascade clicks
+  (:mod:`~ltr.clicks.simulate.click_models`), DBN, UBM, trust bias and click noise
+  (:mod:`~ltr.clicks.simulate.browsing`), the logging rankers (:mod:`~ltr.clicks.simulate.logging_ranker`).
+* :mod:`ltr.clicks.propensities`: how much each position is looked at. From randomized or swapped
+  traffic (:mod:`~ltr.clicks.propensities.interventions`), from one ranker's logs by regression EM
+  (:mod:`~ltr.clicks.propensities.regression_em`), from several rankers' logs by intervention harvesting
+  (:mod:`~ltr.clicks.propensities.harvesting`).
+* :mod:`ltr.clicks.estimators`: judging and training on clicks with the bias taken out. Naive / IPS /
+  SNIPS / policy-aware click metrics (:mod:`~ltr.clicks.estimators.ips`), the unbiased training
+  estimators (:mod:`~ltr.clicks.estimators.unbiased`, :mod:`~ltr.clicks.estimators.dla`,
+  :mod:`~ltr.clicks.estimators.policy_aware`) and one call per estimator
+  (:mod:`~ltr.clicks.estimators.training`).
+* :mod:`ltr.clicks.engines`: the same estimators on gradient-boosted trees, LightGBM
+  (:mod:`~ltr.clicks.engines.lightgbm`, :mod:`~ltr.clicks.engines.lambdamart`) and XGBoost
+  (:mod:`~ltr.clicks.engines.xgboost`).
+
+Beside them: team-draft and probabilistic interleaving on simulated users (:mod:`~ltr.clicks.interleaving`,
+above ``simulate``) and the Open Bandit logged-click sample (:mod:`~ltr.clicks.open_bandit`, on its own).
+A module imports its own floor and the floors below it, never one above (``tests/test_layering.py``).
+The flat module paths of before (``ltr.clicks.click_models``, ``ltr.clicks.unbiased_training``, ...)
+forward their names here with a DeprecationWarning until 0.3 (:data:`ltr._moved.MOVED`).
 """
 
 from ltr._lazy import lazy_exports
 
 # what the package re-exports, by defining module; each imported on first use (ltr._lazy)
 _WHERE = {
-    "ltr.clicks.click_models": ("ClickLog", "simulate_clicks",),
-    "ltr.clicks.ips": ("click_dcg", "click_training_set", "expected_click_dcg", "inverse_propensity_weights"),
+    "ltr.clicks.logs.click_log": ("ClickLog",),
+    "ltr.clicks.simulate.click_models": ("simulate_clicks",),
+    "ltr.clicks.estimators.ips": ("click_dcg", "click_training_set", "expected_click_dcg", "inverse_propensity_weights"),
     "ltr.clicks.open_bandit": ("ctr_by_position", "ips_value", "load_open_bandit"),
-    "ltr.clicks.propensity": ("estimate_from_randomized", "estimate_from_swaps", "fit_power_law"),
+    "ltr.clicks.propensities.interventions": ("estimate_from_randomized", "estimate_from_swaps", "fit_power_law"),
 }
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _WHERE)

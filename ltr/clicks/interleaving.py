@@ -3,7 +3,7 @@
 Two rankers A and B each order a query's items. Team draft builds the shown list in rounds: the
 team with fewer picks so far picks next (a fair coin decides when both have as many), and a team
 picks its highest-ranked item not yet shown. Each shown item belongs to the team that picked it.
-A simulated user clicks on the interleaved list (any model of :mod:`ltr.clicks.click_models`);
+A simulated user clicks on the interleaved list (any model of :mod:`ltr.clicks.simulate.click_models`);
 the session is a win for A when A's items got more clicks than B's, a loss when fewer, a tie
 otherwise (including no click). Over n sessions::
 
@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from ltr.clicks.click_models import _model_spec, attraction, top_k_matrix
+from ltr.clicks.simulate.click_models import _model_spec, attraction, top_k_matrix
 from ltr.errors import LtrError
 
 __all__ = ["team_draft", "InterleavingResult", "interleave_sessions", "sessions_to_detect", "softmax_ranker_weights",
@@ -135,7 +135,7 @@ def _interleaved_lists(rng, scores_a, scores_b, offsets, sessions_per_query, k):
 
 def _user_clicks(rng, shown, lab, max_label, eps, model, eta, model_options) -> np.ndarray:
     """Clicks [S, K] of simulated users on the shown lists (-1 padding) under ``model``."""
-    from ltr.clicks.click_models import _draw_clicks
+    from ltr.clicks.simulate.click_models import _draw_clicks
 
     valid = shown >= 0
     cells = np.where(valid, shown, 0)
@@ -152,7 +152,7 @@ def interleave_sessions(labels: Any, query_offsets: Any, scores_a: Any, scores_b
                         top_k: int = 10, model: str = "pbm", eta: float = 1.0, eps: float = 0.1, max_label: float | None = None,
                         seed: int = 0, **model_options) -> InterleavingResult:
     """Team-draft interleave ``scores_a`` and ``scores_b`` on every non-empty query, simulate clicks with
-    ``model`` (options as :func:`ltr.clicks.click_models.simulate_clicks`) and credit the teams."""
+    ``model`` (options as :func:`ltr.clicks.simulate.click_models.simulate_clicks`) and credit the teams."""
     if sessions_per_query < 1 or top_k < 1:
         raise LtrError(f"sessions_per_query and top_k must be >= 1, got {sessions_per_query}, {top_k}")
     lab = np.asarray(labels, dtype=np.float64)

@@ -15,7 +15,7 @@ Estimates:
   (``scipy.stats.binomtest(...).proportion_ci(method="wilson")``) or a percentile bootstrap
   (:func:`metrics.stats.bootstrap_ci`). Under the random policy every item is equally likely in
   every slot, so the ratio CTR_r / CTR_1 estimates the slots' relative examination (as in
-  :func:`ltr.clicks.propensity.estimate_from_randomized`).
+  :func:`ltr.clicks.propensities.interventions.estimate_from_randomized`).
 * :func:`ips_value`: off-policy value (expected CTR) of a target policy from a log, with
   importance weights ``w = pi_target / propensity_score``: IPS ``mean(w c)`` and SNIPS
   ``sum(w c) / sum(w)``, with a normal interval for IPS.

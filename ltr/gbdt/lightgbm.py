@@ -23,7 +23,7 @@ Labels. LightGBM takes only non-negative integer labels. The rule here:
 - ``train_gain`` (a gain for the training labels other than the validation labels'): the training
   values take the codes 0..m-1 with their ``train_gain``, the validation values the codes m.. with
   ``gain``, so the gradients read one gain and the early-stopping NDCG the other. Policy-aware
-  click labels (:mod:`ltr.clicks.policy_aware`) are estimates of a click probability, whose gain is
+  click labels (:mod:`ltr.clicks.estimators.policy_aware`) are estimates of a click probability, whose gain is
   the value itself, while the validation set keeps its grades and their ``2^rel - 1``.
 
 LightGBM's own MAP uses a fixed threshold (label > 0.5) on the integers it sees, so only its NDCG is
