@@ -295,7 +295,7 @@ def test_parquet_click_log_reader_keeps_the_values_or_names_the_column(rows, kin
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from ltr.clicks.log_table import read_log_parquet
+    from ltr.clicks.logs.table import read_log_parquet
 
     names = ("session", "query", "doc", "position", "click")
     columns = {n: [r[i] for r in rows] for i, n in enumerate(names)}
@@ -324,7 +324,7 @@ def test_parquet_click_log_refuses_fractional_positions_and_clicks(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from ltr.clicks.log_table import read_log_parquet
+    from ltr.clicks.logs.table import read_log_parquet
 
     pq.write_table(pa.table({"session": [0.0, 0.0], "query": [0.0, 0.0], "doc": [0.0, 1.0], "position": [1.5, 2.0],
                              "click": [0.7, 0.0]}), tmp_path / "log.parquet")

@@ -13,7 +13,7 @@ import numpy as np
 
 from ltr.checks import COUNT, integer, number
 from ltr.clicks.propensities.curves import MIN_IMPRESSIONS
-from ltr.commands import add_json_option, text_stream
+from ltr.commands import add_force_option, add_json_option, text_stream
 from ltr.commands.clicks.options import add_log_read_options, add_quiet_option, progress
 from ltr.commands.clicks.reading import estimate_propensity, interventions, load_log, stream_log, train_log, unless_unsorted
 from ltr.commands.clicks.report import estimate_rows, format_table, honest_rows, interval_notes, model_notes
@@ -52,6 +52,7 @@ def add_parser(sub, fmt) -> None:
     add_log_read_options(e)
     add_quiet_option(e)
     add_json_option(e, "the estimate")
+    add_force_option(e, "--json FILE")
     e.set_defaults(func=run_estimate)
 
 
@@ -63,7 +64,7 @@ def run_estimate(args) -> int:
     say = functools.partial(print, file=text_stream(args))  # JSON on standard output: text to stderr
 
     if args.json and args.json != "-":
-        output_file(args.json, "--json", inputs=[("--log", path) for path in args.log])
+        output_file(args.json, "--json", inputs=[("--log", path) for path in args.log], force=args.force)
     if args.method == "harvest":
         return _run_estimate_harvest(args, say)
     if args.trust:

@@ -8,7 +8,7 @@ import functools
 import numpy as np
 
 from ltr.checks import COUNT, number
-from ltr.commands import add_json_option, text_stream
+from ltr.commands import add_force_option, add_json_option, text_stream
 from ltr.commands.clicks.options import add_log_read_options, add_propensity_options, add_quiet_option, progress
 from ltr.commands.clicks.curves import propensity_curve
 from ltr.commands.clicks.reading import check_log_meta, load_log, log_ids, model_scores, read_scores, unless_unsorted
@@ -33,6 +33,7 @@ def add_parser(sub, fmt) -> None:
     v.add_argument("--clip", type=number(above=0, max=1), default=None, help="lower bound on propensities (weights at most 1/clip)")
     add_propensity_options(v, "the propensities IPS, SNIPS and policy-aware divide by")
     add_json_option(v, "the numbers")
+    add_force_option(v, "--json FILE")
     add_data_options(v)
     add_log_read_options(v)
     add_quiet_option(v)
@@ -47,7 +48,8 @@ def run_evaluate(args) -> int:
     say = functools.partial(print, file=text_stream(args))  # JSON on standard output: text to stderr
 
     if args.json and args.json != "-":
-        output_file(args.json, "--json", inputs=[("--log", args.log), ("--data", args.data), ("--scores", args.scores), ("--ranker", args.ranker)])
+        inputs = [("--log", args.log), ("--data", args.data), ("--scores", args.scores), ("--ranker", args.ranker)]
+        output_file(args.json, "--json", inputs=inputs, force=args.force)
     ds = load_data_file(args.data, "data", None, data_options(args), **format_options(args, "data"))
     def get_scores():  # after the log is checked against --data, so that a log of other data is named first
         if args.scores:

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from ltr.checks import COUNT, SEED, number
-from ltr.commands import add_json_option, text_stream
+from ltr.commands import add_force_option, add_json_option, text_stream
 from ltr.commands.clicks.reading import model_scores, read_scores
 from ltr.commands.clicks.report import ndcg10
 from ltr.data.files import add_data_options, add_format_options, data_options, format_options, load_data_file
@@ -36,6 +36,7 @@ def add_parser(sub, fmt) -> None:
     i.add_argument("--sessions-per-query", type=COUNT, default=20, help="simulated sessions per query")
     i.add_argument("--seed", type=SEED, default=0, help="random seed")
     add_json_option(i, "the numbers")
+    add_force_option(i, "--json FILE")
     add_data_options(i)
     i.set_defaults(func=run_interleave)
 
@@ -53,7 +54,7 @@ def run_interleave(args) -> int:
 
     say = functools.partial(print, file=text_stream(args))  # JSON on standard output: text to stderr
     if args.json and args.json != "-":
-        output_file(args.json, "--json", inputs=[("--data", args.data), ("--a", args.a), ("--b", args.b)])
+        output_file(args.json, "--json", inputs=[("--data", args.data), ("--a", args.a), ("--b", args.b)], force=args.force)
     ds = load_data_file(args.data, "data", None, data_options(args), **format_options(args, "data"))
     a = _ranker_scores(args.a, ds, "--a", args.data)
     b = _ranker_scores(args.b, ds, "--b", args.data)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 
 from ltr.checks import COUNT, SEED, number
-from ltr.commands import add_json_option, text_stream
+from ltr.commands import add_force_option, add_json_option, text_stream
 from ltr.commands.clicks.report import format_table
 
 
@@ -24,6 +24,7 @@ def add_parser(sub, fmt) -> None:
     o.add_argument("--resamples", type=COUNT, default=2000, help="bootstrap resamples (with --interval bootstrap)")
     o.add_argument("--seed", type=SEED, default=0, help="bootstrap seed")
     add_json_option(o, "the numbers")
+    add_force_option(o, "--json FILE")
     o.set_defaults(func=run_open_bandit)
 
 
@@ -36,7 +37,7 @@ def run_open_bandit(args) -> int:
 
     input_folder(args.data, "--data")
     if args.json and args.json != "-":
-        output_file(args.json, "--json", inputs=[("--data", args.data)])
+        output_file(args.json, "--json", inputs=[("--data", args.data)], force=args.force)
     policies = ("random", "bts") if args.policy == "both" else (args.policy,)
     out: dict = {}
     logs = {}
