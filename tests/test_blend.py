@@ -160,15 +160,11 @@ def test_weights_and_scores_reproduce_from_the_saved_folder(members, tmp_path, c
     zs = [standardise(s, valid.query_offsets) for s in member_scores]
     assert n_features == 4 and np.array_equal(blended, combine(zs, doc["weights"]))
     assert ndcg10(blended, valid) == pytest.approx(doc["valid_value"], abs=1e-12)
-    # the default rule is held-out: cv's blend (the whole set's searched weights shrunk by the lambda it
-    # chose) when it wins on held-out queries, else the best member alone; the search itself never ends
-    # below its best corner (each member alone is a start point)
+    # the default rule is cv: the whole set's searched weights shrunk by the lambda it chose; the search
+    # itself never ends below its best corner (each member alone is a start point)
     searched = fit_weights(member_scores, valid, doc["metric"]["name"], rule="search")
-    held = doc["search"]["held_out"]
-    assert doc["search"]["rule"] == "held-out" and doc["search"]["cv"]["searched_units"] == list(searched.units)
-    cv_units = shrink_units(searched.units, doc["search"]["cv"]["lambda"])
-    corner = tuple(500 if k == held["best_member"] else 0 for k in range(2))
-    assert tuple(doc["weight_units"]) == (cv_units if held["chosen"] == "blend" else corner)
+    assert doc["search"]["rule"] == "cv" and doc["search"]["cv"]["searched_units"] == list(searched.units)
+    assert tuple(doc["weight_units"]) == shrink_units(searched.units, doc["search"]["cv"]["lambda"])
     assert searched.value >= max(m["valid_value"] for m in doc["members"])
     summary = json.loads((out / "summary.json").read_text())
     test = load_svmlight(root / "test.txt")
@@ -320,15 +316,15 @@ def test_blend_variant_resolves_to_its_members():
     # the cell's fingerprint follows its members' settings
     other = _study(variants={"bl": {"blend": ["lightgbm", "soft"]}, "soft": {"method": "softmax", "ensemble": 3}})
     assert ablation.cell_fingerprint(Cell("tiny", "bl", 0), cfg) != ablation.cell_fingerprint(Cell("tiny", "bl", 0), other)
-    # so does its weights rule; "held-out" written out is the default, the same cell; "cv" (the default
-    # before held-out) and "search" are other cells
+    # so does its weights rule; "cv" written out is the default, the same cell; "search" (the default
+    # before cv), "equal" and "held-out" are other cells
     rules = {r: _study(variants={"bl": {"blend": ["lightgbm", "soft"], **w}, "soft": {"method": "softmax", "ensemble": 2}})
-             for r, w in (("default", {}), ("held-out", {"weights": "held-out"}), ("cv", {"weights": "cv"}),
-                          ("search", {"weights": "search"}), ("equal", {"weights": "equal"}))}
-    assert resolve_method("bl", rules["equal"]).blend_weights == "equal" and spec.blend_weights == "held-out"
+             for r, w in (("default", {}), ("cv", {"weights": "cv"}), ("search", {"weights": "search"}),
+                          ("equal", {"weights": "equal"}), ("held-out", {"weights": "held-out"}))}
+    assert resolve_method("bl", rules["equal"]).blend_weights == "equal" and spec.blend_weights == "cv"
     prints = {r: ablation.cell_fingerprint(Cell("tiny", "bl", 0), c) for r, c in rules.items()}
-    assert prints["default"] == prints["held-out"] == ablation.cell_fingerprint(Cell("tiny", "bl", 0), cfg)
-    assert len({prints["held-out"], prints["cv"], prints["search"], prints["equal"]}) == 4
+    assert prints["default"] == prints["cv"] == ablation.cell_fingerprint(Cell("tiny", "bl", 0), cfg)
+    assert len({prints["cv"], prints["search"], prints["equal"], prints["held-out"]}) == 4
 
 
 @pytest.mark.slow

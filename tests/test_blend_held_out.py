@@ -1,4 +1,4 @@
-"""The blend weights rule ``held-out`` (the default of ``ltr blend``; ltr.models.blend.fit_held_out):
+"""The blend weights rule ``held-out`` (``ltr blend --weights held-out``; ltr.models.blend.fit_held_out):
 the ``cv`` blend, kept only when it beats the best member alone on validation queries its weights
 were not fitted on (one-sided paired t-test), else the best member alone."""
 
@@ -25,8 +25,8 @@ def graded(n_queries: int, length: int, seed: int):
     return ds, (lambda noise: labels + rng.normal(0.0, noise, len(labels)))
 
 
-def test_it_is_the_default_rule():
-    assert DEFAULT_WEIGHT_RULE == "held-out" and HELD_OUT_ALPHA == 0.05
+def test_it_is_offered_beside_the_default_cv():
+    assert DEFAULT_WEIGHT_RULE == "cv" and HELD_OUT_ALPHA == 0.05
 
 
 def test_two_members_as_good_as_each_other_keep_the_cv_blend():
@@ -80,14 +80,14 @@ def test_identical_members_tie_and_the_earlier_one_is_kept():
     assert fit.search["held_out"]["p"] == 1.0 and fit.units == (500, 0)
 
 
-def test_cli_default_rule_is_held_out_and_reproduces(tmp_path, capsys):
+def test_cli_held_out_rule_is_saved_and_reproduces(tmp_path, capsys):
     for name, seed in (("valid", 21), ("test", 22)):
         save_svmlight(make_ds(60, seed), tmp_path / f"{name}.txt")
     _linear_folder(tmp_path / "a", [1.0, 0.2, 0.0, 0.0])
     _linear_folder(tmp_path / "b", [0.1, 1.0, 0.3, 0.0])
     out = tmp_path / "blend"
     assert main(["blend", "--models", str(tmp_path / "a"), str(tmp_path / "b"), "--valid", str(tmp_path / "valid.txt"),
-                 "--test", str(tmp_path / "test.txt"), "--out", str(out)]) == 0
+                 "--test", str(tmp_path / "test.txt"), "--weights", "held-out", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     doc = json.loads((out / "blend.json").read_text())
     held = doc["search"]["held_out"]

@@ -4,7 +4,7 @@ Each member's scores of ``--valid`` are standardised within each query (z-score;
 scores are all equal gets zeros) and the non-negative weights summing to 1 that maximise
 ``--metric`` on ``--valid`` are found by a deterministic search (:mod:`ltr.models.blend`; ``--weights
 equal`` takes 1/M each, ``--weights cv`` shrinks the searched weights toward equal weights by an
-amount chosen by cross-validation over the validation queries; ``--weights held-out``, the default,
+amount chosen by cross-validation over the validation queries, the default; ``--weights held-out``
 keeps that blend only when it beats the best member alone on held-out validation queries, else the
 best member alone). The
 output is a model folder holding ``blend.json`` (members, weights, standardisation, metric and its
@@ -46,7 +46,7 @@ def register(subparsers) -> None:
                    "shrunk toward equal weights by lambda in {0, .25, .5, .75, 1}, chosen by 5-fold cross-validation "
                    "over the --valid queries; held-out: the cv blend if it beats the best member alone on the --valid "
                    "queries its weights were not fitted on (one-sided paired t-test, p < 0.05), else that member alone "
-                   "(weight 1): the members were early-stopped on --valid, so a blend must win on held-out queries")
+                   "(weight 1)")
     p.add_argument("--metric", default="ndcg@10", help="ranking metric the weights maximise, with the toolkit's conventions unless --preset")
     p.add_argument("--preset", default=None, help="metric conventions preset: trec_eval, sklearn, lightgbm, ranx (default: the toolkit's own)")
     p.add_argument("--copy-members", action="store_true",

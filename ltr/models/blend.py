@@ -220,8 +220,10 @@ def _search(value_of: Callable[[tuple[int, ...]], float], m: int) -> tuple[tuple
 
 WEIGHT_RULES = ("search", "equal", "cv", "held-out")
 #: the rule of ``ltr blend``, ``fit_weights`` and ``ltr ablate``'s blend variants when none is named: chosen by the
-#: blend-rule study (docs/experiments.md, "Blends that never lose to their members")
-DEFAULT_WEIGHT_RULE = "held-out"
+#: best-recipe study (docs/experiments.md, "Weights shrunk toward equal by cross-validation") and kept by the
+#: blend-rule study ("Blends that never lose to their members"): at or above the better member on 6 of 8 data
+#: sets, both held-out sets included, and the least below it where it missed (``held-out`` -0.0117 on MQ2008)
+DEFAULT_WEIGHT_RULE = "cv"
 #: rule ``held-out``: the one-sided p-value below which the cross-validated blend is kept over the best member
 HELD_OUT_ALPHA = 0.05
 
@@ -380,8 +382,8 @@ class _CrossFit:
 
 def fit_held_out(zs, ds, metric, preset, stamped, value_of, k: int = CV_FOLDS,
                  alpha: float = HELD_OUT_ALPHA) -> tuple[tuple[int, ...], dict]:
-    """Rule ``held-out`` (the default): the ``cv`` blend, kept only when it beats the best member alone on
-    validation queries its weights were not fitted on; else that member alone (weight 1).
+    """Rule ``held-out``: the ``cv`` blend, kept only when it beats the best member alone on validation
+    queries its weights were not fitted on; else that member alone (weight 1).
 
     The best member ``m*`` has the largest validation mean (ties: the earlier member); nothing is fitted
     for it. The blend's held-out values are ``cv``'s: query ``q`` of fold ``f`` scored with the weights
@@ -391,9 +393,10 @@ def fit_held_out(zs, ds, metric, preset, stamped, value_of, k: int = CV_FOLDS,
 
         t = mean(d) / (sd(d) / sqrt(n)),   p = P(T_{n-1} >= t).
 
-    A blend that only ties its best member, or wins by the noise of a few hundred queries, is not kept:
-    the members were early-stopped on these queries, so their validation values are already optimistic,
-    and fitted weights add their own noise (docs/experiments.md, "Blends that never lose to their members").
+    A blend that only ties its best member, or wins by the noise of a few hundred queries, is not kept.
+    Measured (docs/experiments.md, "Blends that never lose to their members"): on validation sets of a
+    few hundred queries the member picked this way is often the weaker one on test (MQ2008: 3 folds of
+    5), and the rule lost more than ``cv``, which hedges; it is offered, not the default.
     """
     m = len(zs)
     corners = [tuple(DENOMINATOR if j == c else 0 for j in range(m)) for c in range(m)]

@@ -20,8 +20,8 @@ Names (``[ablation] methods``):
   members' scores are combined with the weights that maximise the monitored metric on the cell's
   validation split (:func:`ltr.models.blend.fit_weights`: per-query z-scores, non-negative weights
   summing to 1), or with ``weights = "equal"`` 1/M each, or ``weights = "cv"`` (the searched weights
-  shrunk toward equal ones by cross-validation over the validation queries), or ``weights =
-  "held-out"`` (the default: cv's blend when it beats the best member alone on held-out validation
+  shrunk toward equal ones by cross-validation over the validation queries; the default), or
+  ``weights = "held-out"`` (cv's blend when it beats the best member alone on held-out validation
   queries, else that member); the test split is scored with those weights.
 
 Tuning (``[ablation] tuning_budget = N``): a method's candidates are the combinations of its
@@ -152,7 +152,7 @@ def check_variant(name: str, variant: Any, *, where: str, variants: dict | None 
 
 def _check_blend(name: str, variant: dict, *, where: str, variants: dict) -> None:
     """A blend variant: ``blend = [two or more distinct method or variant names]``, optionally
-    ``weights = "held-out"`` (the default, :data:`ltr.models.blend.DEFAULT_WEIGHT_RULE`), ``"cv"``, ``"search"``
+    ``weights = "cv"`` (the default, :data:`ltr.models.blend.DEFAULT_WEIGHT_RULE`), ``"held-out"``, ``"search"``
     or ``"equal"``, and nothing else."""
     from ltr.models.blend import DEFAULT_WEIGHT_RULE, WEIGHT_RULES
 
