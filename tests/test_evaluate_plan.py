@@ -130,3 +130,21 @@ def test_bad_input_keeps_the_whole_path_error():
         metrics.evaluate(np.array([1.0, np.nan] * 40), np.zeros(80), [0, 80], "ndcg@3")
     with pytest.raises(ValueError, match="query_offsets"):
         metrics.evaluate(np.ones(80), np.zeros(80), [0, 70], "ndcg@3")
+
+
+def test_level_counts_one_level_at_a_time_equal_the_bincount():
+    from metrics.ranking import _counts_by_bincount, _counts_per_level
+
+    rng = np.random.default_rng(11)
+    lengths = rng.integers(0, 30, 200)
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    for lo, n_levels in ((0.0, 5), (-2.0, 8), (1.0, 3)):
+        labels = lo + rng.integers(0, n_levels, int(offsets[-1])).astype(np.float64)
+        labels[rng.random(labels.size) < 0.1] = np.nan
+        one, two = _counts_per_level(labels, offsets, lo, n_levels), _counts_by_bincount(labels, offsets, lo, n_levels)
+        assert np.array_equal(one, two) and one.sum() == np.count_nonzero(~np.isnan(labels))
+        q = 3 + int(np.argmax(lengths[3:] > 0))
+        assert one[q].tolist() == [int(np.sum(labels[offsets[q]:offsets[q + 1]] == lo + j)) for j in range(n_levels)]
+        labels[offsets[q]] = lo + 0.5  # a label between the levels: neither counts
+        assert _counts_per_level(labels, offsets, lo, n_levels) is None
+        assert _counts_by_bincount(labels, offsets, lo, n_levels) is None
