@@ -35,6 +35,18 @@ def test_help_states_each_default_once_and_none_for_required_options():
     assert "(default softmax: the defaults study of docs/experiments.md)" in train_help and "softmax) (default" not in train_help
 
 
+def test_top_level_help_lists_each_command_by_the_summary_its_module_registers():
+    from ltr.cli import COMMANDS, SUMMARIES, _command_in
+
+    full = build_parser()
+    sub = next(a for a in full._actions if isinstance(a, argparse._SubParsersAction))
+    assert {c.dest: c.help for c in sub._choices_actions} == SUMMARIES and list(SUMMARIES) == list(COMMANDS)
+    # `ltr --help` builds no command's parser, and prints the same text
+    assert build_parser(()).format_help() == full.format_help()
+    assert _command_in(["--help"]) == () and _command_in(["eval", "--run", "x"]) == ("eval",)
+    assert _command_in(["-h", "bogus"]) == ()
+
+
 def test_every_command_reading_data_files_takes_zero_based_and_query_file():
     reading = []
     for name, parser in _parsers(build_parser()):
