@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -71,6 +74,11 @@ def _xdist_groups(config, items) -> None:
 
 
 def pytest_configure(config):
+    # The readers' binary caches go to the cache folder by default (ltr.data.cache): during the tests,
+    # to a temporary one per process (the commands the tests start inherit it), never the user's.
+    cache = tempfile.mkdtemp(prefix="ltr-test-cache-")
+    os.environ["LTR_CACHE_DIR"] = cache
+    atexit.register(shutil.rmtree, cache, True)
     # Under pytest-xdist each worker gets one torch thread: two workers on two cores already fill
     # the machine, and oversubscribed OpenMP threads make small ops orders of magnitude slower.
     if os.environ.get("PYTEST_XDIST_WORKER"):
