@@ -782,9 +782,10 @@ def save_svmlight(ds: RankingDataset, path: str | os.PathLike, *, progress: bool
         parts = []
         if ds.doc_ids is not None:
             ids = ds.doc_ids.astype(str)
-            bad = (np.strings.str_len(ids) == 0) | (np.strings.str_len(np.strings.strip(ids)) != np.strings.str_len(ids))
+            # np.char, not numpy 2's np.strings: the same functions, also on numpy 1.x (the declared floor)
+            bad = (np.char.str_len(ids) == 0) | (np.char.str_len(np.char.strip(ids)) != np.char.str_len(ids))
             for ch in (" ", "\t", "#"):
-                bad |= np.strings.find(ids, ch) >= 0
+                bad |= np.char.find(ids, ch) >= 0
             if bad.any():
                 r = int(np.flatnonzero(bad)[0])
                 raise LtrError(
