@@ -79,10 +79,16 @@ def pytest_configure(config):
     cache = tempfile.mkdtemp(prefix="ltr-test-cache-")
     os.environ["LTR_CACHE_DIR"] = cache
     atexit.register(shutil.rmtree, cache, True)
+    # ranx, a test oracle, runs its Python source without numba's compiler: numba compiles its typed
+    # Dict / List helpers anew in every process (they cannot be cached on disk), 70-200 s of a worker
+    # on a busy 2-core machine for 40-query comparisons that take under a second interpreted. The
+    # values are ranx's definitions either way; benchmarks/bench_metrics.py runs ranx compiled and
+    # compares its means with ours. NUMBA_DISABLE_JIT=0 in the environment runs the tests compiled.
+    os.environ.setdefault("NUMBA_DISABLE_JIT", "1")
     # Under pytest-xdist each worker gets one torch thread: two workers on two cores already fill
     # the machine, and oversubscribed OpenMP threads make small ops orders of magnitude slower.
     if os.environ.get("PYTEST_XDIST_WORKER"):
-        # ranx's numba functions run parallel loops: one thread per worker, as for torch below
+        # ranx's numba functions run parallel loops when compiled: one thread per worker, as for torch below
         os.environ.setdefault("NUMBA_NUM_THREADS", "1")
         try:
             import torch
