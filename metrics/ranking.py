@@ -998,9 +998,9 @@ average_precision = _make("ap", """AP@k per query (mean over queries = MAP).
 average_precision.__name__ = average_precision.__qualname__ = "average_precision"
 reciprocal_rank = _make("rr", """Reciprocal rank of the first relevant item (0 beyond k); mean = MRR.
 
-    >>> reciprocal_rank([[3., 2., 1.], [3., 2., 1.], [3., 2., 1.]], [[1, 0, 0], [0, 0, 1], [0, 0, 0]],
-    ...                 empty="zero").mean().round(4)
-    np.float64(0.4444)""")
+    >>> float(reciprocal_rank([[3., 2., 1.], [3., 2., 1.], [3., 2., 1.]], [[1, 0, 0], [0, 0, 1], [0, 0, 0]],
+    ...                       empty="zero").mean().round(4))
+    0.4444""")
 reciprocal_rank.__name__ = reciprocal_rank.__qualname__ = "reciprocal_rank"
 precision = _make("p", """Precision@k per query: relevant items in the top k, divided by k.
 

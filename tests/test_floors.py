@@ -3,6 +3,7 @@ suite on) holds pyproject.toml's lowest versions, and the code uses nothing newe
 
 from __future__ import annotations
 
+import inspect
 import re
 import tomllib
 from pathlib import Path
@@ -65,10 +66,12 @@ def test_bca_interval_with_the_scipy_bootstrap_before_rng(monkeypatch):
     want = bootstrap_ci(x, method="BCa", seed=3, n_resamples=300)
     real = scipy.stats.bootstrap
 
+    seed_arg = "rng" if "rng" in inspect.signature(real).parameters else "random_state"
+
     def bootstrap_1_14(data, statistic, *, n_resamples=9999, batch=None, method="BCa", confidence_level=0.95,
                        random_state=None):
         return real(data, statistic, n_resamples=n_resamples, batch=batch, method=method,
-                    confidence_level=confidence_level, rng=random_state)
+                    confidence_level=confidence_level, **{seed_arg: random_state})
 
     monkeypatch.setattr(scipy.stats, "bootstrap", bootstrap_1_14)
     assert bootstrap_ci(x, method="BCa", seed=3, n_resamples=300) == want and want.low < want.mean < want.high
