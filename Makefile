@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PIP    := $(BIN)/python -m pip install --disable-pip-version-check -q -c constraints.txt
 
-.PHONY: install test demo docs bench clean
+.PHONY: install test test-floors demo docs bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,20 @@ install: $(STAMP)
 # --durations=10 prints the ten slowest tests, to see which one grew.
 test: $(STAMP)
 	OMP_WAIT_POLICY=PASSIVE $(BIN)/python -m pytest -q -n 2 --dist loadgroup --durations=10 tests metrics losses ltr
+
+# The declared floors hold: a second environment, .venv-floors, with the lowest version of every runtime
+# dependency (constraints-floors.txt; torch FLOOR_TORCH from TORCH_INDEX) runs the whole suite.
+# Where PyTorch's index cannot be reached: make test-floors FLOOR_TORCH=2.13.0 TORCH_INDEX= (a local wheel).
+FLOORS       := .venv-floors
+FLOOR_TORCH  ?= 2.6.0
+TORCH_INDEX  ?= https://download.pytorch.org/whl/cpu
+FLOORS_PIP   := $(FLOORS)/bin/python -m pip install --disable-pip-version-check -q
+test-floors:
+	test -x $(FLOORS)/bin/python || $(PYTHON) -m venv $(FLOORS)
+	$(FLOORS_PIP) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) torch==$(FLOOR_TORCH)
+	$(FLOORS_PIP) -c constraints-floors.txt -e '.[test]' torch==$(FLOOR_TORCH)
+	$(FLOORS)/bin/python -m pip list --disable-pip-version-check 2>/dev/null | grep -iE '^(numpy|scipy|torch|scikit-learn|pandas|lightgbm|pyarrow|matplotlib) '
+	OMP_WAIT_POLICY=PASSIVE $(FLOORS)/bin/python -m pytest -q -n 2 --dist loadgroup --durations=10 tests metrics losses ltr
 
 demo: $(STAMP)
 	$(BIN)/ltr ablate --quick --out runs/demo
@@ -38,4 +52,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_losses.py
 
 clean:
-	rm -rf $(VENV) runs site .pytest_cache
+	rm -rf $(VENV) $(FLOORS) runs site .pytest_cache

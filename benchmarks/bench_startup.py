@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -90,16 +91,21 @@ def main(argv=None) -> int:
         commands = prepare(Path(tmp), py)
         print(f"load average before: {os.getloadavg()}, cpus: {os.cpu_count()}")
         walls: dict[str, list[float]] = {name: [] for name in commands}
+        cpus: dict[str, list[float]] = {name: [] for name in commands}
         for _ in range(args.repeats):  # interleaved, so that a burst of load hits every command alike
             for name, command in commands.items():
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 t = time.perf_counter()
                 run(command)
                 walls[name].append(time.perf_counter() - t)
-        print(f"\n{'command':<36} {'median s':>9} {'fastest s':>10} {'imports s':>10}  heavy packages loaded")
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpus[name].append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+        print(f"\n{'command':<36} {'median s':>9} {'fastest s':>10} {'median cpu s':>13} {'imports s':>10}  "
+              "heavy packages loaded")
         for name, command in commands.items():
             seconds, loaded = import_summary(command)
-            print(f"{name:<36} {statistics.median(walls[name]):>9.3f} {min(walls[name]):>10.3f} {seconds:>10.3f}  "
-                  f"{', '.join(loaded) or '-'}")
+            print(f"{name:<36} {statistics.median(walls[name]):>9.3f} {min(walls[name]):>10.3f} "
+                  f"{statistics.median(cpus[name]):>13.3f} {seconds:>10.3f}  {', '.join(loaded) or '-'}")
     print(f"\nload average after: {os.getloadavg()}")
     return 0
 

@@ -23,6 +23,28 @@ from ltr.threads import THREADS_ENV, configure_threads
 # The order is the order shown in ``ltr --help``.
 COMMANDS = ("synth", "eval", "compare", "train", "gbdt", "predict", "convert", "ablate", "calibrate", "auction", "clicks", "export", "tune", "importance", "blend")
 
+#: each command's one-line summary, as its module registers it: ``ltr --help`` lists the commands from
+#: here without importing their modules (and numpy with them), which keeps it near the interpreter's
+#: own start-up; tests/test_cli_frictions.py holds every entry equal to its module's help
+SUMMARIES = {
+    "synth": "write seeded MSLR-like synthetic train/valid/test SVMlight files",
+    "eval": "evaluate a TREC run file against a qrels file",
+    "compare": "compare TREC runs against a baseline with significance tests",
+    "train": "train a linear, MLP or context-aware (attention) ranker with a ranking loss (early stopping, "
+             "TensorBoard, checkpoints)",
+    "gbdt": "train a GBDT baseline (LightGBM, XGBoost or CatBoost) and judge it with the project's metrics",
+    "predict": "score a data file with a trained model and write a TREC run file",
+    "convert": "convert SVMlight or Parquet data into a memory-mapped store (data larger than RAM)",
+    "ablate": "ablation grid (data sets x methods x seeds): means with CIs, paired tests vs a reference, resumable",
+    "calibrate": "calibrate scores into probabilities (Platt, isotonic, strict isotonic) with an AUC check",
+    "clicks": "click models, position-bias estimation, unbiased training, IPS evaluation, interleaving, "
+              "Open Bandit data",
+    "export": "export a trained neural scorer to ONNX or TorchScript for serving",
+    "tune": "hyper-parameter search with Optuna (TPE, pruning, resumable SQLite study, best config as TOML)",
+    "importance": "permutation importance of each feature: drop of NDCG@10 with a bootstrap interval over queries",
+    "blend": "combine trained models with weights fitted on a validation set",
+}
+
 
 class HelpFormatter(argparse.HelpFormatter):
     """Adds "(default: X)" to an option's help once, and only where it tells something.
@@ -66,7 +88,9 @@ def _use_formatter(parser: argparse.ArgumentParser) -> None:
                 _use_formatter(child)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: tuple | None = None) -> argparse.ArgumentParser:
+    """The ``ltr`` parser with the sub-commands in ``commands`` built by their modules (default: all);
+    the others are listed by their summary only (:data:`SUMMARIES`), and their modules not imported."""
     parser = Parser(
         prog="ltr",
         description="Learning-to-rank toolkit: synthetic data, metric-aware training, LightGBM baseline, "
@@ -78,6 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMANDS:
+        if commands is not None and name not in commands:
+            sub.add_parser(name, help=SUMMARIES[name])
+            continue
         try:
             module = importlib.import_module(f"ltr.commands.{name}")
         except ModuleNotFoundError as exc:
@@ -89,13 +116,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _command_in(argv: list[str]) -> tuple:
+    """The sub-command ``argv`` names (its first word that is not an option), as a 1-tuple, or ()."""
+    for word in argv:
+        if not word.startswith("-"):
+            return (word,) if word in COMMANDS else ()
+    return ()
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         configure_threads()  # before any command imports torch or LightGBM
     except LtrError as exc:
         print(f"ltr: error: {exc}", file=sys.stderr)
         return 2
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_command_in(argv))  # only the command asked for imports its module
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # named by the sub-command they were given to, not by the top-level parser
         prog = " ".join(["ltr", args.command] + ([args.clicks_command] if getattr(args, "clicks_command", None) else []))

@@ -35,7 +35,8 @@ import numpy as np
 from metrics.conventions import Conventions, get_conventions
 from metrics.coverage import fallout_values, judged_values
 from metrics.order_metrics import arp_values, opa_values
-from metrics.ranking import KINDS, RankedLists, _flat_inputs
+from metrics.plan import top_candidates, top_cutoff
+from metrics.ranking import KINDS, RankedLists, _check_offsets, _flat_inputs, _has_nan, _numpy
 from metrics.trec_eval import (
     GEOMETRIC_KINDS, SUMMED_KINDS, TREC_KINDS, TrecLists, TrecSpec, expand_trec_name, is_param_token, parse_trec_name,
 )
@@ -369,28 +370,62 @@ def metric_names(metrics: str | Iterable[str]) -> list[str]:
 
 
 class _Lists:
-    """The orderings one evaluate() call shares: one RankedLists / TrecLists per conventions."""
+    """The orderings one evaluate() call shares: one RankedLists / TrecLists per conventions.
 
-    def __init__(self, s, labels, offsets, doc_ids, item_gain, qrels_labels, qrels_offsets):
+    ``plan`` maps ``id(conventions)`` to the cutoff K of a group whose measures read the top K only
+    (:func:`metrics.plan.top_cutoff`): that group ranks the top-K candidates of each query alone.
+    """
+
+    def __init__(self, s, labels, offsets, doc_ids, item_gain, qrels_labels, qrels_offsets, plan=None):
         self.args = (s, labels, offsets)
         self.doc_ids, self.item_gain = doc_ids, item_gain
         self.qrels = (qrels_labels, qrels_offsets)
+        self.plan = plan or {}
         self._ranked: dict = {}  # id(conventions) -> (conventions, lists); tables and callables are unhashable
         self._trec: dict = {}
 
     def ranked(self, conv: Conventions) -> RankedLists:
         if id(conv) not in self._ranked:
-            self._ranked[id(conv)] = (conv, RankedLists(
-                *self.args, conv, doc_ids=self.doc_ids, item_gain=self.item_gain,
-                qrels_labels=self.qrels[0], qrels_offsets=self.qrels[1],
-            ))
+            lists = self._top_lists(conv, self.plan[id(conv)]) if id(conv) in self.plan else None
+            if lists is None:
+                lists = RankedLists(
+                    *self.args, conv, doc_ids=self.doc_ids, item_gain=self.item_gain,
+                    qrels_labels=self.qrels[0], qrels_offsets=self.qrels[1],
+                )
+            self._ranked[id(conv)] = (conv, lists)
         return self._ranked[id(conv)][1]
+
+    def _top_lists(self, conv: Conventions, k: int) -> RankedLists | None:
+        """The lists of each query's top-``k`` candidates (:func:`metrics.plan.top_candidates`), with
+        |R| and the ideal DCG taken from the whole lists (as qrels); None for the whole ordering
+        (no saving, or an input whose error the whole path words)."""
+        s, labels, offsets = self.args
+        try:
+            offsets = _check_offsets(offsets, s.size)
+            y = _numpy(labels, np.float64).reshape(-1)
+            ids = None if self.doc_ids is None else np.asarray(self.doc_ids).reshape(-1)
+            if y.size != s.size or _has_nan(s) or (ids is not None and ids.size != s.size):
+                return None
+        except (TypeError, ValueError):
+            return None
+        if conv.score_dtype == "float32":  # the ties that rounding makes decide the candidates
+            s = s.astype(np.float32).astype(np.float64)
+        rows = top_candidates(s, offsets, k)
+        if rows is None:
+            return None
+        qrels_labels, qrels_offsets = self.qrels
+        if qrels_labels is None:
+            qrels_labels, qrels_offsets = y, offsets
+        return RankedLists(s[rows], y[rows], np.searchsorted(rows, offsets), conv,
+                           doc_ids=None if ids is None else ids[rows],
+                           qrels_labels=qrels_labels, qrels_offsets=qrels_offsets)
 
     def trec(self, conv: Conventions) -> TrecLists:
         if self.item_gain is not None:
             raise ValueError("trec_eval's measures read relevance levels; item_gain cannot be used with them")
         if id(conv) not in self._trec:
             # the toolkit's ordering of the same rows serves when it keeps every row and ignores labels
+            # (a group planned on the top K never reaches here: trec_eval's measures read every rank)
             share = conv.unjudged == "nonrelevant" and conv.ties != "pessimistic"
             self._trec[id(conv)] = (conv, TrecLists(
                 *self.args, conv, doc_ids=self.doc_ids, qrels_labels=self.qrels[0], qrels_offsets=self.qrels[1],
@@ -428,6 +463,15 @@ def _values(spec: MetricSpec, conv: Conventions, lists: _Lists) -> np.ndarray:
     if spec.kind == "judged":
         return judged_values(rl, spec.k)
     raise ValueError(f"unknown metric kind {spec.kind!r}")
+
+
+def _plan(specs: list, item_gain: bool) -> dict:
+    """{id(conventions): K} for each group of measures sharing conventions that reads the top K only."""
+    groups: dict = {}
+    for spec, conv, _ in specs:
+        groups.setdefault(id(conv), (conv, []))[1].append(spec)
+    plan = {key: top_cutoff(group, conv, item_gain) for key, (conv, group) in groups.items()}
+    return {key: k for key, k in plan.items() if k is not None}
 
 
 def _mean(values: np.ndarray, weights: np.ndarray | None, geometric: bool, summed: bool = False) -> float:
@@ -488,7 +532,6 @@ def evaluate(
     """
     base = get_conventions(preset, **conventions)
     s, labels, query_offsets, doc_ids, item_gain = _flat_inputs(scores, labels, query_offsets, mask, doc_ids, item_gain)
-    lists = _Lists(s, labels, query_offsets, doc_ids, item_gain, qrels_labels, qrels_offsets)
     weights = None
     if query_weights is not None:
         weights = np.asarray(query_weights, dtype=np.float64).reshape(-1)
@@ -515,6 +558,8 @@ def evaluate(
     per_query = _threaded_values(specs, _thread_count(threads), s, labels, query_offsets, doc_ids, item_gain,
                                  qrels_labels, qrels_offsets)
     if per_query is None:  # a small input, or an input whose error the whole-input path words best
+        lists = _Lists(s, labels, query_offsets, doc_ids, item_gain, qrels_labels, qrels_offsets,
+                       _plan(specs, item_gain is not None))
         per_query = [_values(spec, conv, lists) for spec, conv, _ in specs]
     for (spec, _, stamped), values in zip(specs, per_query):
         result.names[spec.short] = stamped
@@ -587,6 +632,7 @@ def _threaded_values(specs, threads, s, labels, query_offsets, doc_ids, item_gai
     q_offsets = None if qrels_offsets is None else np.asarray(qrels_offsets, dtype=np.int64)
     if q_offsets is not None and (q_offsets.shape != offsets.shape or q_offsets[-1] != len(qrels_labels)):
         return None
+    plan = _plan(specs, item_gain is not None)
 
     def share(q0: int, q1: int) -> list:
         a, b = int(offsets[q0]), int(offsets[q1])
@@ -595,7 +641,7 @@ def _threaded_values(specs, threads, s, labels, query_offsets, doc_ids, item_gai
         if q_offsets is not None:
             qa, qb = int(q_offsets[q0]), int(q_offsets[q1])
             qrels = (qrels_labels[qa:qb], q_offsets[q0:q1 + 1] - qa)
-        lists = _Lists(s[a:b], cut(labels), offsets[q0:q1 + 1] - a, cut(doc_ids), cut(item_gain), *qrels)
+        lists = _Lists(s[a:b], cut(labels), offsets[q0:q1 + 1] - a, cut(doc_ids), cut(item_gain), *qrels, plan)
         return [_values(spec, conv, lists) for spec, conv, _ in specs]
 
     try:

@@ -24,6 +24,7 @@ pair when either side is NaN. ``n`` in each result counts the units actually use
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 import numpy as np
@@ -170,8 +171,11 @@ def bootstrap_ci(values, *, confidence: float = 0.95, n_resamples: int = 10_000,
         if np.all(x == x[0]):
             low = high = mean  # scipy warns and returns NaN for BCa on degenerate data
         else:
-            res = _scipy_stats().bootstrap((x,), np.mean, n_resamples=n_resamples, batch=batch, method=m,
-                                confidence_level=confidence, rng=np.random.default_rng(seed))
+            bootstrap = _scipy_stats().bootstrap
+            # scipy 1.15 named the generator rng=; before (the declared floor is 1.10) it was random_state=
+            seed_arg = "rng" if "rng" in inspect.signature(bootstrap).parameters else "random_state"
+            res = bootstrap((x,), np.mean, n_resamples=n_resamples, batch=batch, method=m,
+                            confidence_level=confidence, **{seed_arg: np.random.default_rng(seed)})
             low, high = res.confidence_interval
     else:
         raise ValueError(f"unknown bootstrap method {method!r}; use 'percentile', 'basic' or 'BCa'")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -71,10 +74,21 @@ def _xdist_groups(config, items) -> None:
 
 
 def pytest_configure(config):
+    # The readers' binary caches go to the cache folder by default (ltr.data.cache): during the tests,
+    # to a temporary one per process (the commands the tests start inherit it), never the user's.
+    cache = tempfile.mkdtemp(prefix="ltr-test-cache-")
+    os.environ["LTR_CACHE_DIR"] = cache
+    atexit.register(shutil.rmtree, cache, True)
+    # ranx, a test oracle, runs its Python source without numba's compiler: numba compiles its typed
+    # Dict / List helpers anew in every process (they cannot be cached on disk), 70-200 s of a worker
+    # on a busy 2-core machine for 40-query comparisons that take under a second interpreted. The
+    # values are ranx's definitions either way; benchmarks/bench_metrics.py runs ranx compiled and
+    # compares its means with ours. NUMBA_DISABLE_JIT=0 in the environment runs the tests compiled.
+    os.environ.setdefault("NUMBA_DISABLE_JIT", "1")
     # Under pytest-xdist each worker gets one torch thread: two workers on two cores already fill
     # the machine, and oversubscribed OpenMP threads make small ops orders of magnitude slower.
     if os.environ.get("PYTEST_XDIST_WORKER"):
-        # ranx's numba functions run parallel loops: one thread per worker, as for torch below
+        # ranx's numba functions run parallel loops when compiled: one thread per worker, as for torch below
         os.environ.setdefault("NUMBA_NUM_THREADS", "1")
         try:
             import torch

@@ -1391,7 +1391,7 @@ def test_crafted_cache_with_the_right_key_is_rebuilt_not_trusted(tmp_path, tampe
 
     path = tmp_path / "d.txt"
     path.write_text(_svm_lines(5, 4, 3, 2))
-    truth = load_svmlight(path)
+    truth = load_svmlight(path, cache_dir="beside")
     cache = tmp_path / "d.txt.ltrcache.npz"
     with np.load(cache, allow_pickle=False) as z:
         arrays = {k: z[k] for k in z.files}
@@ -1407,9 +1407,9 @@ def test_crafted_cache_with_the_right_key_is_rebuilt_not_trusted(tmp_path, tampe
         arrays["query_ids"] = arrays["query_ids"][:1]
     with open(cache, "wb") as fh:
         np.savez(fh, **arrays)
-    again = load_svmlight(path)
+    again = load_svmlight(path, cache_dir="beside")
     assert "cache" not in again.meta and again.equals(truth)
-    assert load_svmlight(path).meta["cache"] == str(cache)  # the rebuilt cache is good again
+    assert load_svmlight(path, cache_dir="beside").meta["cache"] == str(cache)  # the rebuilt cache is good again
 
 
 def test_cache_of_a_sparse_wide_file_stays_small(tmp_path):
@@ -1419,11 +1419,11 @@ def test_cache_of_a_sparse_wide_file_stays_small(tmp_path):
     lines = [f"{i % 3} qid:{i // 5} {1 + (i * 7919) % 59999}:1.5 60000:2" for i in range(200)]
     path = tmp_path / "wide.txt"
     path.write_text("\n".join(lines) + "\n")
-    first = load_svmlight(path)
+    first = load_svmlight(path, cache_dir="beside")
     assert first.features.shape == (200, 60000)  # 48 MB dense from 5 KB: allowed, under the 64 MiB floor
     cache = tmp_path / "wide.txt.ltrcache.npz"
     assert cache.stat().st_size <= MAX_CACHE_RATIO * path.stat().st_size + (1 << 20)
-    second = load_svmlight(path)
+    second = load_svmlight(path, cache_dir="beside")
     assert second.meta["cache"] == str(cache) and second.equals(first)
 
 

@@ -15,14 +15,8 @@ from scipy.special import expit, logit
 from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
 
-from ltr.calibrate.calibrators import (
-    IsotonicCalibrator,
-    PlattCalibrator,
-    calibrator_from_json,
-    load_calibrator,
-    make_calibrator,
-    prediction_fingerprint,
-)
+from ltr.calibrate.calibrators import IsotonicCalibrator, PlattCalibrator, prediction_fingerprint
+from ltr.calibrate.factory import calibrator_from_json, load_calibrator, make_calibrator
 from ltr.calibrate.invariance import check_auc_invariance, count_created_ties
 from ltr.calibrate.report import (
     CalibrationReport,

@@ -35,6 +35,37 @@ def test_help_states_each_default_once_and_none_for_required_options():
     assert "(default softmax: the defaults study of docs/experiments.md)" in train_help and "softmax) (default" not in train_help
 
 
+def test_top_level_help_lists_each_command_by_the_summary_its_module_registers():
+    from ltr.cli import COMMANDS, SUMMARIES, _command_in
+
+    full = build_parser()
+    sub = next(a for a in full._actions if isinstance(a, argparse._SubParsersAction))
+    assert {c.dest: c.help for c in sub._choices_actions} == SUMMARIES and list(SUMMARIES) == list(COMMANDS)
+    # `ltr --help` builds no command's parser, and prints the same text
+    assert build_parser(()).format_help() == full.format_help()
+    assert _command_in(["--help"]) == () and _command_in(["eval", "--run", "x"]) == ("eval",)
+    assert _command_in(["-h", "bogus"]) == ()
+
+
+def test_the_loss_count_agrees_in_readme_help_and_registry():
+    """README's count of losses, `ltr train --help`'s list and losses.loss_names() are one set."""
+    import re
+    from pathlib import Path
+
+    from losses.registry import LOSSES, loss_names
+    from ltr.train.config import LOSS_NAMES
+
+    assert LOSS_NAMES == tuple(LOSSES) and sorted(LOSS_NAMES) == loss_names()
+    words = ["ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
+             "nineteen", "twenty"]
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    counted = re.findall(r"\b(\w+) ranking losses", readme)
+    assert counted and all(words.index(w) + 10 == len(loss_names()) for w in counted), counted
+    train_help = " ".join(dict(_parsers(build_parser()))["ltr train"].format_help().split())
+    listed = re.search(r"loss name for losses.get_loss: ([a-z0-9_, ]+);", train_help).group(1).split(", ")
+    assert listed == list(LOSS_NAMES)
+
+
 def test_every_command_reading_data_files_takes_zero_based_and_query_file():
     reading = []
     for name, parser in _parsers(build_parser()):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -226,21 +228,49 @@ def test_empty_file_and_comment_only_file(tmp_path):
 
 
 # ---- cache ----------------------------------------------------------------------------------------
+def test_cache_goes_to_the_cache_folder_and_beside_the_source_when_asked(tmp_path, monkeypatch):
+    """Default: $LTR_CACHE_DIR, else the platform's cache folder; "beside" (argument or variable)
+    writes <file>.ltrcache.npz next to the source. The source's folder is left alone by default."""
+    import platformdirs
+
+    from ltr.data import default_cache_dir
+
+    (tmp_path / "shared").mkdir()
+    path = write(tmp_path / "shared", "1 qid:1 1:0.5\n")
+    monkeypatch.setenv("LTR_CACHE_DIR", str(tmp_path / "mine"))
+    assert default_cache_dir() == tmp_path / "mine"
+    load_svmlight(path)
+    assert sorted(p.name for p in path.parent.iterdir()) == ["data.txt"]
+    cached = list((tmp_path / "mine").iterdir())
+    assert len(cached) == 1 and cached[0].name.startswith("data.txt.") and cached[0].name.endswith(".ltrcache.npz")
+    assert load_svmlight(path).meta["cache"] == str(cached[0])
+    load_svmlight(path, cache_dir="beside")
+    assert (path.parent / "data.txt.ltrcache.npz").is_file()
+    (path.parent / "data.txt.ltrcache.npz").unlink()
+    monkeypatch.setenv("LTR_CACHE_DIR", "beside")  # the same choice for the commands, by the variable
+    assert load_svmlight(path).meta.get("cache") is None and (path.parent / "data.txt.ltrcache.npz").is_file()
+    monkeypatch.delenv("LTR_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_dir() == Path(platformdirs.user_cache_dir("ltr", appauthor=False))
+    if sys.platform.startswith("linux"):
+        assert default_cache_dir() == tmp_path / "xdg" / "ltr"
+
+
 def test_cache_is_used_and_invalidated_when_the_source_changes(tmp_path):
     path = write(tmp_path, "1 qid:1 1:0.5 # docid = a user = 3\n0 qid:1 1:0.25 # docid = b user = 3\n")
-    first = load_svmlight(path)
+    first = load_svmlight(path, cache_dir="beside")
     assert first.doc_ids.tolist() == ["a", "b"] and first.user_ids.tolist() == [3]
     cache_file = tmp_path / "data.txt.ltrcache.npz"
     assert cache_file.is_file() and "cache" not in first.meta
-    second = load_svmlight(path)
+    second = load_svmlight(path, cache_dir="beside")
     assert second.meta["cache"] == str(cache_file) and second.equals(first)
     # same size, new value: the cache must not be used
     stat = os.stat(path)
     path.write_text("1 qid:1 1:0.5 # docid = a user = 3\n0 qid:1 1:0.75 # docid = b user = 3\n")
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # even with the old mtime
-    third = load_svmlight(path)
+    third = load_svmlight(path, cache_dir="beside")
     assert third.features[1, 0] == 0.75 and "cache" not in third.meta
-    assert load_svmlight(path).meta.get("cache") == str(cache_file)
+    assert load_svmlight(path, cache_dir="beside").meta.get("cache") == str(cache_file)
 
 
 def test_cache_dir_and_corrupt_cache(tmp_path):
@@ -370,7 +400,7 @@ def test_cache_of_a_file_in_a_read_only_folder_goes_to_the_cache_dir(tmp_path, m
     monkeypatch.setenv("LTR_CACHE_DIR", str(tmp_path / "user-cache"))
     folder.chmod(0o555)
     try:
-        load_svmlight(path)
+        load_svmlight(path, cache_dir="beside")
         assert sorted(p.name for p in folder.iterdir()) == ["data.txt"]
         cached = list((tmp_path / "user-cache").iterdir())
         assert len(cached) == 1 and cached[0].name.startswith("data.txt.")

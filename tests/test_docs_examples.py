@@ -211,10 +211,43 @@ def test_markers_are_read():
         plan(fenced_blocks("<!-- not run: why -->\n```toml\na = 1\n```\n"))
 
 
+#: the pages a new user copies from first: what they write must be left out of git by .gitignore
+FIRST_HOUR = ("README.md", "docs/getting-started.md")
+
+
+def not_ignored(folder: Path) -> list[str]:
+    """The entries of ``folder`` that the checkout's .gitignore would not ignore at its root
+    (``git check-ignore --no-index``; a folder stands for a file inside it)."""
+    names = sorted(p.name + ("/x" if p.is_dir() else "") for p in folder.iterdir())
+    done = subprocess.run(["git", "check-ignore", "--no-index", "--stdin"], cwd=ROOT, input="\n".join(names),
+                          capture_output=True, text=True, timeout=60)
+    if done.returncode not in (0, 1):
+        pytest.skip(f"git check-ignore cannot run here: {done.stderr.strip()}")
+    ignored = set(done.stdout.split())
+    return [n for n in names if n not in ignored]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
 def test_page_examples_run(page, tmp_path, shell_environment):
     assert run_page(page, tmp_path, shell_environment) > 0
+    if str(page.relative_to(ROOT)) in FIRST_HOUR:  # the quick starts write under a folder git ignores
+        assert not_ignored(tmp_path) == [], page
+
+
+def test_first_hour_pages_say_to_activate_the_environment_before_the_first_ltr_command():
+    """A clean shell has no `ltr` on PATH: the page says so before its first shell block calling it."""
+    for name in FIRST_HOUR:
+        text = (ROOT / name).read_text(encoding="utf-8")
+        first = min(b.line for k, b in plan(fenced_blocks(text)) if k == "bash" and re.search(r"^ltr ", b.code, re.M))
+        before = "\n".join(text.splitlines()[:first])
+        assert "source .venv/bin/activate" in before and "command not found" in before, name
+
+
+def test_not_ignored_sees_what_git_would_add(tmp_path):
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "test.run").write_text("x")
+    assert not_ignored(tmp_path) == ["test.run"]
 
 
 def test_the_warm_ltr_behaves_as_the_installed_one(shell_environment, tmp_path):

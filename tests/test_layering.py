@@ -359,6 +359,19 @@ def test_tarjan_handles_a_long_chain_without_recursion():
     assert import_cycles(graph) == []
 
 
+def test_the_suite_refuses_the_moved_names():
+    """pyproject's filterwarnings turns the stubs' warning into an error in the tests, so no test (nor
+    docs example run by them) uses a deprecated name by accident; the tests of the stubs catch it."""
+    import importlib
+
+    from ltr._moved import MOVED
+
+    old, new = next(iter(MOVED.items()))
+    name = next(n for n in importlib.import_module(new).__all__ if not n.startswith("_"))
+    with pytest.raises(DeprecationWarning, match=f"{old}.{name} moved to {new}.{name} in ltr 0.2"):
+        getattr(importlib.import_module(old), name)
+
+
 def test_names_moved_out_of_a_module_forward_with_a_warning():
     import importlib
     import warnings

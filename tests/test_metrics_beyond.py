@@ -91,8 +91,8 @@ def _ranx_case(seed, n_queries=40):
     qrels, run, flat = {}, {}, ([], [], [0], [], [0])
     for j in range(n_queries):
         n = int(rng.integers(2, 15))
-        # 12-character ids, as those of test_metrics_peers' ranx test: numba compiles ranx's typed dicts once
-        # per id width, so the two tests (one worker, xdist_group "ranx") share those compilations
+        # 12-character ids, as those of test_metrics_peers' ranx test: run compiled (NUMBA_DISABLE_JIT=0), numba
+        # compiles ranx's typed dicts once per id width, so the two tests (one worker, xdist_group "ranx") share them
         docs = [f"d{i:011d}" for i in range(n)]
         scores = rng.permutation(n).astype(float) + 1.0  # distinct: ranx's own sort decides no tie
         labels = rng.choice([0, 1, 1, 2, 3], size=n)
@@ -107,8 +107,7 @@ def _ranx_case(seed, n_queries=40):
     return qrels, run, [np.asarray(x, dtype=float) if i != 2 and i != 4 else np.asarray(x) for i, x in enumerate(flat)]
 
 
-@pytest.mark.slow  # (numba compiles ranx's measures on first use)
-@pytest.mark.xdist_group("ranx")  # one worker runs the ranx tests: its numba start-up is paid once
+@pytest.mark.xdist_group("ranx")  # one worker imports ranx for both ranx tests (interpreted: tests/conftest.py)
 def test_dcg_burges_bpref_rbp_equal_ranx():
     ranx = pytest.importorskip("ranx")
     qrels, run, (s, y, off, ql, qo) = _ranx_case(3)

@@ -188,9 +188,9 @@ def test_lightgbm_preset_equals_lightgbm_metrics():
 
 
 # --------------------------------------------------------------------------- ranx
-@pytest.mark.slow  # ~20 s of ranx's own start-up (numba compiles its typed dicts at every run), not of our code
 @pytest.mark.xdist_group("ranx")  # with the other ranx test in one worker (make test: --dist loadgroup)
 def test_ranx_preset_equals_ranx():
+    """ranx runs interpreted in the tests (tests/conftest.py: NUMBA_DISABLE_JIT), its values its own."""
     ranx = pytest.importorskip("ranx")
     scores, labels, offsets, docs, _ = random_queries(40, 1500, negative=True, unjudged=True)
     rng = np.random.default_rng(7)

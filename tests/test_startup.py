@@ -82,6 +82,20 @@ def test_light_steps_load_no_heavy_library(loaded, step):
     assert loaded[step] == [], f"{step} loaded {loaded[step]}"
 
 
+def test_top_level_help_imports_no_command_module_and_no_numpy():
+    """``ltr --help`` lists the commands from ltr.cli.SUMMARIES: near the interpreter's own start-up
+    (issue 49: at most 0.15 s; docs/benchmarks.md has the figure)."""
+    code = ("import contextlib, io, sys\nfrom ltr.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+            "    try:\n        main(['--help'])\n    except SystemExit as e:\n        assert e.code == 0\n"
+            "assert 'importance' in out.getvalue()\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('ltr', 'numpy', 'typing'))))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env=_env())
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[-2] == "['ltr', 'ltr.cli', 'ltr.errors', 'ltr.threads']"
+
+
 @pytest.mark.xdist_group("startup")  # one worker runs the probe (a fresh interpreter that ends importing torch)
 def test_every_sub_command_help_loads_no_heavy_library(loaded):
     # building every command's parser imports every command module

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -21,11 +23,16 @@ A = np.array([0.61, 0.42, 0.88, 0.35, 0.72, 0.55, 0.91, 0.47, 0.66, 0.59, 0.30, 
 B = np.array([0.58, 0.40, 0.80, 0.37, 0.65, 0.50, 0.90, 0.41, 0.60, 0.61, 0.22, 0.70])
 
 
+def SEED(seed):  # noqa: N802  scipy.stats.bootstrap's generator: rng= from scipy 1.15, random_state= before
+    name = "rng" if "rng" in inspect.signature(stats.bootstrap).parameters else "random_state"
+    return {name: np.random.default_rng(seed)}
+
+
 def test_percentile_bootstrap_equals_scipy_exactly_with_same_seed_and_batch():
     for batch in (None, 500):
         ours = bootstrap_ci(A, n_resamples=2000, seed=7, batch=batch, confidence=0.9)
         ref = stats.bootstrap((A,), np.mean, n_resamples=2000, batch=batch, method="percentile",
-                              confidence_level=0.9, rng=np.random.default_rng(7))
+                              confidence_level=0.9, **SEED(7))
         assert ours.low == pytest.approx(ref.confidence_interval.low, abs=1e-12)
         assert ours.high == pytest.approx(ref.confidence_interval.high, abs=1e-12)
         boot = bootstrap_means(A, 2000, seed=7, batch=batch)
@@ -35,8 +42,7 @@ def test_percentile_bootstrap_equals_scipy_exactly_with_same_seed_and_batch():
 def test_bca_and_basic_delegate_to_scipy():
     for method in ("BCa", "basic"):
         ours = bootstrap_ci(A, n_resamples=999, seed=3, method=method)
-        ref = stats.bootstrap((A,), np.mean, n_resamples=999, batch=1000, method=method,
-                              rng=np.random.default_rng(3))
+        ref = stats.bootstrap((A,), np.mean, n_resamples=999, batch=1000, method=method, **SEED(3))
         assert ours.low == pytest.approx(ref.confidence_interval.low, abs=1e-12)
         assert ours.high == pytest.approx(ref.confidence_interval.high, abs=1e-12)
     with pytest.raises(ValueError, match="unknown bootstrap method"):

@@ -12,6 +12,7 @@ import sys
 from ltr.checks import integer
 from ltr.errors import LtrError
 from ltr.study.report_table import counted
+from ltr.train.config import LOSS_NAMES
 
 
 def register(subparsers) -> None:
@@ -22,8 +23,7 @@ def register(subparsers) -> None:
         "evaluate it on the test split with the configured metrics, store it under OUT/cells as it "
         "finishes, and write results.md, results.json, means.png and TensorBoard HParams runs. "
         "Re-running on the same --out re-runs only missing or stale cells. Methods: any loss of `losses` by "
-        "name (ranknet, hinge, lambdarank, ndcg_loss1, ndcg_loss2, ndcg_loss2pp, arp_loss1, arp_loss2, listnet, "
-        "softmax, listmle, approx_ndcg, neural_ndcg, bce, mse), LOSS@K for a cutoff, MODEL/LOSS[@K] for another "
+        f"name ({', '.join(LOSS_NAMES)}), LOSS@K for a cutoff, MODEL/LOSS[@K] for another "
         "scorer (mlp, linear, attention), a GBDT engine (lightgbm, xgboost, catboost; ENGINE:OBJECTIVE for another "
         "objective, e.g. xgboost:rank_pairwise, catboost:QuerySoftMax, lightgbm:rank_xendcg), or a [variants.NAME] table of the config (settings, "
         "ensemble = N, a tune grid tried tuning_budget times on the validation split).",

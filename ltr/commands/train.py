@@ -20,13 +20,12 @@ from typing import Any
 from ltr.checks import integer
 from ltr.data.files import add_data_options, add_format_options
 from ltr.errors import LtrError
-from ltr.train.config import LOSS_RULES, MODEL_RULES, MODEL_TYPE_NAMES, NORMALIZE_CHOICES, QUERY_NORM_CHOICES
+from ltr.train.config import LOSS_NAMES, LOSS_RULES, MODEL_RULES, MODEL_TYPE_NAMES, NORMALIZE_CHOICES, QUERY_NORM_CHOICES
 from ltr.train.config import TRAIN_RULES as R
 
 MODEL_KEYS = tuple(MODEL_RULES)
 SPLITS = ("train", "valid", "test")  # the data options, for --query-file OPTION=FILE
-LOSS_HELP = ("loss name for losses.get_loss: ranknet, hinge, lambdarank, ndcg_loss1, ndcg_loss2, ndcg_loss2pp, "
-             "arp_loss1, arp_loss2, listnet, softmax, listmle, approx_ndcg, neural_ndcg, bce, mse; options such as "
+LOSS_HELP = (f"loss name for losses.get_loss: {', '.join(LOSS_NAMES)}; options such as "
              "k or temperature go in the --config [loss] table (default softmax: the defaults study of docs/experiments.md)")
 
 

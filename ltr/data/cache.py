@@ -1,7 +1,10 @@
 """The binary cache of parsed data files: where it lives, its key, reading and writing it.
 
-A cache is an ``.npz`` file beside the source (or in :func:`default_cache_dir` when the source's
-folder is read-only). Its key holds a SHA-1 digest of the source's whole content (and of its
+A cache is an ``.npz`` file in the cache folder, :func:`default_cache_dir` (``$LTR_CACHE_DIR`` or
+the platform's cache folder), named after its source and a tag of the source's absolute path; with
+``cache_dir="beside"`` (or ``LTR_CACHE_DIR=beside``) it is written beside the source instead
+(``train.txt.ltrcache.npz``, the cache folder when the source's folder is read-only). The cache
+folder is the default because writing into a shared data folder surprises the others who read it. Its key holds a SHA-1 digest of the source's whole content (and of its
 ``.query`` sidecar), the parse options and a format version: any change to the file, one byte in the
 middle with the size and the modification time kept, makes the cache stale. The digest costs a pass
 over the file at every load, a small fraction of a cold parse (``docs/benchmarks.md``, "Data cache").
@@ -26,20 +29,29 @@ from ltr.data.dataset import RankingDataset
 from ltr.data.labels import LABEL_LIMIT
 from ltr.io_utils import atomic_path
 
-__all__ = ["default_cache_dir", "CACHE_FORMAT_VERSION", "CACHE_SUFFIX", "MAX_CACHE_RATIO", "content_digest"]
+__all__ = ["default_cache_dir", "BESIDE", "CACHE_ENV", "CACHE_FORMAT_VERSION", "CACHE_SUFFIX", "MAX_CACHE_RATIO",
+           "content_digest"]
 
 CACHE_FORMAT_VERSION = 2
 CACHE_SUFFIX = ".ltrcache.npz"
 MAX_CACHE_RATIO = 4
+#: the environment variable naming the cache folder (or ``beside``)
+CACHE_ENV = "LTR_CACHE_DIR"
+#: ``cache_dir`` (or ``$LTR_CACHE_DIR``) value that writes each cache beside its source file
+BESIDE = "beside"
 
 
 def default_cache_dir() -> Path:
-    """Where caches go when the data file's folder is not writable: ``$LTR_CACHE_DIR`` or ``~/.cache/ltr``."""
-    env = os.environ.get("LTR_CACHE_DIR")
-    if env:
+    """The cache folder: ``$LTR_CACHE_DIR``, else the platform's cache folder for ``ltr``
+    (``platformdirs.user_cache_dir``: ``$XDG_CACHE_HOME/ltr`` or ``~/.cache/ltr`` on Linux,
+    ``~/Library/Caches/ltr`` on macOS, ``%LOCALAPPDATA%\\ltr\\Cache`` on Windows).
+    """
+    env = os.environ.get(CACHE_ENV)
+    if env and env != BESIDE:
         return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "ltr"
+    import platformdirs  # small; only a reader that writes a cache needs it
+
+    return Path(platformdirs.user_cache_dir("ltr", appauthor=False))
 
 
 def content_digest(path: str | os.PathLike) -> str:
@@ -78,10 +90,15 @@ def _folder_writable(folder: Path) -> bool:
 
 
 def _cache_location(path: Path, cache_dir) -> Path:
+    """The cache file of ``path``: in ``cache_dir`` (None: :func:`default_cache_dir`), or beside the
+    source when ``cache_dir`` (or, when it is None, ``$LTR_CACHE_DIR``) is :data:`BESIDE` and the
+    source's folder is writable."""
     name = path.name + CACHE_SUFFIX
-    if cache_dir is None and _folder_writable(path.resolve().parent):
+    choice = os.environ.get(CACHE_ENV) if cache_dir is None else cache_dir
+    beside = isinstance(choice, str) and choice == BESIDE
+    if beside and _folder_writable(path.resolve().parent):
         return path.with_name(name)
-    folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    folder = default_cache_dir() if cache_dir is None or beside else Path(cache_dir)
     tag = hashlib.blake2b(str(path.resolve()).encode(), digest_size=6).hexdigest()
     return folder / f"{path.name}.{tag}{CACHE_SUFFIX}"
 

@@ -79,9 +79,11 @@ def load_svmlight(
         also has ``qid``, every group must hold a single ``qid``.
     n_features : number of feature columns; default: the largest index in the file.
     zero_based : feature indices start at 0 (default: 1, the LETOR convention; an index 0 is an error).
-    cache : keep a binary copy (``<file>.ltrcache.npz``, or in ``cache_dir`` / :func:`default_cache_dir`
-        when the file's folder is not writable) and use it while the source's whole content (a hash
-        of it) is unchanged; its arrays are checked when read (:mod:`ltr.data.cache`).
+    cache : keep a binary copy and use it while the source's whole content (a hash of it) is
+        unchanged; its arrays are checked when read (:mod:`ltr.data.cache`).
+    cache_dir : where the copy goes: None (default) the cache folder (``$LTR_CACHE_DIR``, else the
+        platform's: :func:`default_cache_dir`), a folder, or ``"beside"`` for ``<file>.ltrcache.npz``
+        beside the source (the cache folder when the source's folder is read-only).
     progress : show a tqdm bar (default: only for files over 64 MiB, and only on a terminal).
     negative_labels : ``"zero"`` (default): a negative label means judged non-relevant and is read
         as 0 (:mod:`ltr.data.labels`; the number changed is ``ds.meta["negative_labels"]``);
@@ -780,9 +782,10 @@ def save_svmlight(ds: RankingDataset, path: str | os.PathLike, *, progress: bool
         parts = []
         if ds.doc_ids is not None:
             ids = ds.doc_ids.astype(str)
-            bad = (np.strings.str_len(ids) == 0) | (np.strings.str_len(np.strings.strip(ids)) != np.strings.str_len(ids))
+            # np.char, not numpy 2's np.strings: the same functions, also on numpy 1.x (the declared floor)
+            bad = (np.char.str_len(ids) == 0) | (np.char.str_len(np.char.strip(ids)) != np.char.str_len(ids))
             for ch in (" ", "\t", "#"):
-                bad |= np.strings.find(ids, ch) >= 0
+                bad |= np.char.find(ids, ch) >= 0
             if bad.any():
                 r = int(np.flatnonzero(bad)[0])
                 raise LtrError(

@@ -202,7 +202,8 @@ def _block_dataset_class():
             verbosity = _verbosity(self.params or {}) if self._sampling else None
             return params if verbosity is None else {**params, "verbosity": verbosity}
 
-        def _Dataset__init_from_seqs(self, *, seqs, ref_dataset):  # called by lgb.Dataset.construct
+        # called by lgb.Dataset.construct: by position in LightGBM 4.1, by keyword in 4.7 (both accepted)
+        def _Dataset__init_from_seqs(self, seqs, ref_dataset=None):
             if len(seqs) != 1 or not isinstance(seqs[0], _sequence_class()):
                 return lgb.Dataset._Dataset__init_from_seqs(self, seqs=seqs, ref_dataset=ref_dataset)
             seq = seqs[0]

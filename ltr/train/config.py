@@ -40,7 +40,12 @@ from ltr.checks import COUNT, SEED, boolean, integer, list_of, number, table, te
 from ltr.errors import LtrError
 
 __all__ = ["DEFAULT_METRICS", "QUERY_NORMS", "QUERY_NORM_CHOICES", "TrainConfig", "auto_batch_size", "AUTO_BATCH", "load_toml", "check_keys", "read_toml",
-           "TRAIN_RULES", "MODEL_RULES", "LOSS_RULES", "GBDT_RULES"]
+           "TRAIN_RULES", "MODEL_RULES", "LOSS_RULES", "GBDT_RULES", "LOSS_NAMES"]
+
+#: the names of ``losses.LOSSES`` in its order, without importing torch (the commands' help lists them);
+#: tests/test_cli_frictions.py holds it equal to the registry, to ``ltr train --help`` and to README's count
+LOSS_NAMES = ("ranknet", "hinge", "lambdarank", "ndcg_loss1", "ndcg_loss2", "ndcg_loss2pp", "arp_loss1", "arp_loss2",
+              "listnet", "softmax", "listmle", "approx_ndcg", "neural_ndcg", "neural_sort_ce", "bce", "mse")
 
 DEFAULT_METRICS = ("ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "map", "mrr")
 
