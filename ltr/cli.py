@@ -36,10 +36,13 @@ SUMMARIES = {
     "predict": "score a data file with a trained model and write a TREC run file",
     "convert": "convert SVMlight or Parquet data into a memory-mapped store (data larger than RAM)",
     "ablate": "ablation grid (data sets x methods x seeds): means with CIs, paired tests vs a reference, resumable",
-    "calibrate": "calibrate scores into probabilities (Platt, isotonic, strict isotonic) with an AUC check",
+    "calibrate": "calibrate scores into probabilities (global maps, field-aware, multicalibration) with an order check; "
+                 "apply a saved calibrator to a new day (--apply)",
+    "auction": "run GSP / VCG auctions on a table of requests x ads: revenue, welfare, reserves per field value, "
+               "winners' PCOC, the true-CTR oracle",
     "clicks": "click models, position-bias estimation, unbiased training, IPS evaluation, interleaving, "
               "Open Bandit data",
-    "export": "export a trained neural scorer to ONNX or TorchScript for serving",
+    "export": "export a trained model (neural, GBDT or blend) to ONNX, or a neural one to TorchScript, for serving",
     "tune": "hyper-parameter search with Optuna (TPE, pruning, resumable SQLite study, best config as TOML)",
     "importance": "permutation importance of each feature: drop of NDCG@10 with a bootstrap interval over queries",
     "blend": "combine trained models with weights fitted on a validation set",
