@@ -96,7 +96,7 @@ CASES: list[Case] = [
                                                 "--out", "{bad}"], ("permutation_importance.json", "already exists"),
          holding("permutation_importance.json"), protect=("theirs",)),
     Case("clicks-estimate-json-over-a-file", ["clicks", "estimate", "--log", "{log}", "--json", "{bad}"],
-         ("--json", "already exists", "move the old file away"), put("e.json", "{}"), protect=("bad",)),
+         ("--json", "already exists", "--force to replace it"), put("e.json", "{}"), protect=("bad",)),
     # ------------------------------------------------------------------ a hint names what works
     Case("train-out-user-folder", ["train", "--train", "{train}", "--valid", "{valid}", "--quiet", "--epochs", "1",
                                    "--out", "{bad}"], ("--out", "not a run folder", "never replaces", "choose another --out"),

@@ -284,7 +284,7 @@ def test_click_log_reader_checks_every_array(name, change, at, value):
         assert np.array_equal(getattr(log, key), arrays[key]), key  # the values as written, not rounded
 
 
-# whole numbers (as floats too) and NaN: a fractional position or click is the strict xfail below
+# whole numbers (as floats too) and NaN: a fractional position or click is the refusal test below
 LOG_CELL = st.one_of(st.integers(-2, 6), st.integers(-1, 4).map(float), st.just(math.nan), st.none())
 
 
@@ -318,8 +318,6 @@ def test_parquet_click_log_reader_keeps_the_values_or_names_the_column(rows, kin
     assert np.all(log.position >= 1) and set(np.unique(log.click).tolist()) <= {0, 1}
 
 
-@pytest.mark.xfail(strict=True, reason="ltr/clicks/log_table.py (_column) casts a float column to int64: 1.5 is read "
-                   "as position 1 and a click of 0.7 as 0; the clicks engineer's file (issue 48's fuzzing found it)")
 def test_parquet_click_log_refuses_fractional_positions_and_clicks(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq

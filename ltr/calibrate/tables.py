@@ -113,6 +113,9 @@ def _refuse(path, name: str, what: str, raw, i: int) -> LtrError:
     if what == "field":
         return LtrError(f"{path}: column {name!r}, row {i + 1} is empty{DROP_HINT}")
     shown = raw[i].item() if isinstance(raw[i], np.generic) else raw[i]
+    if isinstance(shown, bool):
+        return LtrError(f"{path}: column {name!r}, row {i + 1} holds {shown!r}: a true/false column is not "
+                        f"{_NEED[what]} (write the {what}s as numbers){DROP_HINT}")
     return LtrError(f"{path}: column {name!r}, row {i + 1} holds {shown!r}, which is not {_NEED[what]}{DROP_HINT}")
 
 

@@ -213,6 +213,9 @@ def read_log_table(path: str | os.PathLike, *, ids: Any = None, modes: Any = Non
     from ltr.clicks.logs.reader import read_log_meta
 
     rows = _read_rows(path, modes)
+    if not any(len(cols["position"]) for _, cols in rows.batches):
+        asked = f" in the sessions of mode {sorted(int(m) for m in modes)}" if modes is not None else ""
+        raise LtrError(f"{path}: the click log holds no rows{asked}: nothing to learn from")
     meta = read_log_meta(path)
     if rows.column("propensity") is None:
         meta["propensity"] = PROPENSITY_ABSENT
