@@ -192,7 +192,7 @@ def main(argv=None) -> int:
                    allrank_ndcg10=float(theirs_ndcg), allrank_impl=label)
     print(f"metric: {name}")
     if args.json:
-        from ltr.io_utils import atomic_write_json
+        from ltr.base.io_utils import atomic_write_json
 
         atomic_write_json(args.json, out)
     return 0

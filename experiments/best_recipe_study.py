@@ -253,7 +253,7 @@ def tuned_argvs(trials: int, files, seed: int, out: Path) -> tuple[list[str], li
 
 def run_tuned(trials: int, files, seed: int, out: Path, test) -> dict:
     """:data:`TUNED` in ``out``: ``ltr tune`` (a fresh study) then ``ltr train --config best.toml --ensemble 3``."""
-    from ltr.io_utils import atomic_write_text
+    from ltr.base.io_utils import atomic_write_text
 
     tune, final, space, study = tuned_argvs(trials, files, seed, out)
     shutil.rmtree(study, ignore_errors=True)
@@ -294,7 +294,7 @@ class Store:
                      == (candidate, dataset, fold, seed)), None)
 
     def put(self, record: dict) -> None:
-        from ltr.io_utils import atomic_write_json
+        from ltr.base.io_utils import atomic_write_json
 
         key = (record["candidate"], record["dataset"], record["fold"], record["seed"])
         self.records = [r for r in self.records if (r["candidate"], r["dataset"], r["fold"], r["seed"]) != key]
@@ -549,7 +549,7 @@ def main(argv=None) -> int:
                     test = load_svmlight(files[2], cache=False)
                     run_cell(store, cands, dataset, fold, files, seed, seed % engine_seeds, args.out, test, best(dataset))
     md = report(store.records, sets, neural_options, skip)
-    from ltr.io_utils import atomic_write_text
+    from ltr.base.io_utils import atomic_write_text
 
     atomic_write_text(args.out / "results.md", md)
     print(md)

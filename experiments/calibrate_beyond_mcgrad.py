@@ -106,7 +106,7 @@ def targets(rows: dict) -> list[str]:
 
 def main(argv=None) -> int:
     from ltr.calibrate.fields_data import make_joint_world
-    from ltr.io_utils import atomic_write_json, atomic_write_text
+    from ltr.base.io_utils import atomic_write_json, atomic_write_text
     from ltr.study import markdown_table
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])

@@ -52,7 +52,7 @@ from ltr.calibrate.ctr import (
     generate_impressions,
     train_ctr_model,
 )
-from ltr.io_utils import atomic_write_json, atomic_write_text
+from ltr.base.io_utils import atomic_write_json, atomic_write_text
 from ltr.study import markdown_table
 from metrics.classification import auc, ece, grouped_auc, log_loss
 

@@ -248,7 +248,7 @@ def plot(eval_rows, train_summary, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ltr.io_utils import atomic_path
+    from ltr.base.io_utils import atomic_path
 
     names = sorted({r["data"] for r in eval_rows}, key=lambda n: n != "synthetic")
     fig, axes = plt.subplots(2, len(names), figsize=(7 * len(names), 9), squeeze=False)
@@ -303,7 +303,7 @@ def main(argv=None) -> int:
     if args.quick:
         args.data, args.seeds, args.train_sessions, args.epochs, args.eval_sessions = "synthetic", 1, 10, 5, 20
 
-    from ltr.io_utils import atomic_write_json, atomic_write_text
+    from ltr.base.io_utils import atomic_write_json, atomic_write_text
 
     t0 = time.time()
     out = Path(args.out)

@@ -156,7 +156,7 @@ def prepare(data_dir: Path, large: bool, only: set[str] | None = None) -> dict[s
             parts = [mq / f"S{(f + k) % 5 + 1}.txt" for k in range(5)]
             train = data_dir / f"mq2008-fold{f + 1}-train.txt"
             if not train.exists():
-                from ltr.io_utils import atomic_write_bytes
+                from ltr.base.io_utils import atomic_write_bytes
 
                 atomic_write_bytes(train, b"".join(p.read_bytes() for p in parts[:3]))
             folds.append((train, parts[3], parts[4]))
@@ -277,7 +277,7 @@ def main(argv=None) -> int:
                     results.append({"candidate": name, "dataset": dataset, "fold": fold, "seed": seed, **r})
                     print(f"{dataset} fold {fold + 1} seed {seed} {name}: test {r['test']:.4f} valid {r['valid']:.4f} "
                           f"{r['wall_s']:.1f} s", file=sys.stderr, flush=True)
-                    from ltr.io_utils import atomic_write_json
+                    from ltr.base.io_utils import atomic_write_json
 
                     atomic_write_json(store, results)
     md = table(results, args.time_budget)

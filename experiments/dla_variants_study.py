@@ -354,7 +354,7 @@ def _t_interval(values) -> str:
 
 
 def main(argv=None) -> int:
-    from ltr.io_utils import atomic_write_json, atomic_write_text
+    from ltr.base.io_utils import atomic_write_json, atomic_write_text
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", required=True)

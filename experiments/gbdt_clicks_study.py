@@ -144,7 +144,7 @@ def markdown(rows: list[dict], args) -> str:
 
 
 def main(argv=None) -> int:
-    from ltr.io_utils import atomic_write_json, atomic_write_text
+    from ltr.base.io_utils import atomic_write_json, atomic_write_text
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True, help="folder for results.json and results.md")

@@ -66,7 +66,7 @@ def markdown(rows, args) -> str:
 def main(argv=None) -> int:
     from ltr.clicks.interleaving import compare_interleaving
     from ltr.data import make_synthetic_splits
-    from ltr.io_utils import atomic_write_json, atomic_write_text
+    from ltr.base.io_utils import atomic_write_json, atomic_write_text
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", required=True)

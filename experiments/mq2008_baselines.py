@@ -34,7 +34,7 @@ import torch
 
 import losses
 from ltr.data import concat_datasets, load_svmlight, split_by_query
-from ltr.io_utils import atomic_write_json
+from ltr.base.io_utils import atomic_write_json
 from ltr.study import markdown_table
 from ltr.train import (
     FeatureTransform,

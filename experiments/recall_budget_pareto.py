@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ltr.io_utils import atomic_path
+from ltr.base.io_utils import atomic_path
 from metrics.retrieval import (
     best_source_at_budget,
     candidate_recall,

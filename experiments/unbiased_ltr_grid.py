@@ -358,7 +358,7 @@ def plot(rows, args, path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ltr.io_utils import atomic_path
+    from ltr.base.io_utils import atomic_path
 
     ests = [e for e in args.estimators.split(",") if e != "naive"]
     datasets = list(dict.fromkeys(r["data"] for r in rows))
@@ -389,7 +389,7 @@ def plot(rows, args, path) -> None:
 
 
 def main(argv=None) -> int:
-    from ltr.io_utils import atomic_write_json, atomic_write_text
+    from ltr.base.io_utils import atomic_write_json, atomic_write_text
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", required=True)

@@ -249,7 +249,7 @@ def _groups(rows):
 
 def main(argv=None) -> int:
     from ltr.data import make_synthetic_splits
-    from ltr.io_utils import atomic_write_json, atomic_write_text
+    from ltr.base.io_utils import atomic_write_json, atomic_write_text
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", required=True)

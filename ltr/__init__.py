@@ -12,8 +12,8 @@ The toolkit is five parts and a command line, each a sub-package (imported on de
 - ``ltr.study``      the ablation grid and its report
 - ``ltr.commands``   one module per ``ltr`` sub-command
 
-``metrics`` (numpy) and ``losses`` (torch) sit below all of them. ``ltr.cli``, ``ltr.errors`` and
-``ltr.io_utils`` are the few things every part uses.
+``metrics`` (numpy) and ``losses`` (torch) sit below all of them; ``ltr.base`` (errors, input checks,
+atomic writes, threads) is the one part every other part uses, and ``ltr.cli`` sits on top.
 
 ``from ltr import NeuralRanker`` gives the scikit-learn-style ranker of :mod:`ltr.train.sklearn_ranker`
 (loaded on first use, with torch and scikit-learn).

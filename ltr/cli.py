@@ -2,11 +2,11 @@
 
 Each sub-command lives in ``ltr/commands/<name>.py`` and exposes ``register(subparsers)``, which adds
 its parser and sets ``func`` (a callable taking the parsed namespace and returning an exit code).
-Errors meant for the user are raised as :class:`ltr.errors.LtrError` and printed without a traceback;
+Errors meant for the user are raised as :class:`ltr.base.errors.LtrError` and printed without a traceback;
 so are the operating system's refusals (:class:`OSError`: a full disk, a read-only folder, a file that
-vanished), in the words of :func:`ltr.checks.describe_os_error`. Both exit with status 2.
+vanished), in the words of :func:`ltr.base.checks.describe_os_error`. Both exit with status 2.
 
-Before anything imports torch or LightGBM, :func:`ltr.threads.configure_threads` sets passive OpenMP
+Before anything imports torch or LightGBM, :func:`ltr.base.threads.configure_threads` sets passive OpenMP
 waiting (and ``LTR_THREADS``'s thread count), which keeps the commands fast on a busy machine.
 """
 
@@ -17,8 +17,8 @@ import importlib
 import sys
 
 from ltr import __version__
-from ltr.errors import LtrError
-from ltr.threads import THREADS_ENV, configure_threads
+from ltr.base.errors import LtrError
+from ltr.base.threads import THREADS_ENV, configure_threads
 
 # The order is the order shown in ``ltr --help``.
 COMMANDS = ("synth", "eval", "compare", "train", "gbdt", "predict", "convert", "ablate", "calibrate", "auction", "clicks", "export", "tune", "importance", "blend")
@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         _silence_stdout()
         return 141
     except OSError as exc:
-        from ltr.checks import describe_os_error
+        from ltr.base.checks import describe_os_error
 
         print(f"ltr {args.command}: error: {describe_os_error(exc)}", file=sys.stderr)
         return 2

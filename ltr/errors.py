@@ -1,25 +1,5 @@
-"""Errors the toolkit raises for bad input: caught by the CLI and printed without a traceback."""
+"""Moved to :mod:`ltr.base.errors` in ltr 0.2; this stub forwards every name with a DeprecationWarning until 0.3."""
 
-from __future__ import annotations
+from ltr.base._moved import forward
 
-__all__ = ["LtrError", "DataFormatError", "FeatureCountError"]
-
-
-class LtrError(Exception):
-    """A problem with the user's input or configuration (not a bug in the toolkit)."""
-
-
-class FeatureCountError(LtrError, ValueError):
-    """Features whose column count is not the model's (never zero-padded, never cut: the scores would be
-    silently wrong); the message names both counts."""
-
-
-class DataFormatError(LtrError, ValueError):
-    """A malformed data file; the message names the file, the line and what was wrong."""
-
-    def __init__(self, path, line: int | None, message: str):
-        self.path = str(path)
-        self.line = line
-        self.reason = message
-        where = f"{self.path}:{line}" if line is not None else self.path
-        super().__init__(f"{where}: {message}")
+__getattr__ = forward(__name__)

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 from ltr.study import ablation
 from ltr.study.ablation import (
     AblationConfig,

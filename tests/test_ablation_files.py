@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ltr.data import convert_to_store, make_mslr_like, save_svmlight, split_by_query, to_parquet
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 ablation = importlib.import_module("ltr.study.ablation")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 from ltr.study import ablation
 from ltr.study.ablation import AblationConfig, Cell, DatasetSpec
 from ltr.study.methods import resolve_method, split_method, tuning_candidates

@@ -12,7 +12,7 @@ from ltr.calibrate.auction import (
     run_auctions,
     second_price,
 )
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 # The hand-worked example. Three ads, two slots, position effects (1, 0.5).
 #   ad   bid   pCTR   true CTR   score = bid * pCTR

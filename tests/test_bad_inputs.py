@@ -1154,12 +1154,12 @@ def test_battery_is_large():
 def test_full_disk_mid_run_is_one_line_and_leaves_nothing(world, tmp_path, capsys, monkeypatch):
     import errno
 
-    import ltr.io_utils
+    import ltr.base.io_utils
 
     def full(fd):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(ltr.io_utils.os, "fsync", full)
+    monkeypatch.setattr(ltr.base.io_utils.os, "fsync", full)
     before = snapshot(world["root"])
     out = tmp_path / "run"
     code, err = run_cli(["gbdt", "--train", world["train"], "--valid", world["valid"], "--quiet",
@@ -1170,10 +1170,10 @@ def test_full_disk_mid_run_is_one_line_and_leaves_nothing(world, tmp_path, capsy
 
 
 def test_read_only_destination_is_refused_before_work(world, tmp_path, capsys, monkeypatch):
-    import ltr.checks
+    import ltr.base.checks
 
     real = os.access
-    monkeypatch.setattr(ltr.checks.os, "access", lambda p, mode: False if mode & os.W_OK else real(p, mode))
+    monkeypatch.setattr(ltr.base.checks.os, "access", lambda p, mode: False if mode & os.W_OK else real(p, mode))
     code, err = run_cli(["eval", "--qrels", world["qrels"], "--run", world["run"], "--output", str(tmp_path / "r.json")], capsys)
     assert_refused(code, err, ("--output", "not writable"))
     code, err = run_cli(T[:-1] + [str(tmp_path / "run")], capsys)
@@ -1183,12 +1183,12 @@ def test_read_only_destination_is_refused_before_work(world, tmp_path, capsys, m
 def test_a_refused_rename_is_one_line(world, tmp_path, capsys, monkeypatch):
     import errno
 
-    import ltr.io_utils
+    import ltr.base.io_utils
 
     def refuse(src, dst):
         raise PermissionError(errno.EACCES, "Permission denied", str(dst))
 
-    monkeypatch.setattr(ltr.io_utils.os, "replace", refuse)
+    monkeypatch.setattr(ltr.base.io_utils.os, "replace", refuse)
     target = tmp_path / "r.json"
     code, err = run_cli(["eval", "--qrels", world["qrels"], "--run", world["run"], "--output", str(target)], capsys)
     assert_refused(code, err, (str(target), "permission denied"))
@@ -1286,7 +1286,7 @@ def test_negative_qrels_labels_are_judged_non_relevant_with_gain_zero(tmp_path, 
 
 def test_huge_labels_are_refused_not_turned_into_nan(tmp_path):
     from ltr.data import load_svmlight
-    from ltr.errors import DataFormatError
+    from ltr.base.errors import DataFormatError
 
     for label in ("2000", "1e30", "1024"):
         (tmp_path / "h.txt").write_text(f"1 qid:1 1:1\n{label} qid:1 1:2\n")
@@ -1297,7 +1297,7 @@ def test_huge_labels_are_refused_not_turned_into_nan(tmp_path):
 
 
 def test_grad_clip_and_other_config_values_are_checked_in_python_too():
-    from ltr.errors import LtrError
+    from ltr.base.errors import LtrError
     from ltr.train.config import TrainConfig
 
     for bad in ({"grad_clip": -1.0}, {"grad_clip": 0.0}, {"lr": float("nan")}, {"epochs": True}, {"patience": 2.5},
@@ -1314,7 +1314,7 @@ def test_grad_clip_and_other_config_values_are_checked_in_python_too():
 ])
 def test_calibrator_json_with_impossible_values_is_refused(tmp_path, change, field_name):
     from ltr.calibrate.factory import load_calibrator, make_calibrator
-    from ltr.errors import LtrError
+    from ltr.base.errors import LtrError
 
     rng = np.random.default_rng(0)
     s = rng.normal(size=200)
@@ -1339,7 +1339,7 @@ def test_calibrator_json_with_impossible_values_is_refused(tmp_path, change, fie
 ])
 def test_isotonic_json_with_impossible_values_is_refused(tmp_path, change, what):
     from ltr.calibrate.factory import load_calibrator, make_calibrator
-    from ltr.errors import LtrError
+    from ltr.base.errors import LtrError
 
     rng = np.random.default_rng(1)
     s = rng.normal(size=300)
@@ -1431,7 +1431,7 @@ def test_absurd_width_is_refused_before_allocating(tmp_path):
     import tracemalloc
 
     from ltr.data import load_svmlight
-    from ltr.errors import DataFormatError
+    from ltr.base.errors import DataFormatError
 
     path = tmp_path / "one.txt"
     path.write_text("1 qid:1 100000000:1.0\n")
@@ -1482,7 +1482,7 @@ def fitted(tmp_path):
 ])
 def test_resume_refuses_a_checkpoint_of_other_inputs_naming_what_changed(fitted, change, words):
     import losses
-    from ltr.errors import LtrError
+    from ltr.base.errors import LtrError
 
     fit, train, valid, ck = fitted
     kwargs = {
@@ -1510,7 +1510,7 @@ def _relabel(ds):
 def test_damaged_checkpoint_of_the_right_format_is_refused(fitted, damage):
     import torch
 
-    from ltr.errors import LtrError
+    from ltr.base.errors import LtrError
 
     fit, train, valid, ck = fitted
     state = torch.load(ck / "last.pt", weights_only=True)
@@ -1554,7 +1554,7 @@ def test_ablation_guide_snippet_has_the_main_guard():
 def test_run_ablation_in_a_starting_worker_says_what_to_do(monkeypatch, tmp_path):
     import multiprocessing
 
-    from ltr.errors import LtrError
+    from ltr.base.errors import LtrError
     from ltr.study import ablation
 
     monkeypatch.setattr(multiprocessing.current_process(), "_inheriting", True, raising=False)

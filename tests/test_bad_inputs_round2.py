@@ -374,7 +374,7 @@ def test_shipped_ablation_config_with_datasets_synthetic_does_not_look_for_mq200
     MQ2008 folder is still checked when its data set is asked for."""
     from ltr.cli import build_parser
     from ltr.commands.ablate import build_config
-    from ltr.errors import LtrError
+    from ltr.base.errors import LtrError
 
     monkeypatch.chdir(tmp_path)
     shipped = str(ROOT / "experiments" / "ablate_pairwise_vs_lambda.toml")

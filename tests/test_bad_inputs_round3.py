@@ -263,7 +263,7 @@ def test_intervals_of_a_measure_in_0_1_stay_in_its_range():
 @pytest.mark.parametrize("engine", ["lightgbm", "xgboost", "catboost"])
 def test_predict_gbdt_refuses_a_wrong_feature_count_for_every_engine(engine):
     pytest.importorskip(engine)
-    from ltr.errors import FeatureCountError
+    from ltr.base.errors import FeatureCountError
     from ltr.gbdt.engines import predict_gbdt, train_gbdt
     from ltr.train.sklearn_ranker import dataset_from_arrays
 

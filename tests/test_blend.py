@@ -15,7 +15,7 @@ import torch
 import metrics
 from ltr.cli import main
 from ltr.data import RankingDataset, load_svmlight, save_svmlight
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 from ltr.models.blend import DENOMINATOR, combine, fit_weights, read_blend, shrink_units, standardise
 from ltr.models.folder import load_scorer
 

@@ -13,7 +13,7 @@ from test_blend import _linear_folder, make_ds, ndcg10
 
 from ltr.cli import main
 from ltr.data import RankingDataset, load_svmlight, save_svmlight
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 from ltr.models.blend import CV_LAMBDAS, combine, cv_folds, fit_weights, read_blend, shrink_units, standardise
 from ltr.models.folder import load_scorer
 

@@ -16,7 +16,7 @@ import pytest
 
 from ltr.clicks.simulate import browsing
 from ltr.clicks.simulate.click_models import attraction, pbm_examination, simulate_clicks
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 A = np.array([0.7, 0.3, 0.55])
 S = np.array([0.6, 0.9, 0.2])

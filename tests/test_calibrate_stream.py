@@ -10,7 +10,7 @@ import pytest
 from ltr.calibrate.stream_fit import fit_binned
 from ltr.calibrate.stream_report import binned_auc, binned_report
 from ltr.calibrate.stream_stats import BinnedStats, hash_split, stream_table
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 from metrics.calibration import field_calibration, field_ece, field_rce, normalized_entropy, pcoc
 
 

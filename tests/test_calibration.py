@@ -23,7 +23,7 @@ from ltr.calibrate.report import (
     add_reliability_to_tensorboard,
     save_reliability_diagram,
 )
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 from metrics.classification import auc, brier, ece, log_loss
 
 

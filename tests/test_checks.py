@@ -1,4 +1,4 @@
-"""ltr.checks: the value rules and path checks every command shares (issue 13)."""
+"""ltr.base.checks: the value rules and path checks every command shares (issue 13)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import os
 import numpy as np
 import pytest
 
-from ltr import checks
-from ltr.checks import boolean, integer, list_of, number, text
-from ltr.errors import LtrError
+from ltr.base import checks
+from ltr.base.checks import boolean, integer, list_of, number, text
+from ltr.base.errors import LtrError
 
 
 @pytest.mark.parametrize("rule, good, bad", [

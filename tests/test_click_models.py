@@ -11,7 +11,7 @@ import pytest
 
 from ltr.clicks.logs.click_log import ClickLog, MODE_PRODUCTION, MODE_RANDOMIZED, MODE_SWAP
 from ltr.clicks.simulate.click_models import attraction, pbm_examination, simulate_clicks, top_k_matrix
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 
 def _toy(n_queries=40, seed=0, min_len=3, max_len=15):

@@ -13,7 +13,7 @@ from ltr.clicks.logs.stream import write_log_stream
 from ltr.clicks.logs.table import read_log_parquet
 from ltr.clicks.logs.lists import group_sessions, pair_counts
 from ltr.data import RankingDataset
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 # randomized and swapped sessions: several shown lists per query, so the groups really merge across batches
 OPTS = dict(model="cascade", top_k=6, sessions_per_query=30, seed=5, randomize_fraction=0.3, swap_fraction=0.2)

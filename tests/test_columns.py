@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ltr.data.columns import parse_number, read_id_column, read_number_column
-from ltr.errors import DataFormatError, LtrError
+from ltr.base.errors import DataFormatError, LtrError
 
 
 def test_text_column_values_whitespace_and_trailing_empty_lines(tmp_path):

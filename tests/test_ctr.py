@@ -19,7 +19,7 @@ from ltr.calibrate.ctr import (
     train_ctr_model,
 )
 from ltr.calibrate.invariance import count_created_ties
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 from metrics.classification import auc, ece, log_loss
 
 

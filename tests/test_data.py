@@ -12,7 +12,7 @@ from conftest import shared_path
 
 from ltr.data import RankingDataset, concat_datasets, load_svmlight, save_svmlight, split_by_query
 from ltr.data.svmlight import format_float32
-from ltr.errors import DataFormatError, LtrError
+from ltr.base.errors import DataFormatError, LtrError
 
 
 def small_dataset(seed=0, n_queries=7, n_features=5, doc_ids=True, users=True):

@@ -23,7 +23,7 @@ import losses
 from ltr.cli import main
 from ltr.data import save_svmlight
 from ltr.data.synthetic import make_synthetic_splits
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 from ltr.train.checkpoint import load_checkpoint
 from ltr.train.config import TrainConfig
 from ltr.train.distributed import DistributedTrainer, WorkerFailedError, launch, query_shares

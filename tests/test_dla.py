@@ -9,7 +9,7 @@ import pytest
 from ltr.clicks.simulate.click_models import pbm_examination, simulate_clicks
 from ltr.clicks.estimators.dla import fit_dla
 from ltr.clicks.logs.lists import group_sessions
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 
 @pytest.fixture(autouse=True)

@@ -19,7 +19,7 @@ from ltr.data.trec import (
     write_qrels,
     write_run,
 )
-from ltr.errors import DataFormatError
+from ltr.base.errors import DataFormatError
 
 # trec_eval measure -> our metric name (trec spellings are accepted as they are)
 TREC_MEASURES = ["map", "Rprec", "recip_rank", "P_5", "P_10", "P_30", "P_100", "P_1000", "ndcg", "ndcg_cut_10",

@@ -23,7 +23,7 @@ from ltr.calibrate.field_calibrators import (
     check_within_field_order,
 )
 from ltr.calibrate.invariance import check_auc_invariance
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 from metrics.classification import grouped_auc, log_loss
 
 

@@ -12,7 +12,7 @@ import pytest
 from ltr.calibrate.factory import calibrator_from_json, make_calibrator
 from ltr.calibrate.field_values import encode_values, value_key, words_type
 from ltr.calibrate.fields_data import make_field_world
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 F = ["advertiser", "device"]
 

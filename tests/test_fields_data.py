@@ -10,7 +10,7 @@ from scipy.special import expit
 
 from ltr.calibrate.calibrators import PlattCalibrator
 from ltr.calibrate.fields_data import make_field_world
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 from metrics.calibration import field_calibration, pcoc
 
 

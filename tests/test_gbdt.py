@@ -7,7 +7,7 @@ import pytest
 
 import metrics
 from ltr.data import RankingDataset
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 from ltr.gbdt.lightgbm import (
     label_table,
     load_booster,

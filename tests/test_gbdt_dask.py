@@ -20,7 +20,7 @@ import metrics  # noqa: E402
 from ltr.cli import main  # noqa: E402
 from ltr.data import RankingDataset, save_svmlight  # noqa: E402
 from ltr.data.synthetic import make_synthetic_splits  # noqa: E402
-from ltr.errors import LtrError  # noqa: E402
+from ltr.base.errors import LtrError  # noqa: E402
 from ltr.gbdt.lightgbm import DEFAULT_PARAMS, label_table, train_lightgbm  # noqa: E402
 from ltr.gbdt.lightgbm_dask import ValidationStopping, from_dataset, read_parquet_for_ranking, require_dask  # noqa: E402
 

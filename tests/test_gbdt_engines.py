@@ -12,7 +12,7 @@ import pytest
 
 import metrics
 from ltr.data.synthetic import make_synthetic_splits
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 from ltr.gbdt.engines import (
     ValidationMonitor,
     import_engine,

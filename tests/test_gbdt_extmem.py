@@ -15,7 +15,7 @@ xgb = pytest.importorskip("xgboost")
 import ltr.gbdt.streaming as streaming  # noqa: E402
 from ltr.data import open_store  # noqa: E402
 from ltr.data.streamed import open_streamed  # noqa: E402
-from ltr.errors import LtrError  # noqa: E402
+from ltr.base.errors import LtrError  # noqa: E402
 from ltr.gbdt.engines import predict_gbdt, train_gbdt  # noqa: E402
 
 PARAMS = {"nthread": 1, "max_depth": 4}

@@ -17,7 +17,7 @@ pytest.importorskip("lightgbm")
 import ltr.gbdt.streaming as streaming  # noqa: E402
 from ltr.data import open_store  # noqa: E402
 from ltr.data.streamed import RowReader, StreamedData, open_streamed, predict_in_blocks, query_blocks  # noqa: E402
-from ltr.errors import LtrError  # noqa: E402
+from ltr.base.errors import LtrError  # noqa: E402
 from ltr.gbdt.engines import predict_gbdt, train_gbdt  # noqa: E402
 from ltr.gbdt.lightgbm import predict_booster, train_lightgbm  # noqa: E402
 

@@ -10,7 +10,7 @@ import pytest
 
 import metrics
 from ltr.clicks.interleaving import interleave_sessions, sessions_to_detect, team_draft
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 
 def test_team_draft_invariants_on_random_orders():

@@ -15,7 +15,7 @@ from ltr.clicks.propensities.harvesting import (
     harvest_counts,
     pair_statistics,
 )
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 
 def _data(seed=0, n_queries=200):

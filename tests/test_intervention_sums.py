@@ -17,7 +17,7 @@ from ltr.clicks.logs.stream import write_log_stream
 from ltr.clicks.logs.table import log_to_table, read_log_parquet
 from ltr.clicks.propensities.interventions import estimate_from_randomized, estimate_from_swaps
 from ltr.data import RankingDataset
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 OPTS = dict(model="pbm", eta=1.0, top_k=6, sessions_per_query=40, seed=3, randomize_fraction=0.3, swap_fraction=0.3)
 FIELDS = ("theta", "se", "low", "high", "clicks", "sessions")

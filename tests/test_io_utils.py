@@ -8,7 +8,7 @@ import stat
 
 import pytest
 
-from ltr.io_utils import atomic_path, atomic_write_json, atomic_write_text
+from ltr.base.io_utils import atomic_path, atomic_write_json, atomic_write_text
 
 
 def test_failed_write_leaves_previous_version(tmp_path):

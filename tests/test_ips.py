@@ -22,7 +22,7 @@ from ltr.clicks.estimators.ips import (
     ranks_within_queries,
 )
 from ltr.clicks.propensities.interventions import propensities_from_curve
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 from metrics.discounts import discount_values
 
 # One query, five items. Labels in row order; the logger and the new ranker score them differently.

@@ -4,13 +4,13 @@ metrics <- losses <- ltr.data <- ltr.runs <- {ltr.train, ltr.gbdt} <- ltr.models
         <- {ltr.calibrate, ltr.clicks, ltr.study} <- ltr.commands
 
 A module may import from its own part and from parts below it, never from a part above it or beside
-it at the same level; the top-level helpers ``ltr.errors``, ``ltr.io_utils`` and ``ltr`` itself are
+it at the same level; the top-level helpers ``ltr.base.errors``, ``ltr.base.io_utils`` and ``ltr`` itself are
 usable everywhere, a command module never imports another command (the modules of one command's
 package, ``ltr.commands.clicks.*``, import each other), and only ``ltr.cli`` / ``ltr.__main__`` may
 import ``ltr.commands``. Inside ``ltr.clicks`` the same rule holds between its floors
 (``CLICKS_FLOORS``): logs <- simulate <- propensities, interleaving <- estimators <- engines. Every import
 statement is read, including the ones inside functions (the toolkit imports heavy modules lazily).
-The stubs left at the old places of moved modules (``ltr._moved.MOVED``) import nothing but ``ltr._moved``.
+The stubs left at the old places of moved modules (``ltr.base._moved.MOVED``) import nothing but ``ltr.base._moved``.
 
 And no set of modules imports each other in a loop: the graph of every import statement (lazy ones
 too) between the project's modules has no strongly connected component of more than one module.
@@ -51,7 +51,7 @@ CLICKS_FLOORS = {
     "estimators": 3,
     "engines": 4,
 }
-SHARED = {"ltr", "ltr.errors", "ltr.io_utils", "ltr.checks", "ltr._moved", "ltr._lazy"}  # used by every part
+SHARED = {"ltr", "ltr.base"}  # used by every part
 # ``from ltr import NeuralRanker``: ltr/__init__.py re-exports it lazily (module __getattr__)
 REEXPORTS = {("ltr", "ltr.train.sklearn_ranker")}
 
@@ -167,7 +167,7 @@ def test_moved_stubs_forward_with_a_warning():
     import importlib
     import warnings
 
-    from ltr._moved import MOVED
+    from ltr.base._moved import MOVED
 
     for old, new in MOVED.items():
         stub = importlib.import_module(old)
@@ -179,7 +179,7 @@ def test_moved_stubs_forward_with_a_warning():
         assert caught and issubclass(caught[0].category, DeprecationWarning) and new in str(caught[0].message), old
         source = (ROOT / (old.replace(".", "/") + ".py")).read_text()
         imports = [n for n in ast.walk(ast.parse(source)) if isinstance(n, (ast.Import, ast.ImportFrom))]
-        assert [getattr(n, "module", None) for n in imports] == ["ltr._moved"], f"{old}: a stub imports only ltr._moved"
+        assert [getattr(n, "module", None) for n in imports] == ["ltr.base._moved"], f"{old}: a stub imports only ltr.base._moved"
 
 
 @pytest.mark.parametrize(
@@ -191,7 +191,7 @@ def test_moved_stubs_forward_with_a_warning():
         ("ltr/train/x.py", "from ltr import commands\n", "imports ltr.commands"),
         ("metrics/x.py", "import losses\n", "metrics.x (metrics) imports losses"),
         ("losses/x.py", "from ltr.data import RankingDataset\n", "imports ltr.data"),
-        ("ltr/errors.py", "from ltr.data import RankingDataset\n", "(shared) imports ltr.data"),
+        ("ltr/base/errors.py", "from ltr.data import RankingDataset\n", "(shared) imports ltr.data"),
         ("ltr/train/x.py", "from .models import MLPScorer\nfrom ..study import ablation\n", "imports ltr.study"),
         ("ltr/commands/x.py", "from ltr.commands.train import load_data\n", "command ltr.commands.x imports command"),
         ("ltr/commands/clicks/x.py", "from ltr.commands.train import load_data\n", "command ltr.commands.clicks.x imports"),
@@ -216,7 +216,7 @@ def test_allowed_imports_pass(tmp_path, monkeypatch):
     path.parent.mkdir(parents=True)
     path.write_text(
         "import numpy\nimport metrics\nfrom losses import RankNet\nfrom ltr.data import load_svmlight\n"
-        "from ltr.train import Trainer\nfrom ltr.errors import LtrError\nfrom ltr.study.report import summarize\n"
+        "from ltr.train import Trainer\nfrom ltr.base.errors import LtrError\nfrom ltr.study.report import summarize\n"
         "from . import report\n"
     )
     assert violations(path) == []
@@ -364,7 +364,7 @@ def test_the_suite_refuses_the_moved_names():
     docs example run by them) uses a deprecated name by accident; the tests of the stubs catch it."""
     import importlib
 
-    from ltr._moved import MOVED
+    from ltr.base._moved import MOVED
 
     old, new = next(iter(MOVED.items()))
     name = next(n for n in importlib.import_module(new).__all__ if not n.startswith("_"))
@@ -376,7 +376,7 @@ def test_names_moved_out_of_a_module_forward_with_a_warning():
     import importlib
     import warnings
 
-    from ltr._moved import MOVED_NAMES
+    from ltr.base._moved import MOVED_NAMES
 
     for old, names in MOVED_NAMES.items():
         for name, new in names.items():
@@ -393,7 +393,7 @@ def test_names_that_moved_apart_from_their_module_forward_to_their_own_place():
     import importlib
     import warnings
 
-    from ltr._moved import MOVED_APART
+    from ltr.base._moved import MOVED_APART
 
     for old, names in MOVED_APART.items():
         stub = importlib.import_module(old)

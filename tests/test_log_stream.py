@@ -11,7 +11,7 @@ from ltr.clicks.estimators.cells import aggregate_dataset, cell_values
 from ltr.clicks.logs.stream import aggregate_from_log, aggregate_log, write_log_stream
 from ltr.clicks.logs.table import read_log_parquet
 from ltr.data import RankingDataset
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 OPTS = dict(model="pbm", top_k=6, sessions_per_query=40, seed=9, eta=1.0)
 

@@ -10,7 +10,7 @@ import pytest
 from ltr.clicks.logs.click_log import ClickLog
 from ltr.clicks.simulate.click_models import simulate_clicks
 from ltr.clicks.logs.table import log_to_table, read_log_parquet, write_log_parquet
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 
 @pytest.fixture(scope="module")

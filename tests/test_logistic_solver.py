@@ -11,7 +11,7 @@ from scipy.optimize import minimize
 from scipy.special import expit, log_expit
 
 from ltr.calibrate.logistic import logistic_objective, weighted_logistic
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 
 def _lbfgs(A, pos, n, lower=None, penalty=None):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 from ltr.train.models import (
     FeatureTransform,
     LinearScorer,

@@ -10,7 +10,7 @@ import torch
 
 import losses
 from ltr.data import RankingDataset
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 from ltr.train.attention import ContextAwareScorer
 from ltr.train.config import TrainConfig
 from ltr.train.ensemble import EnsembleScorer, fit_ensemble

@@ -7,7 +7,7 @@ import pytest
 from conftest import shared_path
 
 from ltr.clicks.open_bandit import ctr_by_position, ips_value, load_open_bandit
-from ltr.errors import DataFormatError, LtrError
+from ltr.base.errors import DataFormatError, LtrError
 
 
 @pytest.fixture(scope="module")

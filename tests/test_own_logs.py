@@ -20,7 +20,7 @@ from ltr.clicks.logs.reader import iter_log_batches
 from ltr.clicks.logs.table import read_log_table
 from ltr.clicks.propensities.curves import complete_curve, read_curve_file
 from ltr.data import load_svmlight
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 # Two queries of three documents, with ids; the hand log shows two of them per session.
 DATA = ("2 qid:11 1:1.0 2:0.1 # docid = a\n0 qid:11 1:0.1 2:0.9 # docid = b\n1 qid:11 1:0.5 2:0.4 # docid = c\n"

@@ -13,7 +13,7 @@ pd = pytest.importorskip("pandas")
 
 from ltr.data import RankingDataset, concat_datasets, dataset_from_frame, load_parquet, to_frame, to_parquet  # noqa: E402
 from ltr.data.synthetic import make_mslr_like  # noqa: E402
-from ltr.errors import DataFormatError, LtrError  # noqa: E402
+from ltr.base.errors import DataFormatError, LtrError  # noqa: E402
 
 
 def full_dataset(names=True, seed=0):

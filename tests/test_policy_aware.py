@@ -15,7 +15,7 @@ from ltr.clicks.simulate.logging_ranker import plackett_luce_ndcg
 from ltr.clicks.estimators.policy_aware import policy_aware_dataset, policy_aware_labels
 from ltr.clicks.estimators.unbiased import corrected_clicks, lists_dataset
 from ltr.data import RankingDataset
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from ltr.clicks.propensities.interventions import (
     fit_power_law,
     propensities_from_curve,
 )
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@
 
 For any generated input, a reader either returns data that passes the documented checks, and holds
 the values written (no silent coercion), or raises the toolkit's one input error
-(:class:`~ltr.errors.LtrError`) naming the file and, where the problem has one, the line, row or
+(:class:`~ltr.base.errors.LtrError`) naming the file and, where the problem has one, the line, row or
 column; never another exception. Covered: SVMlight/LETOR lines, TREC run and qrels lines (both
 readers), Parquet ranking tables (types, nulls, NaN/inf, empty), click logs (``.npz`` and Parquet),
 calibration tables (CSV and Parquet), the JSON of model folders, and the option/TOML table checker.
@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ltr.errors import DataFormatError, LtrError
+from ltr.base.errors import DataFormatError, LtrError
 
 # LTR_HYPOTHESIS_EXAMPLES=2000 for a longer search by hand; the suite's fixed count is 50
 FAST = settings(max_examples=int(os.environ.get("LTR_HYPOTHESIS_EXAMPLES", "50")), deadline=None, database=None,
@@ -396,7 +396,7 @@ def test_model_json_of_any_value_loads_or_is_refused_naming_the_file(key, value)
 
 
 # --------------------------------------------------------------------------------------------------
-# The table checker of options and TOML values (ltr.checks.check_table)
+# The table checker of options and TOML values (ltr.base.checks.check_table)
 # --------------------------------------------------------------------------------------------------
 TOML_VALUE = st.one_of(st.booleans(), st.integers(-3, 2**40), st.floats(allow_nan=True, allow_infinity=True),
                        st.text(max_size=5), st.lists(st.integers(-1, 5), max_size=3), st.none())
@@ -406,7 +406,7 @@ TOML_VALUE = st.one_of(st.booleans(), st.integers(-3, 2**40), st.floats(allow_na
 @given(st.dictionaries(st.sampled_from(["epochs", "lr", "batch_norm", "hidden", "activation", "patience", "bogus"]),
                        TOML_VALUE, max_size=4))
 def test_check_table_returns_only_values_its_rules_accept(values):
-    from ltr.checks import check_table
+    from ltr.base.checks import check_table
     from ltr.train.config import MODEL_RULES, TRAIN_RULES
 
     rules = {k: v for k, v in {**TRAIN_RULES, **MODEL_RULES}.items()

@@ -18,7 +18,7 @@ from ltr.clicks.propensities.regression_em import (
     observations_from_log,
     regression_em,
 )
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 THETA = np.array([0.9, 0.5, 0.25])
 GAMMA = np.array([0.8, 0.45, 0.3, 0.1])

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq  # noqa: E402
 from ltr.cli import main  # noqa: E402
 from ltr.data import load_svmlight, save_svmlight  # noqa: E402
 from ltr.data.synthetic import make_synthetic_splits  # noqa: E402
-from ltr.errors import LtrError  # noqa: E402
+from ltr.base.errors import LtrError  # noqa: E402
 
 NAMES = ("bm25", "clicks", "age", "length", "pagerank", "title_match")
 ENGINES = ("lightgbm", "xgboost", "catboost")

@@ -19,7 +19,7 @@ from ltr.data.batching import iterate_batches  # noqa: E402
 from ltr.data.normalize import Normalizer  # noqa: E402
 from ltr.data.store import is_mapped, release_pages  # noqa: E402
 from ltr.data.synthetic import make_mslr_like, make_synthetic_splits  # noqa: E402
-from ltr.errors import DataFormatError, LtrError  # noqa: E402
+from ltr.base.errors import DataFormatError, LtrError  # noqa: E402
 from ltr.train.models import FeatureTransform, MLPScorer  # noqa: E402
 from ltr.train.trainer import Trainer, TrainConfig, predict_scores, seed_everything  # noqa: E402
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from ltr.cli import main
-from ltr.io_utils import atomic_write_json, json_safe, json_text, write_json_report
+from ltr.base.io_utils import atomic_write_json, json_safe, json_text, write_json_report
 
 
 def _reject(token: str):

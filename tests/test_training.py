@@ -13,7 +13,7 @@ import losses
 import metrics
 from ltr.data import RankingDataset
 from ltr.data.batching import BucketBatchSampler
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 from ltr.train.checkpoint import load_checkpoint
 from ltr.train.config import TrainConfig, load_toml
 from ltr.train.models import LinearScorer, MLPScorer

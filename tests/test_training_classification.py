@@ -12,7 +12,7 @@ from torch import nn
 
 import losses
 from ltr.data import RankingDataset
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 from ltr.train.config import TrainConfig
 from ltr.train.models import LinearScorer
 from ltr.train.trainer import Trainer, evaluate_scores

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from ltr.data.trec import align, evaluate_aligned, read_qrels, read_run
-from ltr.errors import DataFormatError
+from ltr.base.errors import DataFormatError
 
 tables = importlib.import_module("ltr.data.trec_tables")
 

@@ -17,7 +17,7 @@ from test_training import make_ds
 
 from ltr.cli import main
 from ltr.data import save_svmlight
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 from ltr.study.tune import load_tune_config
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,7 +15,7 @@ from ltr.clicks.simulate.click_models import attraction, pbm_examination, simula
 from ltr.clicks.logs.lists import group_sessions, pair_counts
 from ltr.clicks.estimators.unbiased import _update_biases, corrected_clicks, lists_dataset
 from ltr.data import RankingDataset
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 
 def _log(sessions, docs, clicks, props, meta=None):

@@ -14,7 +14,7 @@ from ltr.clicks.estimators.ips import click_training_set
 from ltr.clicks.engines.lightgbm import fit_lightgbm_clicks
 from ltr.data import save_svmlight
 from ltr.data.synthetic import make_mslr_like
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 from ltr.gbdt.engines import train_gbdt
 from ltr.gbdt.lightgbm import DEFAULT_PARAMS, train_lightgbm
 

@@ -13,7 +13,7 @@ from ltr.cli import main  # noqa: E402
 from ltr.clicks.simulate.click_models import simulate_clicks  # noqa: E402
 from ltr.clicks.engines.xgboost import fit_xgboost_clicks, session_groups  # noqa: E402
 from ltr.data import RankingDataset, save_svmlight  # noqa: E402
-from ltr.errors import LtrError  # noqa: E402
+from ltr.base.errors import LtrError  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ interpreter (importing torch and its compiler stack, LightGBM with scikit-learn 
 2-6 s per command on the test machine), and the example pages run about a hundred such commands.
 This module is both halves of a fork server that pays those imports once:
 
-* the server (``python tests/warm_ltr.py SOCKET``): applies ``ltr.threads.configure_threads`` (as
+* the server (``python tests/warm_ltr.py SOCKET``): applies ``ltr.base.threads.configure_threads`` (as
   ``ltr.cli.main`` does before any heavy import), imports the heavy libraries, prints ``ready`` and
   then, per request, forks a child that runs ``ltr.cli.main(argv)`` exactly as the ``ltr`` console
   script does: in the caller's folder, with the caller's environment, standard input, output and
@@ -93,7 +93,7 @@ def _child(conn: socket.socket, request: dict, fds: list[int]) -> int:
 def serve(address: str) -> None:
     """Import the heavy libraries, then fork one child per request on the Unix socket ``address``."""
     base = _comparable(dict(os.environ))
-    from ltr.threads import configure_threads
+    from ltr.base.threads import configure_threads
 
     configure_threads()
     for name in PRELOAD:

@@ -11,9 +11,9 @@ pass on binned sufficient statistics: :mod:`~ltr.calibrate.stream_stats` (readin
 :mod:`~ltr.calibrate.stream_fit` (the fits), :mod:`~ltr.calibrate.stream_report` (the report).
 """
 
-from ltr._lazy import lazy_exports
+from ltr.base._lazy import lazy_exports
 
-# what the package re-exports, by defining module; each imported on first use (ltr._lazy)
+# what the package re-exports, by defining module; each imported on first use (ltr.base._lazy)
 _WHERE = {
     "ltr.calibrate.auction": ("oracle_comparison", "run_auctions", "second_price"),
     "ltr.calibrate.calibrators": ("IsotonicCalibrator", "PlattCalibrator"),

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["run_apply", "resolve_calibrator", "calibrator_scale", "APPLY_COLUMN"]
 
@@ -320,7 +320,7 @@ def _pictures(pss: _Pass, args, rep, folder: Path) -> list[str]:
     from ltr.calibrate.report import reliability_figure_from_bins
     from ltr.calibrate.stream_report import binned_reliability
     from ltr.calibrate.tensorboard import pcoc_figure
-    from ltr.io_utils import atomic_path
+    from ltr.base.io_utils import atomic_path
 
     def save(fig, name):
         with atomic_path(folder / name) as tmp:
@@ -343,7 +343,7 @@ def run_apply(args, progress) -> int:
     import pyarrow.parquet as pq
 
     from ltr.calibrate.stream_stats import _open_dataset
-    from ltr.io_utils import atomic_write_json, atomic_write_text
+    from ltr.base.io_utils import atomic_write_json, atomic_write_text
     from ltr.runs.folder import check_destination, run_folder
 
     _check_options(args)
@@ -354,7 +354,7 @@ def run_apply(args, progress) -> int:
     inputs = [("--table", args.table), ("--apply", args.apply)]
     check_destination(args.out, overwrite=args.force, inputs=inputs)
     if args.tensorboard:
-        from ltr.checks import output_folder
+        from ltr.base.checks import output_folder
 
         output_folder(args.tensorboard, "--tensorboard", inputs=inputs)
     dataset = _open_dataset(path, [args.score_column])

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["AuctionResult", "run_auctions", "second_price", "oracle_comparison", "pad_groups", "field_reserves",
            "log_winners"]

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["AuctionTable", "read_auction_table", "fit_reserves", "reserves_array", "auction_report",
            "auction_report_text", "RESERVES_FORMAT"]

@@ -14,7 +14,7 @@ Where the calibrator is fitted (the rule, enforced by ``fit``):
 
 * A calibrator must be fitted on predictions for data the model was NOT trained on; on training
   predictions it learns the model's over-confidence, not the deployment error.
-* ``fit(..., held_out=False)`` is refused with :class:`~ltr.errors.LtrError`. The default
+* ``fit(..., held_out=False)`` is refused with :class:`~ltr.base.errors.LtrError`. The default
   ``held_out=True`` is the caller's statement that the data is held out.
 * ``fit(..., training_fingerprint=fp)`` with ``fp = prediction_fingerprint(train_scores,
   train_labels)`` (taken when the model was trained) is refused when the fit data has the same
@@ -35,7 +35,7 @@ from typing import Any, Mapping
 import numpy as np
 from scipy.special import expit
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = [
     "PlattCalibrator",
@@ -127,7 +127,7 @@ class _Calibrator:
 
     def save(self, path) -> None:
         """Write the calibrator as JSON, atomically."""
-        from ltr.io_utils import atomic_write_text
+        from ltr.base.io_utils import atomic_write_text
 
         atomic_write_text(path, self.to_json() + "\n")
 
@@ -352,7 +352,7 @@ class IsotonicCalibrator(_Calibrator):
 
 
 def _calibrator_rules():
-    from ltr.checks import boolean, integer, list_of, number, text
+    from ltr.base.checks import boolean, integer, list_of, number, text
 
     common = {"kind": text(), "format_version": integer(), "n_fit": integer(min=0),
               "fit_fingerprint": text(optional=True)}
@@ -373,7 +373,7 @@ def _check_fields(d: Mapping[str, Any], rules, kind) -> None:
     missing = [k for k in rules if k not in d]
     if missing:
         raise LtrError(f"calibrator JSON of kind {kind!r} lacks the field {missing[0]!r}")
-    from ltr.checks import check_table
+    from ltr.base.checks import check_table
 
     check_table({k: d[k] for k in rules}, rules, where=f"calibrator JSON ({kind})")
 
@@ -428,7 +428,7 @@ def _strict_levels(y: np.ndarray, margin: float) -> tuple[np.ndarray, float, flo
 def __getattr__(name: str):
     """make_calibrator, calibrator_from_json and load_calibrator moved to :mod:`ltr.calibrate.factory` in 0.2
     (they know every calibrator kind, field-aware ones included): forwarded with a DeprecationWarning."""
-    from ltr._moved import MOVED_NAMES, moved
+    from ltr.base._moved import MOVED_NAMES, moved
 
     if name in MOVED_NAMES.get(__name__, {}):
         return moved(__name__, name, MOVED_NAMES[__name__][name])

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.special import expit, logit
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = [
     "Impressions",

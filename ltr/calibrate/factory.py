@@ -12,7 +12,7 @@ import json
 
 from ltr.calibrate.calibrators import _FORMAT_VERSION, ALL_METHODS, METHODS, IsotonicCalibrator, PlattCalibrator, _Calibrator
 from ltr.calibrate.field_calibrators import field_calibrator_from_dict, make_field_calibrator
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["make_calibrator", "calibrator_from_json", "load_calibrator"]
 
@@ -67,7 +67,7 @@ def calibrator_from_json(text: str) -> _Calibrator:
 
 def load_calibrator(path) -> _Calibrator:
     """Read a calibrator saved with :meth:`save`."""
-    from ltr.checks import input_file
+    from ltr.base.checks import input_file
 
     path = input_file(path, "calibrator")
     try:

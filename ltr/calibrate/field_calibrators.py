@@ -31,7 +31,7 @@ from scipy.special import expit, log_expit
 from ltr.calibrate.calibrators import _FORMAT_VERSION, _as_scores, _Calibrator
 from ltr.calibrate.logistic import weighted_logistic
 from ltr.calibrate.field_values import check_field_type, encode_values, value_key, words_type
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = [
     "BetaCalibrator", "SplineCalibrator", "FieldAwareCalibrator", "MulticalibrationCalibrator",

@@ -162,7 +162,7 @@ def field_reliability_figure(y, series: dict, values, field: str, *, top: int = 
 
 def save_field_reliability(path, y, series: dict, values, field: str, **kwargs) -> None:
     """Write :func:`field_reliability_figure` as a PNG, atomically."""
-    from ltr.io_utils import atomic_path
+    from ltr.base.io_utils import atomic_path
 
     fig = field_reliability_figure(y, series, values, field, **kwargs)
     with atomic_path(path) as tmp:

@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["value_key", "encode_values", "canonical_words", "words_type", "check_field_type", "FIELD_TYPES"]
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import expit
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["FieldWorld", "FieldImpressions", "AuctionRequests", "make_field_world", "make_joint_world", "FIELD_NAMES"]
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ltr.calibrate.calibrators import _as_labels, _as_scores
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 from metrics.classification import auc, grouped_auc
 
 __all__ = ["AucInvarianceReport", "check_auc_invariance", "count_created_ties"]

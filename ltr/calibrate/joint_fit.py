@@ -48,7 +48,7 @@ from ltr.calibrate.field_calibrators import (SplineCalibrator, _check_common, _F
                                              cell_codes, check_within_field_order)
 from ltr.calibrate.field_values import value_key
 from ltr.calibrate.logistic import CodesDesign, InteractionDesign, weighted_logistic
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["JointFieldCalibrator"]
 

@@ -30,7 +30,7 @@ import math
 import numpy as np
 from scipy.special import expit, log_expit
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["weighted_logistic", "logistic_objective", "CodesDesign", "InteractionDesign"]
 

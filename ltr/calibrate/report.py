@@ -13,7 +13,7 @@ import numpy as np
 
 from ltr.calibrate.calibrators import _as_labels, _as_scores, _Calibrator
 from ltr.calibrate.invariance import AucInvarianceReport, check_auc_invariance
-from ltr.io_utils import atomic_path
+from ltr.base.io_utils import atomic_path
 from metrics.classification import brier, calibration_curve, ece, log_loss, mce
 
 __all__ = ["calibration_metrics", "CalibrationReport", "reliability_figure", "reliability_figure_from_bins", "reliability_bins", "wilson_interval",

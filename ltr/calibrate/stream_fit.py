@@ -26,7 +26,7 @@ from scipy.special import expit
 
 from ltr.calibrate.logistic import weighted_logistic
 from ltr.calibrate.stream_stats import BinnedStats, BinnedTable
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["STREAM_METHODS", "entry_scores", "entry_fields", "predict_entries", "fit_binned"]
 

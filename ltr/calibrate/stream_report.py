@@ -150,7 +150,7 @@ def binned_report(stats: BinnedStats, calibrator, *, field_method: bool, min_cou
     """Before / after / order on the evaluation part (see the module docstring for what is exact)."""
     t = stats.canonical().eval
     if t.keys.shape[0] == 0:
-        from ltr.errors import LtrError
+        from ltr.base.errors import LtrError
 
         raise LtrError("the evaluation part of the table is empty (change --fit-fraction)")
     r = entry_scores(stats, t)

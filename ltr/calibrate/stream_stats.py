@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from ltr.calibrate.field_values import value_key
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["COLUMNS", "PLAIN_COLUMNS", "BinGrid", "BinnedTable", "BinnedStats", "hash_split", "hash_split_rows", "stream_table", "LOGIT_EPS"]
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["CalibrationTable", "read_calibration_table", "read_table_columns", "scores_are_probabilities",
            "SCORE_SCALES", "DROP_HINT"]

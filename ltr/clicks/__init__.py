@@ -29,12 +29,12 @@ Beside them: team-draft and probabilistic interleaving on simulated users (:mod:
 above ``simulate``) and the Open Bandit logged-click sample (:mod:`~ltr.clicks.open_bandit`, on its own).
 A module imports its own floor and the floors below it, never one above (``tests/test_layering.py``).
 The flat module paths of before (``ltr.clicks.click_models``, ``ltr.clicks.unbiased_training``, ...)
-forward their names here with a DeprecationWarning until 0.3 (:data:`ltr._moved.MOVED`).
+forward their names here with a DeprecationWarning until 0.3 (:data:`ltr.base._moved.MOVED`).
 """
 
-from ltr._lazy import lazy_exports
+from ltr.base._lazy import lazy_exports
 
-# what the package re-exports, by defining module; each imported on first use (ltr._lazy)
+# what the package re-exports, by defining module; each imported on first use (ltr.base._lazy)
 _WHERE = {
     "ltr.clicks.logs.click_log": ("ClickLog",),
     "ltr.clicks.simulate.click_models": ("simulate_clicks",),

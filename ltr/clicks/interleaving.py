@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from ltr.clicks.simulate.click_models import _model_spec, attraction, top_k_matrix
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["team_draft", "InterleavingResult", "interleave_sessions", "sessions_to_detect", "softmax_ranker_weights",
            "probabilistic_lists", "expected_outcome", "ProbabilisticResult", "probabilistic_sessions",

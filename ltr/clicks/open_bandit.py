@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats as _st
 
-from ltr.errors import DataFormatError, LtrError
+from ltr.base.errors import DataFormatError, LtrError
 from metrics.stats import normal_interval
 
 __all__ = ["POLICIES", "OpenBanditLog", "load_open_bandit", "ctr_by_position", "ips_value"]
@@ -75,7 +75,7 @@ class OpenBanditLog:
 
 def _read_csv(path: Path) -> tuple[list[str], list[tuple[str, ...]]]:
     """Header and the columns (tuples of strings) of a CSV file; ragged rows are an error."""
-    from ltr.checks import input_file
+    from ltr.base.checks import input_file
 
     if not path.exists():
         raise LtrError(f"{path}: file not found (expected the Open Bandit layout <root>/<policy>/<campaign>/)")

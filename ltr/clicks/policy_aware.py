@@ -1,5 +1,5 @@
 """Moved to :mod:`ltr.clicks.estimators.policy_aware` in ltr 0.2; this stub forwards every name with a DeprecationWarning until 0.3."""
 
-from ltr._moved import forward
+from ltr.base._moved import forward
 
 __getattr__ = forward(__name__)

@@ -8,7 +8,7 @@ Shared here (and nowhere else, since a command never imports another):
 - the metric conventions of ``ltr eval`` and ``ltr compare`` (``--preset``, ``--gain``, ...);
 - the rule that standard input (``-``) can be read by one option of a command only;
 - ``--force`` of the commands that write files, and :func:`check_output_files`: an existing file is
-  replaced only with ``--force`` and an input never (:func:`ltr.checks.output_file` holds the rule).
+  replaced only with ``--force`` and an input never (:func:`ltr.base.checks.output_file` holds the rule).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import argparse
 import sys
 from typing import TextIO
 
-from ltr.checks import COUNT, number
-from ltr.errors import LtrError
+from ltr.base.checks import COUNT, number
+from ltr.base.errors import LtrError
 
 PRESETS = ("toolkit", "trec_eval", "sklearn", "lightgbm", "ranx")
 
@@ -66,8 +66,8 @@ def add_force_option(parser: argparse.ArgumentParser, files: str = "the output f
 
 def check_output_files(args: argparse.Namespace, targets, inputs) -> None:
     """Check each ``(option, path)`` destination of ``targets`` before any work (``None`` and ``-``,
-    standard output, skipped) by :func:`ltr.checks.output_file`, with the command's ``--force``."""
-    from ltr.checks import output_file
+    standard output, skipped) by :func:`ltr.base.checks.output_file`, with the command's ``--force``."""
+    from ltr.base.checks import output_file
 
     for option, target in targets:
         if target is not None and str(target) != "-":
@@ -83,7 +83,7 @@ def add_threads_option(parser: argparse.ArgumentParser) -> None:
 
 def metric_threads(args: argparse.Namespace) -> int:
     """The thread count of ``--threads``, else ``LTR_THREADS``, else 1."""
-    from ltr.threads import configured_threads
+    from ltr.base.threads import configured_threads
 
     return args.threads or configured_threads() or 1
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import sys
 
-from ltr.checks import integer
-from ltr.errors import LtrError
+from ltr.base.checks import integer
+from ltr.base.errors import LtrError
 from ltr.study.report_table import counted
 from ltr.train.config import LOSS_NAMES
 
@@ -94,7 +94,7 @@ def _older_ablation(folder) -> bool:
 
 
 def run(args) -> int:
-    from ltr.io_utils import atomic_write_json
+    from ltr.base.io_utils import atomic_write_json
     from ltr.study import ablation
     from ltr.study.report import write_report
 

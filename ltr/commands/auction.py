@@ -22,8 +22,8 @@ import argparse
 import sys
 import time
 
-from ltr.checks import SEED, integer, number
-from ltr.errors import LtrError
+from ltr.base.checks import SEED, integer, number
+from ltr.base.errors import LtrError
 
 
 def register(subparsers) -> None:
@@ -100,7 +100,7 @@ def _check(args) -> tuple[list, list]:
 def _reserve_spec(args):
     if args.reserves is None:
         return None
-    from ltr.checks import read_json_object
+    from ltr.base.checks import read_json_object
 
     spec = read_json_object(args.reserves, "--reserves")
     if not isinstance(spec.get("reserves"), dict) or "field" not in spec or "default" not in spec:
@@ -149,7 +149,7 @@ def _auction_figure(rep: dict):
 
 
 def _save(fig, path) -> None:
-    from ltr.io_utils import atomic_path
+    from ltr.base.io_utils import atomic_path
 
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=100)
@@ -158,7 +158,7 @@ def _save(fig, path) -> None:
 def run(args) -> int:
     from ltr.calibrate.auction_table import (auction_report, auction_report_text, fit_reserves, read_auction_table,
                                              reserves_array)
-    from ltr.io_utils import atomic_write_json, atomic_write_text
+    from ltr.base.io_utils import atomic_write_json, atomic_write_text
     from ltr.runs.folder import check_destination, run_folder
 
     mechs, fields = _check(args)

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from ltr.data.files import add_data_options, add_format_options
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 from ltr.models.blend import DEFAULT_WEIGHT_RULE, WEIGHT_RULES  # numpy only: the parser stays light
 
 SPLITS = ("valid", "test")
@@ -60,7 +60,7 @@ def register(subparsers) -> None:
 
 def _load_members(paths, device: str):
     """Each member's scorer, feature count, kind and feature names; one feature count for all."""
-    from ltr.checks import input_folder, read_json_object
+    from ltr.base.checks import input_folder, read_json_object
     from ltr.models.blend import is_blend
     from ltr.models.folder import load_scorer, model_feature_names
 
@@ -107,7 +107,7 @@ def _test_report(members, fit, test, args) -> dict:
 
 def run(args) -> int:
     from ltr.data.files import data_facts, data_options, format_options, load_data_file
-    from ltr.io_utils import atomic_write_json
+    from ltr.base.io_utils import atomic_write_json
     from ltr.models.blend import fit_weights, write_blend
     from ltr.models.folder import check_width
     from ltr.runs.folder import check_destination, run_folder, versions

@@ -39,10 +39,10 @@ import time
 
 import numpy as np
 
-from ltr.checks import SEED, integer, number
+from ltr.base.checks import SEED, integer, number
 from ltr.commands import check_one_stdin
 from ltr.data.columns import read_id_column, read_number_column
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 FORMATS_HELP = "one value per line, or a .npy 1-D array"
 # = ltr.calibrate.calibrators.ALL_METHODS (written out so that `ltr --help` does not import the package)
@@ -239,7 +239,7 @@ def _run_stream(args) -> int:
     from ltr.calibrate.stream_fit import STREAM_METHODS, fit_binned
     from ltr.calibrate.stream_report import binned_report
     from ltr.calibrate.stream_stats import BinGrid, stream_table
-    from ltr.io_utils import atomic_write_json, atomic_write_text
+    from ltr.base.io_utils import atomic_write_json, atomic_write_text
     from ltr.runs.folder import check_destination, run_folder
 
     if args.table is None or args.scores is not None or args.labels is not None or args.groups is not None:
@@ -252,7 +252,7 @@ def _run_stream(args) -> int:
     inputs = [("--table", args.table)]
     check_destination(args.out, overwrite=args.force, inputs=inputs)
     if args.tensorboard:
-        from ltr.checks import output_folder
+        from ltr.base.checks import output_folder
 
         output_folder(args.tensorboard, "--tensorboard", inputs=inputs)
     names = _field_names(args)
@@ -377,8 +377,8 @@ def run(args) -> int:
     if args.stream:
         return _run_stream(args)
     from ltr.calibrate.tables import scores_are_probabilities
-    from ltr.checks import output_folder
-    from ltr.io_utils import atomic_write_json, atomic_write_text
+    from ltr.base.checks import output_folder
+    from ltr.base.io_utils import atomic_write_json, atomic_write_text
     from ltr.runs.folder import check_destination, run_folder
 
     progress = Progress()

@@ -18,8 +18,8 @@ from ltr.commands import (
     add_convention_options, add_force_option, add_json_option, add_threads_option, check_one_stdin, convention_overrides, metric_threads,
     text_stream,
 )
-from ltr.checks import COUNT, SEED, number
-from ltr.errors import LtrError
+from ltr.base.checks import COUNT, SEED, number
+from ltr.base.errors import LtrError
 
 DEFAULT_METRICS = "ndcg@10,map"
 
@@ -75,7 +75,7 @@ def run(args) -> int:
     import metrics
     from ltr.data.trec import evaluate_aligned
     from ltr.data.trec_tables import align_tables, read_qrels_table, read_run_table
-    from ltr.io_utils import atomic_write_text, write_json_report
+    from ltr.base.io_utils import atomic_write_text, write_json_report
     from ltr.study.compare_report import comparison_latex, comparison_markdown, plot_differences
 
     if len(args.run) < 2:

@@ -14,7 +14,7 @@ import os
 import sys
 import time
 
-from ltr.checks import COUNT
+from ltr.base.checks import COUNT
 from ltr.data.files import add_data_options
 
 
@@ -44,9 +44,9 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from ltr.data.files import data_options
     from ltr.data.store import convert_to_store, open_store
-    from ltr.errors import LtrError
+    from ltr.base.errors import LtrError
 
-    from ltr.checks import input_file
+    from ltr.base.checks import input_file
 
     if not os.path.isdir(args.src):  # a folder is a Parquet data set; a FIFO or device would block the reader
         input_file(args.src, "SRC")

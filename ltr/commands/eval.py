@@ -9,7 +9,7 @@ from ltr.commands import (
     add_convention_options, add_force_option, add_json_option, add_threads_option, check_one_stdin, convention_overrides, metric_threads,
     text_stream,
 )
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 DEFAULT_METRICS = "ndcg@10,map,mrr@10,p@10,recall@100"
 DEFAULT_DIVERSITY = "alpha_ndcg@5,alpha_ndcg@10,alpha_ndcg@20"
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         align_diversity, evaluate_aligned, evaluate_diversity, read_diversity_qrels, read_run,
     )
     from ltr.commands import check_output_files
-    from ltr.io_utils import write_json_report
+    from ltr.base.io_utils import write_json_report
 
     if len(args.run) > 1:
         raise LtrError(f"--run was given {len(args.run)} times, but ltr eval evaluates one run; to compare runs "

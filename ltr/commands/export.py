@@ -33,7 +33,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from ltr.checks import input_folder, output_file
+    from ltr.base.checks import input_folder, output_file
     from ltr.models.export_folder import export_folder
 
     from ltr.models.export_folder import facts_path

@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from ltr.checks import integer
+from ltr.base.checks import integer
 from ltr.data.files import add_data_options, add_format_options
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 from ltr.gbdt.engines import ENGINES
 from ltr.gbdt.params import LIGHTGBM_RULES
 from ltr.train.config import GBDT_RULES as R
@@ -75,7 +75,7 @@ def register(subparsers) -> None:
 def resolve_settings(args) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(engine parameters, [gbdt] options)``: the config's ``[ENGINE]`` table, then --param, then the
     named options; ``opts["engine"]`` and ``opts["objective"]`` name what trains."""
-    from ltr.checks import check_table
+    from ltr.base.checks import check_table
     from ltr.gbdt.engines import take_objective
     from ltr.gbdt.params import check_param_values
     from ltr.train.config import DEFAULT_METRICS, load_toml
@@ -355,7 +355,7 @@ def _write_tensorboard(log_dir: Path, own: dict[str, Any], info: dict[str, Any],
 def _write_summary(tmp: Path, args, opts, info, own, metrics_out, tags, datasets, t0: float) -> None:
     """Write ``summary.json`` (metrics, LightGBM's own curves, label mapping, configuration, data, versions)."""
     from ltr.data.files import data_facts
-    from ltr.io_utils import atomic_write_json
+    from ltr.base.io_utils import atomic_write_json
     from ltr.runs.folder import versions
 
     train_ds, valid_ds, test_ds = datasets

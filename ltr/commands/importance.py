@@ -12,10 +12,10 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from ltr.checks import COUNT, SEED, integer, number
+from ltr.base.checks import COUNT, SEED, integer, number
 from ltr.commands import add_force_option, add_json_option, text_stream
 from ltr.data.files import add_data_options, add_format_options
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 
 def register(subparsers) -> None:
@@ -48,13 +48,13 @@ def run(args) -> int:
     import dataclasses
 
     from ltr.data.files import data_options, format_options, is_labelled, load_data_file
-    from ltr.io_utils import write_json_report
+    from ltr.base.io_utils import write_json_report
     from ltr.study.report_table import format_interval, markdown_table
     from ltr.models.importance import permutation_importance, write_importance
     from ltr.models.folder import check_width, load_scorer, model_feature_names
     from ltr.runs.scoring import check_metric_names
 
-    from ltr.checks import output_folder
+    from ltr.base.checks import output_folder
     from ltr.commands import check_output_files
 
     inputs = [("--model", args.model), ("--data", args.data)]

@@ -28,7 +28,7 @@ import numpy as np
 
 from ltr.commands import add_force_option
 from ltr.data.files import add_data_options, add_format_options
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 from ltr.models.predict import doc_ids_of, ranks_in_queries  # numpy only: the parser stays light
 
 
@@ -97,7 +97,7 @@ def write_qrels(ds, path: str | os.PathLike) -> None:
 
 def write_tsv(scores: np.ndarray, path: str | os.PathLike) -> None:
     """One score per line, in row order, with full precision (``repr``); ``"-"``: standard output."""
-    from ltr.io_utils import write_text_or_stdout
+    from ltr.base.io_utils import write_text_or_stdout
 
     write_text_or_stdout(path, "".join(f"{float(s)!r}\n" for s in scores))
 
@@ -106,7 +106,7 @@ def write_parquet(ds, scores: np.ndarray, path: str | os.PathLike) -> None:
     """A parquet table ``qid, docid, rank, score`` in row order (atomically; ``"-"``: standard output)."""
     import sys
 
-    from ltr.io_utils import STDIO, atomic_path
+    from ltr.base.io_utils import STDIO, atomic_path
 
     try:
         import pyarrow as pa
@@ -131,7 +131,7 @@ def write_parquet(ds, scores: np.ndarray, path: str | os.PathLike) -> None:
 def run(args) -> int:
     import sys
 
-    from ltr.checks import same_file
+    from ltr.base.checks import same_file
     from ltr.commands import check_output_files
     from ltr.data.files import data_options, format_options, is_labelled
     from ltr.models.folder import check_width, load_scorer

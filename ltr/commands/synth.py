@@ -11,8 +11,8 @@ import argparse
 import time
 from pathlib import Path
 
-from ltr.checks import COUNT, SEED, integer, number
-from ltr.errors import LtrError
+from ltr.base.checks import COUNT, SEED, integer, number
+from ltr.base.errors import LtrError
 
 FILES = ("train.txt", "valid.txt", "test.txt")
 # the generator's argument names -> the options that set them, for its error messages
@@ -70,9 +70,9 @@ def _written_by_synth(out: Path) -> bool:
 def run(args) -> int:
     from ltr.data import save_svmlight
     from ltr.data.synthetic import make_synthetic_splits
-    from ltr.io_utils import atomic_write_json
+    from ltr.base.io_utils import atomic_write_json
 
-    from ltr.checks import output_folder
+    from ltr.base.checks import output_folder
 
     out = output_folder(args.out, "--out")
     existing = [name for name in FILES + ("description.json",) if (out / name).exists()]

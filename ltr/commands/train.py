@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ltr.checks import integer
+from ltr.base.checks import integer
 from ltr.data.files import add_data_options, add_format_options
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 from ltr.train.config import LOSS_NAMES, LOSS_RULES, MODEL_RULES, MODEL_TYPE_NAMES, NORMALIZE_CHOICES, QUERY_NORM_CHOICES
 from ltr.train.config import TRAIN_RULES as R
 
@@ -99,7 +99,7 @@ def _split(text: str | None) -> list[str] | None:
 
 def resolve_settings(args) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """Merge defaults, the TOML file and the command line -> (train, model, loss) dicts."""
-    from ltr.checks import check_table
+    from ltr.base.checks import check_table
     from ltr.train.config import TrainConfig, load_toml
     from ltr.train.settings import DEFAULT_ENSEMBLE, DEFAULT_LOSS, model_defaults
 
@@ -174,7 +174,7 @@ def _run(args) -> int:
     from ltr.train.distributed import DistributedTrainer, context
     from ltr.train.config import TrainConfig
     from ltr.train.models import save_model
-    from ltr.checks import output_folder
+    from ltr.base.checks import output_folder
     from ltr.runs.folder import check_destination, print_run_metrics, run_folder
     from ltr.train.settings import build_loss, build_scorer, resolve_query_norm
     from ltr.runs.scoring import check_metric_names
@@ -253,7 +253,7 @@ def _load_splits(args):
 def _write_summary(tmp: Path, args, cfg, model_cfg, loss_cfg, result, members, metrics_out, datasets, ctx, t0: float) -> None:
     """Write ``summary.json`` (metrics, best epoch, configuration, data, versions, history, ensemble members)."""
     from ltr.data.files import data_facts
-    from ltr.io_utils import atomic_write_json
+    from ltr.base.io_utils import atomic_write_json
     from ltr.runs.folder import versions
     from ltr.train.models import input_transform_report
 

@@ -7,9 +7,9 @@ interrupted run resumes, the best configuration as ``best.toml`` for ``ltr train
 
 from __future__ import annotations
 
-from ltr.checks import COUNT
+from ltr.base.checks import COUNT
 from ltr.data.files import add_format_options
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 SPLITS = ("train", "valid")
 
@@ -44,7 +44,7 @@ def run(args) -> int:
         import optuna  # noqa: F401
     except ImportError:
         raise LtrError("ltr tune needs Optuna: pip install 'ltr[tune]'") from None
-    from ltr.checks import output_folder
+    from ltr.base.checks import output_folder
 
     cfg = load_tune_config(args.config)
     paths = {s: getattr(args, s) or cfg.data.get(s) for s in SPLITS}

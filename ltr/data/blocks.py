@@ -20,7 +20,7 @@ from typing import Callable
 
 import numpy as np
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["Block", "QueryRuns"]
 
@@ -53,7 +53,7 @@ class QueryRuns:
     """Query boundaries of a stream of rows, checked for contiguity.
 
     ``error_at(position, message)`` turns a source position (``Block.positions``) into the error to
-    raise (e.g. a :class:`~ltr.errors.DataFormatError` naming the file and line); ``describe(position)``
+    raise (e.g. a :class:`~ltr.base.errors.DataFormatError` naming the file and line); ``describe(position)``
     names a position inside a message ("line 7", "row 7").
 
     >>> runs = QueryRuns(lambda pos, msg: LtrError(f"row {pos}: {msg}"))

@@ -27,7 +27,7 @@ import numpy as np
 
 from ltr.data.dataset import RankingDataset
 from ltr.data.labels import LABEL_LIMIT
-from ltr.io_utils import atomic_path
+from ltr.base.io_utils import atomic_path
 
 __all__ = ["default_cache_dir", "BESIDE", "CACHE_ENV", "CACHE_FORMAT_VERSION", "CACHE_SUFFIX", "MAX_CACHE_RATIO",
            "content_digest"]

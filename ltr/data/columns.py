@@ -9,7 +9,7 @@ lines after the last value (a trailing newline left by an editor) are ignored. A
 ``*.npy`` is read with ``np.load(allow_pickle=False)`` and must hold a 1-D array. The path ``-``
 reads the text layout from standard input.
 
-Errors are :class:`~ltr.errors.DataFormatError` naming the file, the line (or the ``.npy``
+Errors are :class:`~ltr.base.errors.DataFormatError` naming the file, the line (or the ``.npy``
 element) and the bad value: ``scores.txt:2: score 'abc' is not a number``.
 
 >>> parse_number(" 0.25", "run.txt", 3, "score")
@@ -17,7 +17,7 @@ element) and the bad value: ``scores.txt:2: score 'abc' is not a number``.
 >>> parse_number("nan", "run.txt", 3, "score")
 Traceback (most recent call last):
 ...
-ltr.errors.DataFormatError: run.txt:3: score 'nan' is not finite
+ltr.base.errors.DataFormatError: run.txt:3: score 'nan' is not finite
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from typing import Iterable
 
 import numpy as np
 
-from ltr.checks import input_file
-from ltr.errors import DataFormatError
-from ltr.io_utils import STDIO, open_text
+from ltr.base.checks import input_file
+from ltr.base.errors import DataFormatError
+from ltr.base.io_utils import STDIO, open_text
 
 __all__ = ["parse_number", "read_number_column", "read_id_column"]
 

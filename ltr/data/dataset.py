@@ -196,19 +196,19 @@ class RankingDataset:
     @classmethod
     def from_frame(cls, frame, *args, **options) -> "RankingDataset":
         """Deprecated since 0.2: use :func:`ltr.data.dataset_from_frame` (same arguments)."""
-        from ltr._moved import moved_method
+        from ltr.base._moved import moved_method
 
         return moved_method("RankingDataset.from_frame")(frame, *args, **options)
 
     def to_frame(self, **columns):
         """Deprecated since 0.2: use :func:`ltr.data.to_frame` ``(ds, **columns)``."""
-        from ltr._moved import moved_method
+        from ltr.base._moved import moved_method
 
         return moved_method("RankingDataset.to_frame")(self, **columns)
 
     def to_parquet(self, path, **columns) -> None:
         """Deprecated since 0.2: use :func:`ltr.data.to_parquet` ``(ds, path, **columns)``."""
-        from ltr._moved import moved_method
+        from ltr.base._moved import moved_method
 
         moved_method("RankingDataset.to_parquet")(self, path, **columns)
 

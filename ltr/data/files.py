@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from ltr.checks import input_file, input_folder
-from ltr.errors import DataFormatError, LtrError
+from ltr.base.checks import input_file, input_folder
+from ltr.base.errors import DataFormatError, LtrError
 
 __all__ = ["load_data_file", "check_loaded", "data_facts", "data_format", "DataOptions", "add_data_options", "data_options",
            "add_format_options", "format_options", "is_labelled"]

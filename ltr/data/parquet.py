@@ -42,8 +42,8 @@ import numpy as np
 from ltr.data.blocks import Block, QueryRuns
 from ltr.data.dataset import RankingDataset
 from ltr.data.labels import LABEL_LIMIT, label_problem
-from ltr.errors import DataFormatError, LtrError
-from ltr.io_utils import atomic_path
+from ltr.base.errors import DataFormatError, LtrError
+from ltr.base.io_utils import atomic_path
 
 __all__ = [
     "load_parquet", "dataset_from_frame", "to_arrow", "to_frame", "to_parquet",

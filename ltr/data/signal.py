@@ -6,7 +6,7 @@ data a run would still finish and report a validation NDCG, that of the order of
 
 from __future__ import annotations
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["check_signal"]
 
@@ -23,7 +23,7 @@ def check_signal(ds, path, option: str = "--train") -> None:
     >>> check_signal(ds, "t.txt")
     Traceback (most recent call last):
     ...
-    ltr.errors.LtrError: --train t.txt: every one of its 2 features is constant over its 4 rows: there is no signal to rank by; check the file (its feature columns, the --*-column options)
+    ltr.base.errors.LtrError: --train t.txt: every one of its 2 features is constant over its 4 rows: there is no signal to rank by; check the file (its feature columns, the --*-column options)
     """
     import warnings
 

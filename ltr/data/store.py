@@ -45,8 +45,8 @@ import numpy as np
 
 from ltr.data.blocks import Block, QueryRuns
 from ltr.data.dataset import RankingDataset
-from ltr.errors import LtrError
-from ltr.io_utils import atomic_write_json
+from ltr.base.errors import LtrError
+from ltr.base.io_utils import atomic_write_json
 
 __all__ = ["open_store", "convert_to_store", "StoreWriter", "is_store", "release_pages", "is_mapped", "row_blocks", "STORE_FORMAT"]
 
@@ -159,7 +159,7 @@ class StoreWriter:
     ``feature_names``, ``describe`` and ``error_at`` (for the query checks' messages)."""
 
     def __init__(self, path: str | os.PathLike, source, *, overwrite: bool = False, inputs=()):
-        from ltr.checks import output_folder
+        from ltr.base.checks import output_folder
 
         self.path = output_folder(path, "--out", inputs=inputs)  # not a file, not the cwd, not holding an input
         if self.path.exists() and any(self.path.iterdir()):

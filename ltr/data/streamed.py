@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["StreamedData", "RowReader", "open_streamed", "is_streamed", "feature_blocks", "query_blocks",
            "predict_in_blocks", "predict_in_query_blocks", "block_rows", "compact_labels", "BLOCK_BYTES"]
@@ -229,7 +229,7 @@ def open_streamed(path: str | os.PathLike, option: str, n_features: int | None =
     Anything else (SVMlight, ``--sort-by-query``) is an :class:`LtrError`: read it with load_data_file."""
     from pathlib import Path
 
-    from ltr.checks import input_file, input_folder
+    from ltr.base.checks import input_file, input_folder
     from ltr.data.files import DataOptions, check_loaded, data_format
 
     options = options or DataOptions()
@@ -271,7 +271,7 @@ def _parquet_data(path, columns: dict[str, Any]) -> StreamedData:
             if getattr(block, k) is not None:
                 values.append(getattr(block, k))
     if runs.n_rows == 0:
-        from ltr.errors import DataFormatError
+        from ltr.base.errors import DataFormatError
 
         raise DataFormatError(source.name, None, "no rows")
     offsets, query_ids, per_query = runs.finish()

@@ -35,12 +35,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ltr.checks import input_file
+from ltr.base.checks import input_file
 from ltr.data.cache import _cache_key, _cache_location, _read_cache, _write_cache
 from ltr.data.dataset import RankingDataset
 from ltr.data.labels import LABEL_LIMIT, label_problem
-from ltr.errors import DataFormatError, LtrError
-from ltr.io_utils import atomic_path
+from ltr.base.errors import DataFormatError, LtrError
+from ltr.base.io_utils import atomic_path
 
 __all__ = ["load_svmlight", "save_svmlight", "read_query_file", "format_float32", "SvmlightSource", "ints_if_possible"]
 

@@ -10,7 +10,7 @@ Formats (whitespace separated, as trec_eval reads them):
 
 Lines starting with ``#`` and blank lines are skipped; a UTF-8 byte order mark at the start of the
 file is not part of the first query id. A malformed line raises
-:class:`ltr.errors.DataFormatError` naming the file, the line and what was wrong; so does a
+:class:`ltr.base.errors.DataFormatError` naming the file, the line and what was wrong; so does a
 document listed twice for one query.
 
 :func:`align` turns a run and qrels into flat arrays: per query (those in both files, sorted by
@@ -29,8 +29,8 @@ import numpy as np
 
 from ltr.data.columns import parse_number
 from ltr.data.labels import label_problem
-from ltr.errors import DataFormatError, LtrError
-from ltr.io_utils import atomic_write_text, open_text, write_text_or_stdout
+from ltr.base.errors import DataFormatError, LtrError
+from ltr.base.io_utils import atomic_write_text, open_text, write_text_or_stdout
 
 __all__ = ["read_qrels", "read_run", "write_qrels", "write_run", "align", "AlignedRun", "run_from_arrays",
            "evaluate_aligned", "read_diversity_qrels", "align_diversity", "AlignedDiversityRun", "evaluate_diversity"]

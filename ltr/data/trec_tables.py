@@ -33,7 +33,7 @@ import numpy as np
 
 from ltr.data.labels import LABEL_LIMIT
 from ltr.data.trec import AlignedRun, read_qrels, read_run
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["RecordTable", "read_run_table", "read_qrels_table", "align_tables"]
 
@@ -80,7 +80,7 @@ def _plain_file(path: str | os.PathLike):
     """
     if str(path) == "-":
         return None
-    from ltr.checks import input_file
+    from ltr.base.checks import input_file
 
     try:
         path = input_file(path)

@@ -9,9 +9,9 @@ metrics, and is judged by :func:`ltr.runs.evaluate_scores`. Builds on :mod:`ltr.
 :mod:`ltr.data`; imports nothing from :mod:`ltr.train`.
 """
 
-from ltr._lazy import lazy_exports
+from ltr.base._lazy import lazy_exports
 
-# what the package re-exports, by defining module; each imported on first use (ltr._lazy)
+# what the package re-exports, by defining module; each imported on first use (ltr.base._lazy)
 _WHERE = {
     "ltr.gbdt.lightgbm": ("DEFAULT_PARAMS", "booster_importance", "histogram_choice", "label_table", "load_booster", "predict_booster", "save_booster", "train_lightgbm"),
 }

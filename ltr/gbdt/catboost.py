@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["train_catboost", "predict_catboost", "load_catboost", "catboost_importance", "ToolkitNDCG"]
 

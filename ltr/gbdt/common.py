@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["query_ids", "checked_labels", "engine_threads", "refuse_keys", "ValidationMonitor", "progress_bar",
            "model_folder_file"]
@@ -33,7 +33,7 @@ def checked_labels(ds, where: str) -> np.ndarray:
 
 def engine_threads(threads: int | None) -> int | None:
     """The thread count to give an engine: ``threads``, else ``LTR_THREADS``, else None (its default)."""
-    from ltr.threads import configured_threads
+    from ltr.base.threads import configured_threads
 
     return int(threads) if threads is not None else configured_threads()
 
@@ -102,7 +102,7 @@ def model_folder_file(folder, engine: str, default_file: str, label: str):
     the message about a missing file."""
     from pathlib import Path
 
-    from ltr.checks import input_file, read_json_object
+    from ltr.base.checks import input_file, read_json_object
 
     folder = Path(folder)
     where = folder / "model.json"

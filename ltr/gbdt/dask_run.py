@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 SPLITS = ("train", "valid", "test")  # the data options of ltr gbdt, for --query-file OPTION=FILE
 
@@ -66,7 +66,7 @@ def _quiet_lightgbm() -> None:
 def run_on_dask(args, params: dict[str, Any], opts: dict[str, Any], out: Path, inputs) -> int:
     """Train on the cluster, judge valid/test with the project's metrics, write the run folder ``out``."""
     from ltr.data.files import data_facts
-    from ltr.io_utils import atomic_write_json
+    from ltr.base.io_utils import atomic_write_json
     from ltr.gbdt.lightgbm import predict_booster, save_booster
     from ltr.gbdt.lightgbm_dask import dask_client, require_dask, train_lightgbm_dask
     from ltr.runs.folder import print_run_metrics, run_folder, versions

@@ -42,7 +42,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ltr.errors import FeatureCountError, LtrError
+from ltr.base.errors import FeatureCountError, LtrError
 from ltr.gbdt.common import ValidationMonitor, checked_labels, engine_threads, query_ids
 
 __all__ = ["ENGINES", "OBJECTIVES", "MODEL_FILES", "import_engine", "resolve_objective", "take_objective", "query_ids",
@@ -168,7 +168,7 @@ def predict_gbdt(engine: str, model, features: np.ndarray) -> np.ndarray:
 
     ``features`` [N, F] must have the model's F columns, for every engine: XGBoost would take the
     missing columns of a narrower array as missing values and score it, LightGBM and CatBoost raise
-    their own exceptions; here all three raise :class:`~ltr.errors.FeatureCountError` naming both
+    their own exceptions; here all three raise :class:`~ltr.base.errors.FeatureCountError` naming both
     counts (as ``ltr predict`` refuses such a file)."""
     check_engine(engine)
     features = np.asarray(features)
@@ -197,7 +197,7 @@ def save_gbdt(engine: str, model, folder: str | os.PathLike, info: dict[str, Any
 
         return save_booster(model, folder, n_features=n_features, best_iteration=info["best_iteration"],
                             feature_names=feature_names)  # fmt: skip
-    from ltr.io_utils import atomic_path, atomic_write_bytes
+    from ltr.base.io_utils import atomic_path, atomic_write_bytes
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -212,7 +212,7 @@ def save_gbdt(engine: str, model, folder: str | os.PathLike, info: dict[str, Any
 
 
 def write_model_meta(folder: Path, engine: str, *, n_features: int, feature_names=None, **extra) -> None:
-    from ltr.io_utils import atomic_write_json
+    from ltr.base.io_utils import atomic_write_json
 
     meta: dict[str, Any] = {"type": engine, "file": MODEL_FILES[engine], "n_features": int(n_features), **extra}
     if feature_names is not None:

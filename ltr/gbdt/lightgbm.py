@@ -19,7 +19,7 @@ Labels. LightGBM takes only non-negative integer labels. The rule here:
   the i-th value. Order and gains are unchanged, so LightGBM's NDCG on the indices equals the
   project's NDCG on the original labels (``info["label_values"]`` holds the table);
 - negative or non-finite labels, and labels whose gain overflows (``exp2`` of 1024 and above), are
-  refused with an :class:`~ltr.errors.LtrError` naming the row;
+  refused with an :class:`~ltr.base.errors.LtrError` naming the row;
 - ``train_gain`` (a gain for the training labels other than the validation labels'): the training
   values take the codes 0..m-1 with their ``train_gain``, the validation values the codes m.. with
   ``gain``, so the gradients read one gain and the early-stopping NDCG the other. Policy-aware
@@ -44,8 +44,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ltr.errors import LtrError
-from ltr.io_utils import atomic_path, atomic_write_json
+from ltr.base.errors import LtrError
+from ltr.base.io_utils import atomic_path, atomic_write_json
 
 __all__ = ["train_lightgbm", "label_table", "predict_booster", "save_booster", "load_booster", "booster_importance", "DEFAULT_PARAMS",
            "histogram_choice", "early_stopping_callback", "rounds_progress_callback"]

@@ -41,7 +41,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 from ltr.gbdt.lightgbm import DEFAULT_PARAMS, histogram_choice, label_table
 
 __all__ = [

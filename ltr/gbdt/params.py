@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from ltr.checks import Rule, integer, number
-from ltr.errors import LtrError
+from ltr.base.checks import Rule, integer, number
+from ltr.base.errors import LtrError
 
 __all__ = ["ENGINE_RULES", "LIGHTGBM_RULES", "check_param_values", "check_engine_params"]
 
@@ -77,7 +77,7 @@ def check_param_values(params: dict[str, Any], *, where: str) -> dict[str, Any]:
     >>> check_param_values({"eta": float("nan")}, where="--param")
     Traceback (most recent call last):
     ...
-    ltr.errors.LtrError: --param eta must be a number, true/false, text or a list of them, got nan
+    ltr.base.errors.LtrError: --param eta must be a number, true/false, text or a list of them, got nan
     """
     for key, value in params.items():
         items = value if isinstance(value, list) else [value]

@@ -262,7 +262,7 @@ def xgboost_matrix(ds, labels: np.ndarray, *, quantile: bool, ref=None, max_bin:
     written to files whose names start with ``cache_prefix``."""
     import xgboost as xgb
 
-    from ltr.errors import LtrError
+    from ltr.base.errors import LtrError
     from ltr.gbdt.common import query_ids
 
     if cache_prefix is not None and not is_streamed(ds):

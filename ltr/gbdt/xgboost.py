@@ -36,7 +36,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["train_xgboost", "predict_xgboost", "load_xgboost", "xgboost_importance", "xgboost_gain_labels", "page_cache"]
 

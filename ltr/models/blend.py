@@ -71,7 +71,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["BLEND_FILE", "BLEND_FORMAT", "DENOMINATOR", "STANDARDISATION", "WEIGHT_RULES", "CV_FOLDS", "CV_LAMBDAS",
            "CV_SEED", "DEFAULT_WEIGHT_RULE", "BlendFit", "standardise", "combine", "fit_weights", "equal_weights", "cv_folds", "shrink_units", "blend_scorer", "member_digest", "write_blend", "read_blend", "is_blend"]
@@ -499,7 +499,7 @@ def write_blend(tmp: Path, dest: Path, members: Sequence[dict], fit: BlendFit, *
     ``members``: dicts with ``folder``, ``kind`` and ``valid_value``; ``valid``: facts of the
     validation data (path, fingerprint, sizes).
     """
-    from ltr.io_utils import atomic_write_json
+    from ltr.base.io_utils import atomic_write_json
 
     doc = {
         "format": BLEND_FORMAT, "type": "blend",
@@ -520,7 +520,7 @@ def write_blend(tmp: Path, dest: Path, members: Sequence[dict], fit: BlendFit, *
 def read_blend(folder: str | os.PathLike) -> dict:
     """``blend.json`` checked: members resolved to folders (``member_folders``) whose model files are
     still the ones the weights were fitted with, weights non-negative summing to 1."""
-    from ltr.checks import read_json_object
+    from ltr.base.checks import read_json_object
 
     folder = Path(folder)
     where = folder / BLEND_FILE

@@ -38,8 +38,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ltr.errors import LtrError
-from ltr.io_utils import atomic_path
+from ltr.base.errors import LtrError
+from ltr.base.io_utils import atomic_path
 
 __all__ = ["FORMATS", "ServingScorer", "export_model", "export_onnx", "export_torchscript", "verify_export"]
 

@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["SERVING_FORMAT", "folder_kind", "folder_graph", "export_folder", "serving_facts", "facts_path"]
 
@@ -38,7 +38,7 @@ GBDT_KINDS = ("lightgbm", "xgboost", "catboost")
 
 def folder_kind(folder: Path, option: str = "--model") -> str:
     """``"blend"``, ``"neural"``, or the GBDT engine of a model folder."""
-    from ltr.checks import read_json_object
+    from ltr.base.checks import read_json_object
 
     if (folder / "blend.json").is_file():
         return "blend"
@@ -152,7 +152,7 @@ def _write_graph(folder: Path, out, option: str) -> tuple[dict[str, Any], str, l
     import onnx
     import onnxruntime as ort
 
-    from ltr.io_utils import atomic_path
+    from ltr.base.io_utils import atomic_path
     from ltr.models.folder import load_scorer
     from ltr.models.onnx_graph import graph_opset, verify_graph
 
@@ -172,7 +172,7 @@ def export_folder(folder: str | os.PathLike, out: str | os.PathLike, fmt: str, o
     its facts to ``<out>.json``; returns what was done (module docstring)."""
     import json
 
-    from ltr.io_utils import atomic_write_json
+    from ltr.base.io_utils import atomic_write_json
     from ltr.models.export import export_onnx, export_torchscript
 
     folder = Path(folder)

@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["load_scorer", "check_width", "model_feature_names"]
 
@@ -21,7 +21,7 @@ def load_scorer(folder: str | os.PathLike, device: str = "cpu", option: str = "-
     GBDTs and pointwise neural models, which score any run of rows, 65,536 at a time.
     ``option`` names the command-line option in messages (``--model``, ``--ranker``...).
     """
-    from ltr.checks import input_folder, read_json_object
+    from ltr.base.checks import input_folder, read_json_object
 
     folder = input_folder(folder, option)
     if (folder / "blend.json").exists():

@@ -29,10 +29,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 from ltr.data.dataset import feature_names_of
 from ltr.gbdt.lightgbm import booster_importance
-from ltr.io_utils import atomic_path, atomic_write_json
+from ltr.base.io_utils import atomic_path, atomic_write_json
 
 __all__ = ["feature_names_of", "booster_importance", "permutation_importance", "write_importance", "importance_figure"]
 

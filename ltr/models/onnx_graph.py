@@ -25,7 +25,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["INPUTS", "OUTPUT", "serving_model", "blend_model", "graph_opset", "run_graph", "padded", "verify_graph"]
 

@@ -26,7 +26,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["OPSET", "tree_rows_model"]
 

@@ -6,9 +6,9 @@ and query shares for several processes (:mod:`~ltr.runs.shares`). Builds on :mod
 ``metrics``; imports neither training part.
 """
 
-from ltr._lazy import lazy_exports
+from ltr.base._lazy import lazy_exports
 
-# what the package re-exports, by defining module; each imported on first use (ltr._lazy)
+# what the package re-exports, by defining module; each imported on first use (ltr.base._lazy)
 _WHERE = {
     "ltr.runs.folder": ("check_destination", "claim_folder", "print_run_metrics", "run_folder", "versions"),
     "ltr.runs.scoring": ("CLASSIFICATION_METRICS", "check_metric_names", "evaluate_scores", "higher_is_better"),

@@ -28,8 +28,8 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-from ltr import checks
-from ltr.errors import LtrError
+from ltr.base import checks
+from ltr.base.errors import LtrError
 
 __all__ = ["run_folder", "check_destination", "claim_folder", "clean_stale_partials", "RUN_MARK",
            "versions", "print_run_metrics"]

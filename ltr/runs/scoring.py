@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["CLASSIFICATION_METRICS", "evaluate_scores", "check_metric_names", "higher_is_better"]
 

@@ -5,9 +5,9 @@ of a finished grid (:mod:`~ltr.study.report`), and the one markdown table layout
 report of the toolkit uses (:mod:`~ltr.study.report_table`).
 """
 
-from ltr._lazy import lazy_exports
+from ltr.base._lazy import lazy_exports
 
-# what the package re-exports, by defining module; each imported on first use (ltr._lazy)
+# what the package re-exports, by defining module; each imported on first use (ltr.base._lazy)
 _WHERE = {
     "ltr.study.ablation": ("AblationConfig", "DatasetSpec", "default_config", "load_config", "quick_config", "run_ablation"),
     "ltr.study.report": ("summarize", "write_report",),

@@ -48,8 +48,8 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from ltr.errors import LtrError
-from ltr.io_utils import atomic_write_json, json_safe
+from ltr.base.errors import LtrError
+from ltr.base.io_utils import atomic_write_json, json_safe
 from ltr.study.methods import check_variant, known_losses, resolve_method, split_method
 
 __all__ = [
@@ -232,7 +232,7 @@ _ABLATION_KEYS = ("methods", "seeds", "metrics", "reference", "primary", "confid
 
 
 def _ablation_rules():
-    from ltr.checks import COUNT, SEED, Rule, list_of, number, text
+    from ltr.base.checks import COUNT, SEED, Rule, list_of, number, text
 
     rules = {"methods": list_of(text(), min_len=1), "seeds": Rule("any"), "metrics": list_of(text(), min_len=1),
              "reference": text(), "primary": text(), "confidence": number(above=0, below=1),
@@ -252,8 +252,8 @@ _COLUMN_KEYS = ("query_column", "label_column", "doc_id_column", "weight_column"
 
 
 def _check_tables(data: dict, path: Path) -> None:
-    """Every table of an ablation TOML against the rules of its values (ltr.checks), before any work."""
-    from ltr import checks
+    """Every table of an ablation TOML against the rules of its values (ltr.base.checks), before any work."""
+    from ltr.base import checks
     from ltr.gbdt.params import check_param_values
     from ltr.train.config import GBDT_RULES, LOSS_RULES, MODEL_RULES, TRAIN_RULES
 
@@ -293,7 +293,7 @@ def _check_tables(data: dict, path: Path) -> None:
 
 
 def _check_dataset_paths(kind: str, opts: dict, where: str) -> None:
-    from ltr import checks
+    from ltr.base import checks
 
     for key in ("train", "valid", "test", "path", "query_file"):
         if key in opts and not isinstance(opts[key], str):
@@ -452,7 +452,7 @@ def cell_fingerprint(cell: Cell, config: AblationConfig) -> str:
     return hashlib.sha256(_canonical(parts).encode()).hexdigest()[:16]
 
 
-# NaN and infinities become null so the files are strict JSON (read back as NaN): the one rule of ltr.io_utils
+# NaN and infinities become null so the files are strict JSON (read back as NaN): the one rule of ltr.base.io_utils
 _json_safe = json_safe
 
 

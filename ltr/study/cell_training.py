@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 from ltr.study.methods import MethodSpec, tuning_candidates, with_overrides
 
 __all__ = ["train_method"]

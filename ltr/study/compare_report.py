@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ltr.io_utils import atomic_path
+from ltr.base.io_utils import atomic_path
 from ltr.study.report_table import markdown_table
 
 __all__ = ["comparison_markdown", "comparison_latex", "plot_differences"]

@@ -44,7 +44,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["MODEL_NAMES", "VARIANT_KEYS", "TUNE_SECTIONS", "MethodSpec", "split_method", "split_engine", "known_losses",
            "check_variant", "resolve_method", "tuning_candidates", "with_overrides"]

@@ -37,8 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from ltr.errors import LtrError
-from ltr.io_utils import atomic_path, atomic_write_json, atomic_write_text
+from ltr.base.errors import LtrError
+from ltr.base.io_utils import atomic_path, atomic_write_json, atomic_write_text
 from ltr.study.ablation import AblationConfig, _json_safe
 from ltr.study.methods import resolve_method
 from ltr.study.report_table import counted, format_interval, markdown_table

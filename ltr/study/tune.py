@@ -66,8 +66,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ltr.errors import LtrError
-from ltr.io_utils import atomic_write_json, atomic_write_text
+from ltr.base.errors import LtrError
+from ltr.base.io_utils import atomic_write_json, atomic_write_text
 
 __all__ = ["TuneConfig", "TuneResult", "load_tune_config", "run_tuning", "sample_settings", "PruningCallback"]
 
@@ -192,7 +192,7 @@ def load_tune_config(path: str | os.PathLike) -> TuneConfig:
 
 def _check_fixed(cfg: TuneConfig) -> None:
     """Check the fixed tables' keys and values, and the searched keys, before any trial runs."""
-    from ltr.checks import check_table
+    from ltr.base.checks import check_table
     from ltr.gbdt.params import ENGINE_RULES, check_engine_params
     from ltr.train.config import GBDT_RULES, LOSS_RULES, MODEL_RULES, TRAIN_RULES, check_keys
 

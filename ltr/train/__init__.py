@@ -9,9 +9,9 @@ checkpoints (:mod:`~ltr.train.checkpoint`) and the scikit-learn estimator
 ``metrics``. The GBDT engines are its sibling :mod:`ltr.gbdt`.
 """
 
-from ltr._lazy import lazy_exports
+from ltr.base._lazy import lazy_exports
 
-# what the package re-exports, by defining module; each imported on first use (ltr._lazy)
+# what the package re-exports, by defining module; each imported on first use (ltr.base._lazy)
 _WHERE = {
     "ltr.runs.scoring": ("evaluate_scores",),
     "ltr.train.attention": ("ContextAwareScorer",),
@@ -25,7 +25,7 @@ _WHERE = {
 
 def _moved_name(name: str):
     """The LightGBM names ltr.train re-exported before 0.2 (now in :mod:`ltr.gbdt`), with a DeprecationWarning."""
-    from ltr._moved import MOVED_FROM_TRAIN, moved
+    from ltr.base._moved import MOVED_FROM_TRAIN, moved
 
     if name in MOVED_FROM_TRAIN:
         return moved("ltr.train", name, MOVED_FROM_TRAIN[name])

@@ -33,7 +33,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 from ltr.train import draws as keyed_draws
 from ltr.train.scorers import _Scorer
 

@@ -1,7 +1,7 @@
 """Training checkpoints that are written atomically and load without running code.
 
 A checkpoint is a plain dict of tensors, numbers, strings, lists and dicts, saved with ``torch.save``
-into a temporary file that is renamed over the destination (:func:`ltr.io_utils.atomic_path`), and
+into a temporary file that is renamed over the destination (:func:`ltr.base.io_utils.atomic_path`), and
 read back with ``torch.load(weights_only=True)``, whose unpickler refuses arbitrary objects. Random
 number generator states are therefore stored as tensors and lists, never as numpy objects.
 
@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ltr.errors import LtrError
-from ltr.io_utils import atomic_path
+from ltr.base.errors import LtrError
+from ltr.base.io_utils import atomic_path
 
 __all__ = ["rng_state", "set_rng_state", "save_checkpoint", "load_checkpoint", "CHECKPOINT_NAME"]
 
@@ -88,7 +88,7 @@ def save_checkpoint(path: str | os.PathLike, state: dict[str, Any]) -> Path:
 
 def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict[str, Any]:
     """Load a checkpoint with ``torch.load(weights_only=True)``; a bad file is an :class:`LtrError`."""
-    from ltr.checks import input_file
+    from ltr.base.checks import input_file
 
     path = Path(path)
     if not path.exists():

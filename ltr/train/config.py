@@ -35,9 +35,9 @@ from typing import Any, Iterable
 
 import tomllib
 
-from ltr import checks
-from ltr.checks import COUNT, SEED, boolean, integer, list_of, number, table, text
-from ltr.errors import LtrError
+from ltr.base import checks
+from ltr.base.checks import COUNT, SEED, boolean, integer, list_of, number, table, text
+from ltr.base.errors import LtrError
 
 __all__ = ["DEFAULT_METRICS", "QUERY_NORMS", "QUERY_NORM_CHOICES", "TrainConfig", "auto_batch_size", "AUTO_BATCH", "load_toml", "check_keys", "read_toml",
            "TRAIN_RULES", "MODEL_RULES", "LOSS_RULES", "GBDT_RULES", "LOSS_NAMES"]
@@ -198,7 +198,7 @@ def check_keys(values: dict[str, Any], allowed: Iterable[str], *, where: str) ->
     >>> check_keys({"epoch": 3}, ["epochs"], where="cfg.toml [train]")
     Traceback (most recent call last):
     ...
-    ltr.errors.LtrError: cfg.toml [train]: unknown key 'epoch' (allowed: epochs)
+    ltr.base.errors.LtrError: cfg.toml [train]: unknown key 'epoch' (allowed: epochs)
     """
     allowed = list(allowed)
     for key in values:

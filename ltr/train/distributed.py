@@ -60,7 +60,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 from ltr.runs.shares import query_shares
 from ltr.train.checkpoint import load_checkpoint
 from ltr.train.trainer import NonFiniteLossError, Trainer, predict_scores, seed_everything
@@ -179,7 +179,7 @@ def launch(fn: Callable[..., Any], nproc: int, *args: Any, backend: str | None =
     local port, no restarts. ``fn`` must be importable by the children (a module-level function) and
     its arguments picklable. Returns rank 0's return value. If any worker fails (an exception, a
     signal) the others are stopped and :class:`WorkerFailedError` names the first failure; a
-    worker's :class:`~ltr.errors.LtrError` is raised again here as an ``LtrError`` with its message.
+    worker's :class:`~ltr.base.errors.LtrError` is raised again here as an ``LtrError`` with its message.
     """
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch

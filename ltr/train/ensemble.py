@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 from ltr.train.scorers import _Scorer
 
 __all__ = ["EnsembleScorer", "EnsembleFit", "fit_ensemble"]

@@ -21,8 +21,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from ltr.errors import LtrError
-from ltr.io_utils import atomic_write_json
+from ltr.base.errors import LtrError
+from ltr.base.io_utils import atomic_write_json
 from ltr.train.attention import ContextAwareScorer
 from ltr.train.ensemble import EnsembleScorer
 from ltr.train.scorers import (
@@ -69,7 +69,7 @@ def build_model(config: dict[str, Any]) -> _Scorer:
     >>> build_model({"type": "attention", "n_features": 3, "width": 8, "heads": 2}).listwise
     True
     """
-    from ltr.checks import COUNT
+    from ltr.base.checks import COUNT
     from ltr.train.config import MODEL_RULES
 
     cfg = dict(config)
@@ -126,7 +126,7 @@ def load_model(folder: str | os.PathLike, map_location: str = "cpu") -> _Scorer:
     ``meta`` device, which allocates nothing, so an absurd width cannot exhaust memory), and
     ``model.pt`` must hold exactly its tensors.
     """
-    from ltr.checks import input_file, read_json_object
+    from ltr.base.checks import input_file, read_json_object
 
     folder = Path(folder)
     if not (folder / MODEL_JSON).exists():

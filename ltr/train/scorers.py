@@ -34,7 +34,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 from ltr.train.draws import KeyedDropout, normal_like
 from ltr.train.config import QUERY_NORMS  # re-exported: the scorer's choices, defined beside the rules that check them
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 from ltr.train.config import MODEL_RULES, NORMALIZE_CHOICES
 
 __all__ = ["MODEL_KEYS", "NORMALIZE_CHOICES", "MODEL_DEFAULTS", "DEFAULT_LOSS", "DEFAULT_ENSEMBLE", "ARCH_KEYS", "model_defaults", "build_loss",

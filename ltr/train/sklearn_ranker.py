@@ -226,7 +226,7 @@ class NeuralRanker(BaseEstimator):
         """
         import losses
 
-        from ltr.errors import LtrError
+        from ltr.base.errors import LtrError
         from ltr.train.config import TrainConfig
         from ltr.train.settings import resolve_query_norm
 

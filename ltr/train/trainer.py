@@ -53,7 +53,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 from ltr.train.checkpoint import (
     CHECKPOINT_NAME,
     load_checkpoint,

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["pair_lambdas", "update_position_biases", "UnbiasedLambdaMART", "fit_unbiased_lambdamart",
            "fit_unbiased_lambdamart_on_lists"]

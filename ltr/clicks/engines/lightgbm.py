@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from ltr.clicks.logs.click_log import ClickLog
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["LIGHTGBM_ESTIMATORS", "fit_lightgbm_clicks", "fit_lightgbm_on_sessions", "fit_lightgbm_streamed_sessions",
            "fit_pairwise_debias_on_lists", "fit_policy_aware_lightgbm"]

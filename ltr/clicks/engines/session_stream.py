@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["ClickSessions", "stream_click_sessions", "session_training_set"]
 

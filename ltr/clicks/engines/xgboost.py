@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ltr.clicks.logs.click_log import ClickLog
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["session_groups", "fit_xgboost_clicks", "fit_xgboost_streamed_sessions", "fit_xgboost_policy_aware"]
 

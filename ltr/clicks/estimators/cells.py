@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ltr.clicks.logs.stream import LogAggregate, query_sessions
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["cell_values", "aggregate_dataset"]
 

@@ -69,7 +69,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ltr.clicks.logs.lists import ShownLists
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["DLAResult", "fit_dla", "list_tensors", "PROPENSITY_UPDATES", "RELEVANCE_REFERENCES", "FULL_ITERATIONS",
            "resolved_references"]

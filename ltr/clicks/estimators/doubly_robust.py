@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["item_sums", "fit_direct_model", "dr_labels", "doubly_robust_dataset", "dm_dr_click_dcg"]
 

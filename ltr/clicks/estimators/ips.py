@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from ltr.clicks.logs.click_log import ClickLog, query_index
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 from metrics.discounts import discount_values
 
 __all__ = [

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["ClickCells", "stream_click_cells", "click_dcg_from_cells"]
 

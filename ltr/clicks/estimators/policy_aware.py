@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["policy_aware_labels", "policy_aware_dataset", "item_examinations", "clip_rule"]
 

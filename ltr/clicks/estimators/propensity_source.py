@@ -16,7 +16,7 @@ items users preferred.
 
 from __future__ import annotations
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["NEEDS_PROPENSITY", "logged_source", "require_propensity", "missing_propensity", "require_clicks"]
 

@@ -25,7 +25,7 @@ from ltr.clicks.estimators.unbiased import (
     lists_dataset,
     trust_parameters,
 )
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["fit_on_clicks", "fit_on_aggregate", "fit_on_lists", "estimate_rem_curve", "simulated_curve", "STREAMED",
            "LISTED"]

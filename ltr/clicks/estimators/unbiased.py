@@ -48,7 +48,7 @@ import numpy as np
 
 from ltr.clicks.logs.click_log import ClickLog
 from ltr.clicks.logs.lists import ShownLists, group_sessions, pair_counts
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["ESTIMATORS", "DEFAULT_CLIP", "corrected_clicks", "lists_dataset", "trust_parameters",
            "fit_pairwise_debias", "position_curve"]

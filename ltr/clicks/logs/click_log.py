@@ -16,8 +16,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ltr.errors import LtrError
-from ltr.io_utils import atomic_path
+from ltr.base.errors import LtrError
+from ltr.base.io_utils import atomic_path
 
 __all__ = ["MODE_PRODUCTION", "MODE_RANDOMIZED", "MODE_SWAP", "ClickLog", "concat_logs", "query_index", "log_problem"]
 
@@ -115,7 +115,7 @@ class ClickLog:
     def load(cls, path: str | os.PathLike) -> "ClickLog":
         """Read a log written by :meth:`save`; a missing, foreign, damaged or inconsistent file is an
         :class:`LtrError` naming it (every array is checked: its shape, integer type and range)."""
-        from ltr.checks import input_file
+        from ltr.base.checks import input_file
 
         path = input_file(path)
         try:

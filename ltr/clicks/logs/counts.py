@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ltr.clicks.logs.click_log import ClickLog
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["Observations", "observations_from_log"]
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ltr.clicks.logs.reader import row_text
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["ID_MODES", "LogIds"]
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from ltr.clicks.logs.lists import ShownLists
 from ltr.clicks.logs.reader import row_text
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["stream_shown_lists", "iter_complete_sessions", "UnsortedSessionsError", "check_session_order"]
 

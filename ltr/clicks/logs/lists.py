@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ltr.clicks.logs.click_log import ClickLog
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["ShownLists", "group_sessions", "session_matrix", "pair_counts"]
 

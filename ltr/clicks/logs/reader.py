@@ -25,7 +25,7 @@ from typing import Iterator
 
 import numpy as np
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["LOG_SUFFIXES", "log_files", "is_log_table", "file_format", "read_log_meta", "log_columns",
            "iter_log_batches", "id_mode", "row_text"]

@@ -32,7 +32,7 @@ import numpy as np
 
 from ltr.clicks.logs.click_log import ClickLog
 from ltr.clicks.logs.reader import id_mode, iter_log_batches, read_log_meta
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["write_log_stream", "read_log_meta", "iter_log_batches", "LogAggregate", "aggregate_log",
            "aggregate_from_log", "id_mode", "query_sessions", "batch_propensity",
@@ -49,7 +49,7 @@ def write_log_stream(chunks: Iterable[tuple[int, ClickLog]], path: str | os.Path
 
     from ltr.clicks.logs.reader import META_KEY
     from ltr.clicks.logs.table import log_to_table
-    from ltr.io_utils import atomic_path
+    from ltr.base.io_utils import atomic_path
 
     with atomic_path(path, suffix=".parquet") as tmp:
         writer = None

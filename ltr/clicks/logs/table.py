@@ -35,8 +35,8 @@ import numpy as np
 
 from ltr.clicks.logs.click_log import ClickLog, log_problem
 from ltr.clicks.logs.reader import META_KEY, REQUIRED, is_log_table, iter_log_batches, row_text
-from ltr.errors import LtrError
-from ltr.io_utils import atomic_path
+from ltr.base.errors import LtrError
+from ltr.base.io_utils import atomic_path
 
 __all__ = ["REQUIRED", "OPTIONAL", "SCHEMA", "log_to_table", "write_log_parquet", "read_log_table", "read_log_parquet",
            "is_log_table", "PROPENSITY_ABSENT"]

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["MIN_IMPRESSIONS", "identified_positions", "complete_curve", "read_curve_file", "unidentified_note"]
 
@@ -135,7 +135,7 @@ def read_curve_file(path: str | os.PathLike) -> np.ndarray:
     """A propensity curve by position from a file: JSON (see :func:`_curve_of_json`), or one number per line
     (text or a ``.npy`` array; ``nan`` for an unidentified position). Values must be > 0 and finite, or NaN
     / null; the curve is divided by its first value, so any scale will do."""
-    from ltr.checks import input_file
+    from ltr.base.checks import input_file
 
     path = input_file(path, "--propensity-file")
     if str(path).lower().endswith(".json"):

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ltr.clicks.logs.reader import row_text
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["HarvestCells", "stream_harvest_cells", "cells_of_log"]
 

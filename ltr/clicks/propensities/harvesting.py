@@ -36,7 +36,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["HarvestedCounts", "harvest_counts", "counts_from_logs", "counts_from_cells", "pair_statistics", "adjacent_estimate",
            "allpairs_estimate", "HarvestEstimate", "estimate_harvest"]

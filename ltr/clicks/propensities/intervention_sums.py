@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ltr.clicks.logs.click_log import ClickLog, MODE_RANDOMIZED, MODE_SWAP
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["InterventionSums", "sums_from_rows", "sums_of_log", "stream_intervention_sums"]
 

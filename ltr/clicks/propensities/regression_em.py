@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from ltr.clicks.logs.counts import Observations, observations_from_log
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["Observations", "observations_from_log", "EMResult", "em_step", "regression_em", "bootstrap_em"]
 

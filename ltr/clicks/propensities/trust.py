@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = ["TrustEstimate", "estimate_trust", "trust_from_file"]
 
@@ -128,7 +128,7 @@ def trust_from_file(path) -> tuple[np.ndarray, np.ndarray]:
     clicks estimate --method harvest --trust --json`` (null for an unidentified position)."""
     import json
 
-    from ltr.checks import input_file
+    from ltr.base.checks import input_file
 
     path = input_file(path, "--affine-file")
     try:

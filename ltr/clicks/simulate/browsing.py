@@ -46,7 +46,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 __all__ = [
     "dbn_click_rates",

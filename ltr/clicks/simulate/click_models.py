@@ -36,7 +36,7 @@ import numpy as np
 
 from ltr.clicks.logs.click_log import MODE_RANDOMIZED, MODE_SWAP, ClickLog, concat_logs, query_index
 from ltr.clicks.simulate import browsing
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 from metrics.gains import gain_values
 
 __all__ = [

@@ -20,7 +20,7 @@ import numpy as np
 
 from ltr.commands.clicks.options import progress
 from ltr.commands.clicks.reading import estimate_propensity, interventions, stream_log, train_log
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 
 class CurveSource:

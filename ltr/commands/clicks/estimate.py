@@ -11,14 +11,14 @@ import functools
 
 import numpy as np
 
-from ltr.checks import COUNT, integer, number
+from ltr.base.checks import COUNT, integer, number
 from ltr.clicks.propensities.curves import MIN_IMPRESSIONS
 from ltr.commands import add_force_option, add_json_option, text_stream
 from ltr.commands.clicks.options import add_log_read_options, add_quiet_option, progress
 from ltr.commands.clicks.reading import estimate_propensity, interventions, load_log, stream_log, train_log, unless_unsorted
 from ltr.commands.clicks.report import estimate_rows, format_table, honest_rows, interval_notes, model_notes
 from ltr.data.files import add_data_options, add_format_options, data_options, format_options, load_data_file
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 
 def add_parser(sub, fmt) -> None:
@@ -57,9 +57,9 @@ def add_parser(sub, fmt) -> None:
 
 
 def run_estimate(args) -> int:
-    from ltr.checks import output_file
+    from ltr.base.checks import output_file
     from ltr.clicks.propensities.interventions import fit_power_law
-    from ltr.io_utils import write_json_report
+    from ltr.base.io_utils import write_json_report
 
     say = functools.partial(print, file=text_stream(args))  # JSON on standard output: text to stderr
 
@@ -118,7 +118,7 @@ def _em_observations(args, ds):
 def _run_estimate_em(args, say) -> int:
     from ltr.clicks.propensities.curves import unidentified_note
     from ltr.clicks.propensities.regression_em import bootstrap_em, regression_em
-    from ltr.io_utils import write_json_report
+    from ltr.base.io_utils import write_json_report
 
     if args.data is None:
         raise LtrError("--method em needs --data, the labelled file the log was simulated on (its features)")
@@ -159,7 +159,7 @@ def _run_estimate_em(args, say) -> int:
 def _run_estimate_harvest(args, say) -> int:
     from ltr.clicks.propensities.curves import unidentified_note
     from ltr.clicks.propensities.harvesting import counts_from_cells, estimate_harvest
-    from ltr.io_utils import write_json_report
+    from ltr.base.io_utils import write_json_report
 
     cells = [_harvest_cells(path, args) for path in args.log]
     if args.trust:
@@ -207,7 +207,7 @@ def _run_estimate_trust(args, say, cells) -> int:
     from ltr.clicks.propensities.curves import unidentified_note
     from ltr.clicks.propensities.harvesting import counts_from_cells
     from ltr.clicks.propensities.trust import estimate_trust
-    from ltr.io_utils import write_json_report
+    from ltr.base.io_utils import write_json_report
 
     est = estimate_trust(counts_from_cells(cells, args.positions))
     rows = est.as_rows()

@@ -7,14 +7,14 @@ import functools
 
 import numpy as np
 
-from ltr.checks import COUNT, number
+from ltr.base.checks import COUNT, number
 from ltr.commands import add_force_option, add_json_option, text_stream
 from ltr.commands.clicks.options import add_log_read_options, add_propensity_options, add_quiet_option, progress
 from ltr.commands.clicks.curves import propensity_curve
 from ltr.commands.clicks.reading import check_log_meta, load_log, log_ids, model_scores, read_scores, unless_unsorted
 from ltr.commands.clicks.report import format_table
 from ltr.data.files import add_data_options, add_format_options, data_options, format_options, load_data_file
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 
 def add_parser(sub, fmt) -> None:
@@ -42,8 +42,8 @@ def add_parser(sub, fmt) -> None:
 
 def run_evaluate(args) -> int:
     import metrics
-    from ltr.checks import output_file
-    from ltr.io_utils import write_json_report
+    from ltr.base.checks import output_file
+    from ltr.base.io_utils import write_json_report
 
     say = functools.partial(print, file=text_stream(args))  # JSON on standard output: text to stderr
 

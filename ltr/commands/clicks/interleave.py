@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ltr.checks import COUNT, SEED, number
+from ltr.base.checks import COUNT, SEED, number
 from ltr.commands import add_force_option, add_json_option, text_stream
 from ltr.commands.clicks.reading import model_scores, read_scores
 from ltr.commands.clicks.report import ndcg10
@@ -48,9 +48,9 @@ def _ranker_scores(path: str, ds, option: str, data_path: str) -> np.ndarray:
 
 
 def run_interleave(args) -> int:
-    from ltr.checks import output_file
+    from ltr.base.checks import output_file
     from ltr.clicks.interleaving import interleave_sessions, probabilistic_sessions, sessions_to_detect, sessions_to_detect_mean
-    from ltr.io_utils import write_json_report
+    from ltr.base.io_utils import write_json_report
 
     say = functools.partial(print, file=text_stream(args))  # JSON on standard output: text to stderr
     if args.json and args.json != "-":

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 
-from ltr.checks import COUNT, SEED, number
+from ltr.base.checks import COUNT, SEED, number
 from ltr.commands import add_force_option, add_json_option, text_stream
 from ltr.commands.clicks.report import format_table
 
@@ -29,9 +29,9 @@ def add_parser(sub, fmt) -> None:
 
 
 def run_open_bandit(args) -> int:
-    from ltr.checks import input_folder, output_file
+    from ltr.base.checks import input_folder, output_file
     from ltr.clicks.open_bandit import ctr_by_position, ips_value, load_open_bandit
-    from ltr.io_utils import write_json_report
+    from ltr.base.io_utils import write_json_report
 
     say = functools.partial(print, file=text_stream(args))  # JSON on standard output: text to stderr
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ltr.checks import COUNT
+from ltr.base.checks import COUNT
 from ltr.clicks.propensities.curves import MIN_IMPRESSIONS
 
 #: ``clicks train --rounds`` of the GBDT engines: at most this many, stopping early on --valid (as ``ltr gbdt``)

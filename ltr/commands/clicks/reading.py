@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from ltr.commands.clicks.options import progress
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 
 def read_scores(path: str, n_rows: int, what: str) -> np.ndarray:

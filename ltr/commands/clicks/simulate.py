@@ -12,11 +12,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ltr.checks import COUNT, SEED, integer, number
+from ltr.base.checks import COUNT, SEED, integer, number
 from ltr.commands.clicks.reading import estimate_propensity, model_scores, read_scores
 from ltr.commands.clicks.report import estimate_rows, format_table, honest_rows, versions
 from ltr.data.files import add_data_options, add_format_options, data_options, format_options, load_data_file
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 
 #: queries of --data the default logging ranker is fitted on (--logger-ridge)
@@ -78,7 +78,7 @@ def _ridge_scores(ds, args) -> tuple[np.ndarray, str]:
 
 def run_simulate(args) -> int:
     from ltr.clicks.simulate.click_models import simulate_clicks
-    from ltr.io_utils import atomic_write_json
+    from ltr.base.io_utils import atomic_write_json
     from ltr.runs.folder import check_destination, run_folder
 
     inputs = [("--data", args.data), ("--logger-scores", args.logger_scores), ("--logger-model", args.logger_model)]

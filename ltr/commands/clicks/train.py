@@ -7,7 +7,7 @@ into its distinct shown lists for dla / pairwise-debias. The GBDT engines are in
 
 from __future__ import annotations
 
-from ltr.checks import COUNT, SEED, number
+from ltr.base.checks import COUNT, SEED, number
 from ltr.commands.clicks.options import (GBDT_PATIENCE, GBDT_ROUNDS, add_log_read_options, add_propensity_options,
                                          add_quiet_option, progress)
 from ltr.commands.clicks.curves import affine_parameters, log_curve, streamed_aggregate
@@ -15,7 +15,7 @@ from ltr.commands.clicks.reading import stream_lists, train_log
 from ltr.commands.clicks.report import metrics_on, print_logger_notes, print_propensities, record_click_model, versions
 from ltr.commands.clicks.train_gbdt import train_lightgbm, train_xgboost
 from ltr.data.files import add_data_options, add_format_options, data_options, format_options, load_data_file
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 
 def add_parser(sub, fmt) -> None:
@@ -109,7 +109,7 @@ def _make_model_factory(args, train):
 
 def run_train(args) -> int:
     import losses
-    from ltr.io_utils import atomic_write_json
+    from ltr.base.io_utils import atomic_write_json
     from ltr.train.models import save_model
     from ltr.runs.folder import check_destination, run_folder
     from ltr.train.trainer import TrainConfig

@@ -8,7 +8,7 @@ from ltr.commands.clicks.options import GBDT_PATIENCE, progress
 from ltr.commands.clicks.curves import log_curve, policy_aware_aggregate, propensity_curve
 from ltr.commands.clicks.reading import check_log_meta, stream_lists, train_log, unless_unsorted
 from ltr.commands.clicks.report import ndcg10, print_logger_notes, print_propensities, print_truth, record_click_model, versions
-from ltr.errors import LtrError
+from ltr.base.errors import LtrError
 
 
 #: ``clicks train --engine lightgbm``'s session estimators say on stderr how large their training matrix is
@@ -84,7 +84,7 @@ def _save_xgboost_run(args, train, valid, booster, info: dict, meta: dict, n_ses
     """``--engine xgboost``'s model folder with clicks_training.json (the log's click model recorded), then the
     kept round, the validation NDCG@10 and what the estimator assumed of the logger."""
     from ltr.gbdt.engines import predict_gbdt, save_gbdt
-    from ltr.io_utils import atomic_write_json
+    from ltr.base.io_utils import atomic_write_json
     from ltr.runs.folder import run_folder
 
     record_click_model(info, meta)
@@ -118,7 +118,7 @@ def train_lightgbm(args, train, valid, inputs) -> int:
     """``ltr clicks train --engine lightgbm``: a LightGBM model folder and clicks_training.json."""
     from ltr.clicks.engines.lightgbm import LIGHTGBM_ESTIMATORS
     from ltr.gbdt.engines import predict_gbdt, save_gbdt
-    from ltr.io_utils import atomic_write_json
+    from ltr.base.io_utils import atomic_write_json
     from ltr.runs.folder import run_folder
 
     if args.estimator not in LIGHTGBM_ESTIMATORS:  # run_train refused --propensity for the others already

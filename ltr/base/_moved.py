@@ -50,6 +50,11 @@ MOVED = {
     "ltr.clicks.unbiased_lambdamart": "ltr.clicks.engines.lambdamart",
     "ltr.clicks.unbiased_xgboost": "ltr.clicks.engines.xgboost",
     "ltr.clicks.session_stream": "ltr.clicks.engines.session_stream",
+    # the loose modules at the top of ltr/ that every part uses went into one base part
+    "ltr.errors": "ltr.base.errors",
+    "ltr.checks": "ltr.base.checks",
+    "ltr.io_utils": "ltr.base.io_utils",
+    "ltr.threads": "ltr.base.threads",
 }
 
 #: names of a moved module that went to another new module than the rest: old module -> {name: new module}

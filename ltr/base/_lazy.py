@@ -22,7 +22,7 @@ def lazy_exports(package: str, where: dict[str, tuple[str, ...]],
     A name not in ``where`` goes to ``fallback`` (a deprecated-name forwarder) or raises
     AttributeError as a module does.
 
-    >>> names, getattr_, _ = lazy_exports("ltr.errors", {"ltr.errors": ("LtrError",)})
+    >>> names, getattr_, _ = lazy_exports("ltr.base.errors", {"ltr.base.errors": ("LtrError",)})
     >>> names, getattr_("LtrError").__name__
     (['LtrError'], 'LtrError')
     """
