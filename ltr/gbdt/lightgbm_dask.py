@@ -86,6 +86,10 @@ def check_scheduler_address(address: str, timeout: float = 5.0) -> None:
                        "scheduler (dask scheduler) or check the address") from None
 
 
+#: seconds to wait for Dask workers to register (a busy machine starts processes slowly)
+WORKER_WAIT_S = 120
+
+
 @contextlib.contextmanager
 def dask_client(workers: int | None = None, scheduler: str | None = None, *, threads_per_worker: int = 1) -> Iterator[Any]:
     """A ``distributed.Client``: to ``scheduler`` (an existing cluster) or to a local cluster of
@@ -113,6 +117,8 @@ def dask_client(workers: int | None = None, scheduler: str | None = None, *, thr
         raise LtrError(f"the number of Dask workers must be >= 1, got {workers}")
     with LocalCluster(n_workers=int(workers), threads_per_worker=threads_per_worker, processes=True,
                       dashboard_address=None, silence_logs=logging.ERROR) as cluster, Client(cluster) as client:  # fmt: skip
+        # on a loaded machine a worker process may not have registered yet when the data is placed
+        client.wait_for_workers(int(workers), timeout=WORKER_WAIT_S)
         yield client
 
 
@@ -388,6 +394,9 @@ def _pin_chunks(client, arrays):
     import dask.array as da
 
     workers = sorted(client.scheduler_info()["workers"])
+    if not workers:  # a worker missed its heartbeat under load and is being re-registered: wait for one
+        client.wait_for_workers(1, timeout=WORKER_WAIT_S)
+        workers = sorted(client.scheduler_info()["workers"])
     blocks = [a.to_delayed().ravel() for a in arrays]
     out: list[list[Any]] = [[] for _ in arrays]
     for i in range(len(blocks[0])):
