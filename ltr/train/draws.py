@@ -75,15 +75,21 @@ class QueryDraws:
         shape = tuple(int(s) for s in shape)
         if len(shape) < 2 or shape[0] != len(self.queries):
             raise ValueError(f"keyed draws need a [B, L, ...] tensor of B = {len(self.queries)} queries, got {list(shape)}")
-        site, self.site = self.site, self.site + 1
         out = torch.zeros(shape, dtype=dtype, device=device)
+        for b, n, generator in self._seeded_queries(shape[1], device):
+            out[b, :n] = draw((n, *shape[2:]), generator)
+        return out
+
+    def _seeded_queries(self, max_length: int, device) -> Iterator[tuple[int, int, torch.Generator]]:
+        """Take the next draw site; yield ``(row, length clipped to max_length, generator)`` for every query
+        with items, the generator seeded by (seed, epoch, query, site)."""
+        site, self.site = self.site, self.site + 1
         generator = torch.Generator(device=device)
         for b, (q, n) in enumerate(zip(self.queries, self.lengths)):
-            n = min(n, shape[1])
+            n = min(n, max_length)
             if n:
                 generator.manual_seed(splitmix64(self.seed, self.epoch, q, site))
-                out[b, :n] = draw((n, *shape[2:]), generator)
-        return out
+                yield b, n, generator
 
     def normal(self, shape, dtype=torch.float32, device="cpu") -> torch.Tensor:
         """Standard normal values of ``shape`` [B, L, ...]; 0 on padding."""
@@ -103,14 +109,9 @@ class QueryDraws:
         shape = tuple(int(s) for s in shape)
         if len(shape) != 4 or shape[0] != len(self.queries) or shape[2] != shape[3]:
             raise ValueError(f"keyed attention draws need [B, H, L, L] with B = {len(self.queries)}, got {list(shape)}")
-        site, self.site = self.site, self.site + 1
         out = torch.ones(shape, dtype=dtype, device=device)
-        generator = torch.Generator(device=device)
-        for b, (q, n) in enumerate(zip(self.queries, self.lengths)):
-            n = min(n, shape[2])
-            if n:
-                generator.manual_seed(splitmix64(self.seed, self.epoch, q, site))
-                out[b, :, :n, :n] = torch.rand((shape[1], n, n), generator=generator, dtype=dtype, device=device)
+        for b, n, generator in self._seeded_queries(shape[2], device):
+            out[b, :, :n, :n] = torch.rand((shape[1], n, n), generator=generator, dtype=dtype, device=device)
         return out
 
 
