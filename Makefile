@@ -19,8 +19,10 @@ install: $(STAMP)
 # OMP_WAIT_POLICY=PASSIVE: on 2 shared cores, OpenMP's busy-waiting threads stall small torch ops.
 # --dist loadgroup: tests marked xdist_group(NAME) share a worker (the ranx tests pay numba's start-up once);
 # --durations=10 prints the ten slowest tests, to see which one grew.
+# PYTHONDONTWRITEBYTECODE= (empty: off): where the shell sets it, every `ltr` child the tests start would
+# compile the project's modules from source again (about 0.5 s a command); __pycache__/ is in .gitignore.
 test: $(STAMP)
-	OMP_WAIT_POLICY=PASSIVE $(BIN)/python -m pytest -q -n 2 --dist loadgroup --durations=10 tests metrics losses ltr
+	PYTHONDONTWRITEBYTECODE= OMP_WAIT_POLICY=PASSIVE $(BIN)/python -m pytest -q -n 2 --dist loadgroup --durations=10 tests metrics losses ltr
 
 # The declared floors hold: a second environment, .venv-floors, with the lowest version of every runtime
 # dependency (constraints-floors.txt; torch FLOOR_TORCH from TORCH_INDEX) runs the whole suite.
@@ -34,7 +36,7 @@ test-floors:
 	$(FLOORS_PIP) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) torch==$(FLOOR_TORCH)
 	$(FLOORS_PIP) -c constraints-floors.txt -e '.[test]' torch==$(FLOOR_TORCH)
 	$(FLOORS)/bin/python -m pip list --disable-pip-version-check 2>/dev/null | grep -iE '^(numpy|scipy|torch|scikit-learn|pandas|lightgbm|pyarrow|matplotlib) '
-	OMP_WAIT_POLICY=PASSIVE $(FLOORS)/bin/python -m pytest -q -n 2 --dist loadgroup --durations=10 tests metrics losses ltr
+	PYTHONDONTWRITEBYTECODE= OMP_WAIT_POLICY=PASSIVE $(FLOORS)/bin/python -m pytest -q -n 2 --dist loadgroup --durations=10 tests metrics losses ltr
 
 demo: $(STAMP)
 	$(BIN)/ltr ablate --quick --out runs/demo
