@@ -170,6 +170,23 @@ def test_state_round_trips_through_json_and_the_torch_module():
         AutoFit.from_dict({**norm.to_dict()["auto"], "keep": [[1]]})
 
 
+@pytest.mark.parametrize("kind", FeatureTransform.KINDS)
+def test_the_in_place_forward_is_the_formula_bit_for_bit_and_leaves_its_input_alone(kind):
+    """forward works in place on one fresh tensor; every value, signed zeros, infinities and NaN included,
+    is ``clip((f(x) - shift) / scale) * keep`` computed one operation at a time."""
+    x = columns()
+    t = FeatureTransform.fit(x, kind)
+    batch = torch.from_numpy(np.vstack([x, [[0.0, -0.0, np.inf, -np.inf, np.nan]]]).astype(np.float32)).reshape(1, -1, 5)
+    given = batch.clone()
+    f = torch.where(t.log1p_mask, torch.sign(batch) * torch.log1p(torch.abs(batch)), batch) if kind != "standard" else batch
+    expected = (f - t.shift) / t.scale
+    if kind == "auto":
+        expected = torch.minimum(torch.maximum(expected, t.low), t.high) * t.keep
+    out = t(batch)
+    assert torch.equal(out.view(torch.int32), expected.view(torch.int32))  # bit patterns: -0.0 and NaN too
+    assert torch.equal(batch.view(torch.int32), given.view(torch.int32))
+
+
 def test_unseen_values_cannot_break_a_prediction():
     x = columns()
     t = FeatureTransform.fit(x, "auto")

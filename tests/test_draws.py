@@ -88,3 +88,17 @@ def test_flat_rows_and_eval_mode_draw_nothing_keyed():
         noise = normal_like(rows)  # a block of rows [N, F] is not a padded batch: torch's generator
     torch.manual_seed(4)
     assert torch.equal(noise, torch.randn_like(rows))
+
+
+def test_each_query_gets_a_fresh_draw_of_its_keyed_generator():
+    """The documented key: query q's rows hold what torch.randn / torch.rand of shape [L_q, ...] gives from a
+    generator seeded with splitmix64(seed, epoch, q, site) (so a change of how the rows are filled cannot
+    silently change every trained model)."""
+    draws = QueryDraws(7, 2, torch.tensor([40, 2]), torch.tensor([3, 5]))
+    noise, uniform = draws.normal((2, 6, 4)), draws.uniform((2, 6, 4))
+    for b, (q, n) in enumerate([(40, 3), (2, 5)]):
+        g = torch.Generator().manual_seed(splitmix64(7, 2, q, 0))
+        assert torch.equal(noise[b, :n], torch.randn((n, 4), generator=g))
+        g = torch.Generator().manual_seed(splitmix64(7, 2, q, 1))
+        assert torch.equal(uniform[b, :n], torch.rand((n, 4), generator=g))
+        assert bool((uniform[b, n:] == 1.0).all()) and float(noise[b, n:].abs().sum()) == 0.0

@@ -37,7 +37,9 @@ def test_event_files_hold_the_run(tmp_path):
 
     result = Trainer(model, losses.get_loss("lambdarank"), config, hparams={"loss.name": "lambdarank"},
                      callbacks=[loss_on_valid]).fit(train, valid, test)
-    assert len(seen) == 3 and all(mine == pytest.approx(theirs, rel=1e-12) for mine, theirs in seen)
+    # the trainer pads the epoch's validation scores (scored as flat rows) into those batches instead of
+    # scoring them again: equal up to float32 round-off of one matrix product against another
+    assert len(seen) == 3 and all(mine == pytest.approx(theirs, rel=1e-6) for mine, theirs in seen)
 
     ea = event_accumulator.EventAccumulator(str(tmp_path / "tb"), size_guidance={"scalars": 0, "histograms": 0, "tensors": 0})
     ea.Reload()

@@ -173,16 +173,27 @@ class BucketBatchSampler:
         return len(self.batches())  # the random phase and max_items make it depend on the epoch
 
 
-def make_batch(ds: RankingDataset, query_index, *, device="cpu") -> PaddedBatch:
-    """Pad the queries ``query_index`` of ``ds`` into one :class:`PaddedBatch`."""
+def batch_rows(query_offsets: np.ndarray, query_index) -> tuple[np.ndarray, np.ndarray]:
+    """The rows [B, L] of the queries ``query_index`` padded to the longest (padding points at row 0) and
+    the mask [B, L] of the real ones.
+
+    >>> rows, mask = batch_rows(np.array([0, 2, 5]), [1, 0])
+    >>> rows.tolist(), mask.tolist()
+    ([[2, 3, 4], [0, 1, 0]], [[True, True, True], [True, True, False]])
+    """
     qi = np.asarray(query_index, dtype=np.int64).reshape(-1)
-    starts = ds.query_offsets[qi]
-    lengths = ds.query_offsets[qi + 1] - starts
+    starts = query_offsets[qi]
+    lengths = query_offsets[qi + 1] - starts
     width = int(lengths.max()) if len(qi) else 0
     positions = np.arange(width, dtype=np.int64)
     mask = positions[None, :] < lengths[:, None]
-    # rows to gather; padded slots point at row 0 and are zeroed afterwards
-    rows = np.where(mask, starts[:, None] + positions[None, :], 0)
+    return np.where(mask, starts[:, None] + positions[None, :], 0), mask
+
+
+def make_batch(ds: RankingDataset, query_index, *, device="cpu") -> PaddedBatch:
+    """Pad the queries ``query_index`` of ``ds`` into one :class:`PaddedBatch`."""
+    qi = np.asarray(query_index, dtype=np.int64).reshape(-1)
+    rows, mask = batch_rows(ds.query_offsets, qi)  # padded slots point at row 0 and are zeroed afterwards
     if ds.n_items == 0:
         rows = np.zeros_like(rows)
         feats = np.zeros(rows.shape + (ds.n_features,), dtype=np.float32)

@@ -72,12 +72,14 @@ class QueryDraws:
         self.site = 0
 
     def _fill(self, shape, dtype, device, draw) -> torch.Tensor:
+        """``draw(view, generator)`` fills each query's rows ``out[b, :n]`` in place (a contiguous view, so
+        the values are those of a fresh ``torch.randn`` / ``torch.rand`` of that shape)."""
         shape = tuple(int(s) for s in shape)
         if len(shape) < 2 or shape[0] != len(self.queries):
             raise ValueError(f"keyed draws need a [B, L, ...] tensor of B = {len(self.queries)} queries, got {list(shape)}")
         out = torch.zeros(shape, dtype=dtype, device=device)
         for b, n, generator in self._seeded_queries(shape[1], device):
-            out[b, :n] = draw((n, *shape[2:]), generator)
+            draw(out[b, :n], generator)
         return out
 
     def _seeded_queries(self, max_length: int, device) -> Iterator[tuple[int, int, torch.Generator]]:
@@ -93,12 +95,11 @@ class QueryDraws:
 
     def normal(self, shape, dtype=torch.float32, device="cpu") -> torch.Tensor:
         """Standard normal values of ``shape`` [B, L, ...]; 0 on padding."""
-        return self._fill(shape, dtype, device,
-                          lambda s, g: torch.randn(s, generator=g, dtype=dtype, device=device))
+        return self._fill(shape, dtype, device, lambda view, g: view.normal_(generator=g))
 
     def uniform(self, shape, dtype=torch.float32, device="cpu") -> torch.Tensor:
         """Uniform values in [0, 1) of ``shape`` [B, L, ...]; 1 on padding (never dropped, never used)."""
-        out = self._fill(shape, dtype, device, lambda s, g: torch.rand(s, generator=g, dtype=dtype, device=device))
+        out = self._fill(shape, dtype, device, lambda view, g: view.uniform_(generator=g))
         for b, n in enumerate(self.lengths):
             out[b, min(n, shape[1]):] = 1.0
         return out

@@ -134,12 +134,16 @@ class FeatureTransform(nn.Module):
                 for n, k, g, c, s in zip(names, keep, self.log1p_mask.tolist(), self.shift.tolist(), self.scale.tolist())]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # The same operations as the formula, in place on one fresh tensor (never on ``x``): the input
+        # transform of a training batch otherwise costs as much as the MLP after it.
         if self.kind != "standard":
-            x = torch.where(self.log1p_mask, torch.sign(x) * torch.log1p(torch.abs(x)), x)
-        x = (x - self.shift) / self.scale
+            out = torch.where(self.log1p_mask, torch.log1p(torch.abs(x)).mul_(torch.sign(x)), x).sub_(self.shift)
+        else:
+            out = x - self.shift
+        out = out.div_(self.scale)
         if self.kind == "auto":
-            x = torch.minimum(torch.maximum(x, self.low), self.high) * self.keep
-        return x
+            out = out.clamp_(min=self.low, max=self.high).mul_(self.keep)
+        return out
 
 
 class MaskedBatchNorm1d(nn.BatchNorm1d):
@@ -227,8 +231,8 @@ class _Scorer(nn.Module):
         if self.query_norm != "none":  # after the transform: the list's statistics of well-scaled values
             per_list = query_normalize(x, mask, self.query_norm.removeprefix("append_"))
             x = torch.cat([x, per_list], dim=-1) if self.query_norm.startswith("append_") else per_list
-        if self.training and self.input_noise > 0:
-            x = x + self.input_noise * normal_like(x)  # keyed by query in training: N processes draw as one
+        if self.training and self.input_noise > 0:  # keyed by query in training: N processes draw as one
+            x = normal_like(x).mul_(self.input_noise).add_(x)  # x + noise * sigma, without a third tensor
         return x
 
     def set_feature_names(self, names) -> "_Scorer":

@@ -368,7 +368,7 @@ class Trainer:
         record = {
             "epoch": epoch,
             "train_loss": train_loss,
-            "valid_loss": self.validation_loss(valid_ds),
+            "valid_loss": self.validation_loss(valid_ds, valid_scores),
             "valid": valid,
             "improved": bool(improved),
             "seconds": time.perf_counter() - t_epoch,
@@ -406,10 +406,13 @@ class Trainer:
     def _batch_loss(self, batch, use_weights: bool, b: int, epoch: int) -> torch.Tensor:
         with self._draws(batch, epoch):
             scores = self.model(batch.features, mask=batch.mask)
+        return self._loss_of(scores, batch.labels, batch.mask, batch.weights if use_weights else None, b, epoch)
+
+    def _loss_of(self, scores, labels, mask, weights, b: int, epoch: int) -> torch.Tensor:
         try:
-            if use_weights and batch.weights is not None:
-                return self.loss(scores, batch.labels, batch.mask, weights=batch.weights)
-            return self.loss(scores, batch.labels, batch.mask)
+            if weights is not None:
+                return self.loss(scores, labels, mask, weights=weights)
+            return self.loss(scores, labels, mask)
         except ValueError as exc:  # the loss refuses this data (e.g. BCE on graded labels)
             raise LtrError(f"the loss {type(self.loss).__name__} refused batch {b} of epoch {epoch}: {exc}") from None
 
@@ -440,11 +443,15 @@ class Trainer:
         return {k: float(v) for k, v in ev.mean.items()}, valid_scores
 
     @torch.no_grad()
-    def validation_loss(self, valid_ds) -> float | None:
+    def validation_loss(self, valid_ds, valid_scores: np.ndarray | None = None) -> float | None:
         """The training loss on the validation set (eval mode, batches in length order): the mean batch
         loss, as ``train_loss``; None when the loss refuses the validation data (e.g. BCE on graded
-        labels while training on clicks), which the validation metrics do not need."""
-        from ltr.data.batching import iterate_batches
+        labels while training on clicks), which the validation metrics do not need.
+
+        ``valid_scores`` (the epoch's validation scores, :meth:`validate`) are padded into those batches
+        instead of scoring the set a second time; without them the model scores each batch.
+        """
+        from ltr.data.batching import BucketBatchSampler, batch_rows, iterate_batches
 
         was_training = self.model.training
         self.model.eval()
@@ -452,9 +459,19 @@ class Trainer:
         total, count = 0.0, 0
         try:
             size = AUTO_BATCH["max"] if self.config.batch_size == "auto" else self.config.batch_size  # validate() before fit()
-            for b, batch in enumerate(iterate_batches(valid_ds, size, device=self.device), 1):
-                total += float(self._batch_loss(batch, use_weights, b, 0))
-                count += 1
+            if valid_scores is None:
+                for b, batch in enumerate(iterate_batches(valid_ds, size, device=self.device), 1):
+                    total += float(self._batch_loss(batch, use_weights, b, 0))
+                    count += 1
+            else:
+                columns = (valid_scores, valid_ds.labels, valid_ds.weights if use_weights else None)
+                for b, qi in enumerate(BucketBatchSampler(valid_ds.query_lengths, size, shuffle=False).batches(), 1):
+                    rows, mask = batch_rows(valid_ds.query_offsets, qi)
+                    scores, labels, weights = (
+                        None if values is None else torch.from_numpy(np.where(mask, values[rows], 0.0).astype(np.float32)).to(self.device)
+                        for values in columns)
+                    total += float(self._loss_of(scores, labels, torch.from_numpy(mask).to(self.device), weights, b, 0))
+                    count += 1
         except LtrError:
             return None
         finally:
