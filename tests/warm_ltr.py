@@ -32,7 +32,8 @@ import sys
 # environment variables that differ between the server and a client started from bash
 IGNORED_ENV = ("PWD", "OLDPWD", "SHLVL", "_")
 PRELOAD = ("torch", "torch._dynamo", "torch.utils.tensorboard", "lightgbm", "pandas", "pyarrow.parquet",
-           "matplotlib.figure", "ltr.cli", "ltr.train.trainer", "ltr.models.folder", "ltr.gbdt.lightgbm")
+           "matplotlib.figure", "ltr.cli", "ltr.train.trainer", "ltr.models.folder", "ltr.gbdt.lightgbm",
+           "onnx", "onnxruntime", "torch.onnx", "ltr.commands.clicks", "ltr.clicks", "metrics")
 
 
 def _comparable(env: dict) -> dict:
@@ -101,6 +102,9 @@ def serve(address: str) -> None:
             importlib.import_module(name)
         except ImportError:  # an optional extra that is not installed: its commands import it themselves
             pass
+    from onnx_registry import memoise_torchlib_ops  # tests/onnx_registry.py: every `ltr export` child inherits the list
+
+    memoise_torchlib_ops(fill=True)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(address)
     listener.listen(16)
