@@ -112,8 +112,9 @@ def test_cli_estimate_harvest(tmp_path, capsys):
                      "--sessions-per-query", "100", "--format", "parquet", "--quiet"]) == 0
         logs.append(str(out / "clicks.parquet"))
     res_path = tmp_path / "harvest.json"
+    # only the point estimate is checked here (the interval is in test_simulated_logs_of_three_rankers): a few replicates
     assert main(["clicks", "estimate", "--method", "harvest", "--log", *logs[:2], "--log", logs[2], "--positions", "6",
-                 "--resamples", "10", "--json", str(res_path)]) == 0
+                 "--resamples", "3", "--json", str(res_path)]) == 0
     res = json.loads(res_path.read_text())
     assert res["method"] == "harvest" and res["pairs"] == "allpairs" and len(res["logs"]) == 3
     theta = np.array([r["theta"] for r in res["rows"]])
@@ -128,10 +129,11 @@ def test_cli_estimate_harvest(tmp_path, capsys):
     assert "several logs are for --method harvest" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("batch_size", [7, 1_000_000])
+@pytest.mark.parametrize("batch_size", [41, 1_000_000])
 def test_streamed_harvest_cells_give_the_counts_of_the_logs_read_whole(tmp_path, batch_size):
     """Three rankers' Parquet logs summed per (query, doc, position) in record batches give exactly the harvested
-    counts, the estimate and the session counts of the logs read whole."""
+    counts, the estimate and the session counts of the logs read whole. Sessions hold 6 entries, so batches of 41
+    rows (a prime) cut a session at most boundaries: ~260 boundaries per log, each cell and session merged across them."""
     from ltr.clicks.propensities.harvest_stream import cells_of_log, stream_harvest_cells
     from ltr.clicks.propensities.harvesting import counts_from_cells
     from ltr.clicks.logs.table import read_log_parquet, write_log_parquet
@@ -179,7 +181,8 @@ def test_streamed_harvest_refuses_a_doc_row_under_two_queries_and_bad_columns(tm
 
 
 def test_cli_harvest_streams_sorted_logs_and_reads_unsorted_ones_whole(tmp_path, capsys):
-    """ltr clicks estimate --method harvest: the same estimate from Parquet logs streamed in batches of 13 rows and
+    """ltr clicks estimate --method harvest: the same estimate from Parquet logs streamed in batches of 41 rows (6-entry
+    sessions cut at most batch boundaries) and
     from the same logs with their session ids going back (read whole, with a note each)."""
     import json
 
@@ -199,8 +202,30 @@ def test_cli_harvest_streams_sorted_logs_and_reads_unsorted_ones_whole(tmp_path,
     results = []
     for paths in (sorted_logs, backwards):
         out = tmp_path / f"h{len(results)}.json"
-        assert main(["clicks", "estimate", "--method", "harvest", "--log", *paths, "--resamples", "5", "--read-rows", "13",
+        assert main(["clicks", "estimate", "--method", "harvest", "--log", *paths, "--resamples", "5", "--read-rows", "41",
                      "--json", str(out)]) == 0
         results.append(json.loads(out.read_text())["rows"])
     assert results[0] == results[1]
     assert capsys.readouterr().err.count("reading the log whole") == 3
+
+
+@pytest.mark.parametrize("id_scale", [1, 2**40], ids=["indices", "ids too far apart for one key"])
+def test_harvest_counts_equal_the_sums_over_unique_rows(id_scale):
+    """The per-(query, doc) cells through one int64 key (or unique rows when the ids are too far apart)
+    are the sums the definition gives: unique (query, doc) rows in lexicographic order, np.add.at per
+    position, records of one cell summed in order."""
+    from ltr.clicks.propensities.harvesting import harvest_counts
+
+    rng = np.random.default_rng(3)
+    q, d = rng.integers(0, 30, 5000) * id_scale, rng.integers(0, 200, 5000)
+    pos = rng.integers(1, 9, 5000)
+    n = rng.integers(1, 5, 5000).astype(float)
+    c = np.minimum(n, rng.random(5000) * 3)
+    got = harvest_counts(q, d, pos, n, c)
+    keys, key_of = np.unique(np.stack([q, d], axis=1), axis=0, return_inverse=True)
+    imp, clk = np.zeros((len(keys), 8)), np.zeros((len(keys), 8))
+    np.add.at(imp, (key_of.ravel(), pos - 1), n)
+    np.add.at(clk, (key_of.ravel(), pos - 1), c)
+    assert np.array_equal(got.query, keys[:, 0]) and np.array_equal(got.impressions, imp)
+    assert np.array_equal(got.shown, imp > 0)
+    assert np.array_equal(got.rate, np.where(imp > 0, clk / np.where(imp > 0, imp, 1.0), 0.0))

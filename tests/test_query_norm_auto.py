@@ -112,7 +112,7 @@ def test_ltr_train_default_on_per_query_normalised_data(splits, tmp_path, capsys
     # the validation split is raw: only the training split decides
     run = tmp_path / "letor"
     assert main(["train", "--train", str(paths["letor", "train"]), "--valid", str(paths["raw", "valid"]),
-                 "--epochs", "2", "--ensemble", "2", "--quiet", "--out", str(run)]) == 0
+                 "--epochs", "1", "--ensemble", "2", "--quiet", "--out", str(run)]) == 0  # two members, one epoch each
     summary = json.loads((run / "summary.json").read_text())
     rule = summary["config"]["model"]["query_norm_rule"]
     assert summary["config"]["model"]["query_norm"] == "zscore"

@@ -76,15 +76,27 @@ def harvest_counts(query: Any, doc: Any, position: Any, impressions: Any, clicks
     k = int(n_positions or pos.max())
     keep = pos <= k
     q, d, pos, n, c = q[keep], d[keep], pos[keep], n[keep], c[keep]
-    keys, key_of = np.unique(np.stack([q, d], axis=1), axis=0, return_inverse=True)
-    key_of = key_of.ravel()
-    imp = np.zeros((len(keys), k))
-    clk = np.zeros((len(keys), k))
-    np.add.at(imp, (key_of, pos - 1), n)
-    np.add.at(clk, (key_of, pos - 1), c)
+    keys, key_of = _unique_pairs(q, d)
+    # sums per (key, position) cell, added in record order as np.add.at would (bincount is its fast form)
+    cell = key_of * k + (pos - 1)
+    imp = np.bincount(cell, weights=n, minlength=len(keys) * k).reshape(len(keys), k)
+    clk = np.bincount(cell, weights=c, minlength=len(keys) * k).reshape(len(keys), k)
     shown = imp > 0
     rate = np.where(shown, clk / np.where(shown, imp, 1.0), 0.0)
     return HarvestedCounts(rate, shown, keys[:, 0], imp)
+
+
+def _unique_pairs(q: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (query, doc) pairs [M, 2] in lexicographic order and each record's pair [N]: what
+    ``np.unique(np.stack([q, d], 1), axis=0, return_inverse=True)`` gives, through one int64 key
+    ``(q - min q) * span(d) + (d - min d)`` (an order-keeping map, about 10x faster than unique rows)."""
+    q_low, d_low = int(q.min()), int(d.min())
+    span = int(d.max()) - d_low + 1
+    if (int(q.max()) - q_low + 1) * span >= 2**62:  # ids too far apart for one key: unique rows
+        keys, key_of = np.unique(np.stack([q, d], axis=1), axis=0, return_inverse=True)
+        return keys, key_of.ravel()
+    _, first, key_of = np.unique((q - q_low) * span + (d - d_low), return_index=True, return_inverse=True)
+    return np.stack([q[first], d[first]], axis=1), key_of.ravel()
 
 
 def counts_from_logs(logs: Sequence[Any], n_positions: int | None = None) -> HarvestedCounts:
