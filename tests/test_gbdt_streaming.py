@@ -245,18 +245,36 @@ def test_cli_gbdt_on_stores_never_reads_the_whole_matrix(files, tmp_path, monkey
 
 # ---- memory -----------------------------------------------------------------------------------
 _RSS_CHILD = r"""
-import sys
+import os, sys, traceback
 import numpy as np
+import lightgbm  # the libraries both trainings use, imported once: each training runs in a child forked below
 from ltr.data import open_store
+import ltr.data.files  # the streamed reader imports it
 from ltr.data.streamed import open_streamed
 from ltr.gbdt.lightgbm import train_lightgbm
 import ltr.gbdt.streaming
 ltr.gbdt.streaming.block_rows = lambda n_features: 10_000  # 4 MB blocks (the default, 64 MB, is the whole matrix here)
-path, how = sys.argv[1], sys.argv[2]
-ds = open_streamed(path, "train") if how == "streamed" else open_store(path)
-train_lightgbm(ds, None, {"num_threads": 1, "bin_construct_sample_cnt": 5000}, num_boost_round=2)
-# VmHWM, not ru_maxrss: getrusage keeps the parent's peak across fork + exec
-print(next(int(line.split()[1]) * 1024 for line in open("/proc/self/status") if line.startswith("VmHWM:")))
+path = sys.argv[1]
+for how in sys.argv[2:]:
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        try:
+            ds = open_streamed(path, "train") if how == "streamed" else open_store(path)
+            train_lightgbm(ds, None, {"num_threads": 1, "bin_construct_sample_cnt": 5000}, num_boost_round=2)
+            # VmHWM, not ru_maxrss: getrusage keeps the parent's peak across fork + exec; VmHWM counts the
+            # pages this child maps, from the imports it inherits onwards
+            os.write(write, next(line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:")).encode())
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush(), sys.stderr.flush()
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as answer:
+        print(how, int(answer.read() or 0) * 1024, flush=True)
+    os.waitpid(pid, 0)
 """
 
 
@@ -284,10 +302,10 @@ def test_streamed_training_peak_rss_stays_below_the_matrix(tmp_path):
             w.append(Block(features=x, labels=(x[:, 0] > 0).astype(float), query_keys=np.arange(start, start + 25_000) // 50,
                            positions=np.arange(start, start + 25_000)))  # fmt: skip
         w.close()
-    peaks = {}
-    for how in ("mapped", "streamed"):
-        out = subprocess.run([sys.executable, "-c", _RSS_CHILD, str(tmp_path / "big.store"), how], check=True,
-                             capture_output=True, text=True, env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
-        peaks[how] = int(out.stdout.split()[-1])
+    # one interpreter imports LightGBM and the readers, then trains in a forked child per way (one after the other)
+    out = subprocess.run([sys.executable, "-c", _RSS_CHILD, str(tmp_path / "big.store"), "mapped", "streamed"], check=True,
+                         capture_output=True, text=True, env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
+    peaks = {how: int(value) for how, value in (line.split() for line in out.stdout.splitlines() if line.startswith(("mapped ", "streamed ")))}
+    assert sorted(peaks) == ["mapped", "streamed"] and all(peaks.values()), out.stderr
     matrix = 150_000 * 100 * 4
     assert peaks["streamed"] < peaks["mapped"] - 0.6 * matrix, peaks

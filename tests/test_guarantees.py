@@ -215,19 +215,50 @@ def test_calibration_keeps_auc(tmp_path, method):
 
 
 _RSS = r"""
-import sys
-from ltr.cli import main
-code = main(sys.argv[1:])
-print(next(int(line.split()[1]) * 1024 for line in open("/proc/self/status") if line.startswith("VmHWM:")))
-sys.exit(code)
+import json, os, sys, traceback
+from ltr.base.threads import configure_threads
+
+configure_threads()  # as ltr.cli.main does before its heavy imports
+# Every library an `ltr train` imports (the same list on either data path), imported once here; each
+# command then runs in a child forked from this process, so both peaks start from the same base.
+import pyarrow.parquet, torch, torch._dynamo, torch.utils.tensorboard  # noqa: E401
+import ltr.cli, ltr.commands.train, ltr.data.files, ltr.data.store, ltr.train.distributed, ltr.train.trainer  # noqa: E401
+
+for argv in json.loads(sys.argv[1]):
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        try:
+            code = ltr.cli.main(argv)
+            hwm = next(int(line.split()[1]) * 1024 for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+            os.write(write, json.dumps([code, hwm]).encode())
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush(), sys.stderr.flush()
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as answer:
+        print("peak:", answer.read() or "null", flush=True)
+    os.waitpid(pid, 0)
 """
 
 
-def peak_rss(argv) -> int:
-    """The peak resident set (VmHWM, bytes) of one ``ltr`` command in a process of its own."""
+def peak_rss(*commands) -> list[int]:
+    """The peak resident set (VmHWM, bytes) of each ``ltr`` command, each in a process of its own.
+
+    One interpreter imports the libraries (torch, pyarrow, ...: 5-7 s of CPU time, the bulk of a small
+    command), then forks one child per command, one after the other; a child's VmHWM counts only the
+    pages it maps itself, from the imports it inherits onwards (a fork does not carry the parent's peak over).
+    """
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    out = subprocess.run([sys.executable, "-c", _RSS, *map(str, argv)], check=True, capture_output=True, text=True, env=env)
-    return int(out.stdout.split()[-1])
+    argv = json.dumps([[str(a) for a in command] for command in commands])
+    out = subprocess.run([sys.executable, "-c", _RSS, argv], check=True, capture_output=True, text=True, env=env)
+    answers = [json.loads(line[len("peak:"):]) for line in out.stdout.splitlines() if line.startswith("peak:")]
+    assert len(answers) == len(commands) and all(answers), out.stderr
+    assert [code for code, _ in answers] == [0] * len(commands), out.stderr
+    return [hwm for _, hwm in answers]
 
 
 @pytest.mark.slow
@@ -237,7 +268,8 @@ def test_train_on_a_store_holds_less_than_the_data_in_ram(tmp_path):
     normalisation decided automatically; one small MLP for time): from the Parquet file the matrix is in
     RAM (the peak holds it, and its reading), from the store it is not. The figure for a 2 GB store and the
     whole default (three MLPs of 128, 64) is in docs/benchmarks.md; here the peak is compared with the
-    same command on the data in RAM."""
+    same command on the data in RAM, each command in a process of its own forked after the libraries'
+    imports (:func:`peak_rss`), so the two peaks differ by what the commands do with the data alone."""
     from ltr.data import to_parquet
     from ltr.data.synthetic import make_mslr_like
 
@@ -247,10 +279,11 @@ def test_train_on_a_store_holds_less_than_the_data_in_ram(tmp_path):
     small = make_mslr_like(30, 50, seed=1)
     to_parquet(small, tmp_path / "valid.parquet")
     matrix = big.features.nbytes
-    peaks = {}
-    for name, train in (("ram", tmp_path / "train.parquet"), ("store", tmp_path / "train.store")):
-        peaks[name] = peak_rss(["train", "--train", train, "--valid", tmp_path / "valid.parquet", "--epochs", 1,
-                                "--ensemble", 1, "--hidden", 16, "--quiet", "--out", tmp_path / f"run_{name}"])
+    names = ("ram", "store")
+    commands = [["train", "--train", train, "--valid", tmp_path / "valid.parquet", "--epochs", 1, "--ensemble", 1,
+                 "--hidden", 16, "--quiet", "--out", tmp_path / f"run_{name}"]
+                for name, train in zip(names, (tmp_path / "train.parquet", tmp_path / "train.store"))]
+    peaks = dict(zip(names, peak_rss(*commands)))
     assert peaks["store"] < peaks["ram"] - 0.6 * matrix, (peaks, matrix)
 
 
