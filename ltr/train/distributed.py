@@ -51,6 +51,7 @@ import copy
 import dataclasses
 import logging
 import os
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
@@ -168,11 +169,27 @@ def _worker_entry(fn: Callable[..., Any], backend: str | None, device: str, args
         with process_group(backend, device):
             return fn(*args)
     except LtrError as exc:  # a user error (bad input, NaN loss...): the launcher re-raises it as one
+        _wait_for_the_launcher()
         raise _WorkerUserError(str(exc)) from None
+    except BaseException:
+        _wait_for_the_launcher()
+        raise
+
+
+#: seconds a failing worker waits before it exits (:func:`_wait_for_the_launcher`)
+FAILURE_GRACE_S = 1.0
+
+
+def _wait_for_the_launcher() -> None:
+    """Every failing worker waits the same short time before it exits, so the launcher, which reports the first
+    worker it finds dead, finds the one that failed first: a worker killed by a signal (it cannot wait) rather
+    than the peer that lost its connection to it a few milliseconds later (a forkserver relays each exit)."""
+    if int(os.environ.get("WORLD_SIZE", 1)) > 1:
+        time.sleep(FAILURE_GRACE_S)
 
 
 def launch(fn: Callable[..., Any], nproc: int, *args: Any, backend: str | None = None, device: str = "cpu",
-           start_method: str = "spawn") -> Any:
+           start_method: str | None = None) -> Any:
     """Run ``fn(*args)`` in ``nproc`` new processes on this machine, joined in one process group.
 
     Built on ``torch.distributed.launcher`` (the engine of torchrun): a c10d rendezvous on a free
@@ -180,12 +197,17 @@ def launch(fn: Callable[..., Any], nproc: int, *args: Any, backend: str | None =
     its arguments picklable. Returns rank 0's return value. If any worker fails (an exception, a
     signal) the others are stopped and :class:`WorkerFailedError` names the first failure; a
     worker's :class:`~ltr.base.errors.LtrError` is raised again here as an ``LtrError`` with its message.
+
+    ``start_method`` None: ``forkserver`` where the platform has it (else ``spawn``), its server
+    preloading torch and ``fn``'s module (:func:`_preload_forkserver`).
     """
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
     if int(nproc) < 1:
         raise LtrError(f"nproc must be >= 1, got {nproc}")
+    if start_method is None:
+        start_method = _preload_forkserver(fn)
     config = LaunchConfig(
         min_nodes=1, max_nodes=1, nproc_per_node=int(nproc), run_id=uuid.uuid4().hex, rdzv_backend="c10d",
         rdzv_endpoint="localhost:0", max_restarts=0, monitor_interval=0.1, start_method=start_method,
@@ -209,8 +231,25 @@ def launch(fn: Callable[..., Any], nproc: int, *args: Any, backend: str | None =
     return results[0]
 
 
+def _preload_forkserver(fn: Callable[..., Any]) -> str:
+    """The start method of :func:`launch`'s default: ``forkserver``, whose one server process imports torch and
+    ``fn``'s module once and forks every worker from there (a spawned worker imports them again, a few CPU seconds
+    each); ``spawn`` where there is no forkserver (Windows). The server is started without threads or CUDA, so its
+    forks are safe where a fork of this process (which may have run OpenMP or CUDA) would not be. The preload
+    list takes effect when the server starts, at the first launch of this process."""
+    import multiprocessing
+
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return "spawn"
+    modules = ["torch", __name__] + ([fn.__module__] if fn.__module__ not in (None, "__main__") else [])
+    multiprocessing.get_context("forkserver").set_forkserver_preload(modules)  # import errors there are ignored
+    return "forkserver"
+
+
 def _failure_error(exc) -> WorkerFailedError:
-    rank, failure = min(exc.failures.items(), key=lambda kv: (kv[1].timestamp, kv[0]))
+    # A worker killed by a signal is the cause: its peers then fail on the closed connection, and one of them
+    # may write its error before the launcher notices the death. Otherwise the first failure is.
+    rank, failure = min(exc.failures.items(), key=lambda kv: (kv[1].exitcode >= 0, kv[1].timestamp, kv[0]))
     if failure.exitcode < 0:
         return WorkerFailedError(rank, failure.pid, f"was killed by signal {failure.signal_name()}")
     message = failure.message
