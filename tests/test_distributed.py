@@ -82,6 +82,25 @@ def test_without_a_process_group_it_is_the_plain_trainer():
         assert np.array_equal(v, runs[1][1][k])
 
 
+def test_a_worker_killed_by_a_signal_is_named_before_the_peer_that_lost_it():
+    from types import SimpleNamespace
+
+    from ltr.train.distributed import _failure_error
+
+    def failure(exitcode, timestamp, pid, message=""):
+        return SimpleNamespace(exitcode=exitcode, timestamp=timestamp, pid=pid, message=message,
+                               signal_name=lambda: "SIGKILL")
+
+    # rank 0 wrote its connection error a second before the launcher noticed rank 1's death
+    lost = failure(1, 100, 11, {"message": "RuntimeError: Connection closed by peer"})
+    error = _failure_error(SimpleNamespace(failures={0: lost, 1: failure(-9, 101, 12)}))
+    assert "rank 1 (pid 12) was killed by signal SIGKILL" in str(error)
+    # without a signal, the first failure is the cause
+    error = _failure_error(SimpleNamespace(failures={0: failure(1, 101, 11, "RuntimeError: b"),
+                                                     1: failure(1, 100, 12, "ValueError: a")}))
+    assert "rank 1 (pid 12) failed: ValueError: a" in str(error)
+
+
 # ----------------------------------------------------------------------------- kill and resume
 class KillingMSE(losses.PointwiseMSE):
     """MSE whose rank-1 copy kills its own process at the ``kill_at``-th call (mid-epoch)."""
