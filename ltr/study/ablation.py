@@ -684,7 +684,8 @@ def run_ablation(config: AblationConfig, out: str | os.PathLike, *, workers: int
     workers > 1 it must be a module-level function). ``on_cell(cell, record)`` is called in this
     process after each cell is stored (the tests use it to simulate a kill).
 
-    Worker processes are *spawned*: each one imports the calling script again, so in a script the
+    Worker processes start from a forkserver that has imported torch and LightGBM once (spawned where
+    the platform has none: :mod:`ltr.base.processes`); each one imports the calling script again, so in a script the
     call must sit under ``if __name__ == "__main__":``. Without it a worker would start the whole
     ablation again; that is refused with an :class:`LtrError` saying so.
     """
@@ -751,14 +752,16 @@ def _stored_cells(out: Path, cells: list[Cell], prints: dict[Cell, str]) -> tupl
 
 def _run_cells_in_pool(todo: list[Cell], config: AblationConfig, cell_fn: Callable, workers: int,
                        store: Callable[[Cell, dict], None], ran: list[str], bar) -> None:  # fmt: skip
-    """Run ``todo`` on ``workers`` spawned processes, storing each record (and appending its key to
+    """Run ``todo`` on ``workers`` worker processes, storing each record (and appending its key to
     ``ran``) as soon as it arrives; on any error the cells not yet started are cancelled."""
     import multiprocessing as mp
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     from concurrent.futures.process import BrokenProcessPool
 
-    ctx = mp.get_context("spawn")  # fork after torch / OpenMP start-up can deadlock
+    from ltr.base.processes import worker_start_method
+
+    ctx = mp.get_context(worker_start_method(["torch", "lightgbm", __name__, getattr(cell_fn, "__module__", None)]))
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
         pending = {pool.submit(_cell_worker, cell_fn, c, config): c for c in todo}
         try:

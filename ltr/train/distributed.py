@@ -62,6 +62,7 @@ import torch.distributed as dist
 from torch import nn
 
 from ltr.base.errors import LtrError
+from ltr.base.processes import worker_start_method
 from ltr.runs.shares import query_shares
 from ltr.train.checkpoint import load_checkpoint
 from ltr.train.trainer import NonFiniteLossError, Trainer, predict_scores, seed_everything
@@ -199,7 +200,7 @@ def launch(fn: Callable[..., Any], nproc: int, *args: Any, backend: str | None =
     worker's :class:`~ltr.base.errors.LtrError` is raised again here as an ``LtrError`` with its message.
 
     ``start_method`` None: ``forkserver`` where the platform has it (else ``spawn``), its server
-    preloading torch and ``fn``'s module (:func:`_preload_forkserver`).
+    importing torch and ``fn``'s module once (:func:`ltr.base.processes.worker_start_method`).
     """
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
@@ -207,7 +208,7 @@ def launch(fn: Callable[..., Any], nproc: int, *args: Any, backend: str | None =
     if int(nproc) < 1:
         raise LtrError(f"nproc must be >= 1, got {nproc}")
     if start_method is None:
-        start_method = _preload_forkserver(fn)
+        start_method = worker_start_method(["torch", __name__, fn.__module__])
     config = LaunchConfig(
         min_nodes=1, max_nodes=1, nproc_per_node=int(nproc), run_id=uuid.uuid4().hex, rdzv_backend="c10d",
         rdzv_endpoint="localhost:0", max_restarts=0, monitor_interval=0.1, start_method=start_method,
@@ -229,21 +230,6 @@ def launch(fn: Callable[..., Any], nproc: int, *args: Any, backend: str | None =
         for q, level in zip(quiet, levels):
             q.setLevel(level)
     return results[0]
-
-
-def _preload_forkserver(fn: Callable[..., Any]) -> str:
-    """The start method of :func:`launch`'s default: ``forkserver``, whose one server process imports torch and
-    ``fn``'s module once and forks every worker from there (a spawned worker imports them again, a few CPU seconds
-    each); ``spawn`` where there is no forkserver (Windows). The server is started without threads or CUDA, so its
-    forks are safe where a fork of this process (which may have run OpenMP or CUDA) would not be. The preload
-    list takes effect when the server starts, at the first launch of this process."""
-    import multiprocessing
-
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return "spawn"
-    modules = ["torch", __name__] + ([fn.__module__] if fn.__module__ not in (None, "__main__") else [])
-    multiprocessing.get_context("forkserver").set_forkserver_preload(modules)  # import errors there are ignored
-    return "forkserver"
 
 
 def _failure_error(exc) -> WorkerFailedError:
