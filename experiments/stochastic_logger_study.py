@@ -48,7 +48,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-ESTIMATORS = ("naive", "policy-aware", "doubly-robust", "pa+dr")
+#: the estimators trained on one list per query; "pa+dr" sums their scores
+LIST_ESTIMATORS = ("policy-aware", "doubly-robust")
+ESTIMATORS = ("naive", *LIST_ESTIMATORS, "pa+dr")
 GENERATORS = ("synth", "web")
 
 
@@ -116,12 +118,12 @@ def run_seed(generator: str, seed: int, args) -> dict:
     fits = {"full": train_lightgbm(train, valid, num_boost_round=args.rounds, early_stopping_rounds=50, seed=seed)[0],
             "naive": fit_lightgbm_clicks(train, valid, log, "naive", **common)[0]}
     agg = aggregate_from_log(log, train)
-    for name in ("policy-aware", "doubly-robust"):
+    for name in LIST_ESTIMATORS:
         fits[name] = fit_policy_aware_lightgbm(train, valid, agg, estimator=name, **common)[0]
     scores = {name: {part: predict_booster(booster, ds.features) for part, ds in (("valid", valid), ("test", test))}
               for name, booster in fits.items()}
     scale = {name: max(float(np.std(predict_booster(fits[name], train.features))), 1e-12)
-             for name in ("policy-aware", "doubly-robust")}
+             for name in LIST_ESTIMATORS}
     scores["pa+dr"] = {part: sum(scores[name][part] / scale[name] for name in scale) for part in ("valid", "test")}
     for name, by_part in scores.items():
         row[f"valid_{name}"] = ndcg10(by_part["valid"], valid)
