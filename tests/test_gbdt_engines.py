@@ -54,13 +54,18 @@ def test_xgboost_run_equals_xgboost_called_directly(splits, objective):
     assert 1 <= info["best_iteration"] < info["rounds_run"] <= 40
 
 
-@pytest.mark.parametrize("objective", ["YetiRank", "QuerySoftMax"])
-def test_catboost_run_equals_catboost_called_directly(splits, objective):
-    """CatBoost fitted without an evaluation set for the rounds our run made, then cut at the kept
-    round: the same predictions (the evaluation metric and callback change no tree)."""
+@pytest.mark.parametrize("objective, params", [
+    ("YetiRank", {"depth": 4}), ("QuerySoftMax", {"depth": 4}),
+    # the run quantizes its training pool before the fit: the binning parameters must reach the quantization
+    ("YetiRank", {"depth": 4, "border_count": 16, "feature_border_type": "Median"}),
+])
+def test_catboost_run_equals_catboost_called_directly(splits, objective, params):
+    """CatBoost fitted on raw features without an evaluation set for the rounds our run made, then cut
+    at the kept round: the same predictions (the evaluation metric, the callback and the pool quantized
+    before the fit change no tree)."""
     cb = pytest.importorskip("catboost")
     train, valid, test = splits
-    model, info = train_gbdt("catboost", train, valid, {"depth": 4}, objective=objective, **ROUNDS)
+    model, info = train_gbdt("catboost", train, valid, params, objective=objective, **ROUNDS)
     assert info["params"]["thread_count"] == 1 and info["params"]["random_seed"] == 5
     assert info["params"]["learning_rate"] == pytest.approx(0.03)  # CatBoost's default for these objectives
     theirs = cb.CatBoost({**info["params"], "iterations": info["rounds_run"]})
