@@ -139,3 +139,45 @@ def test_a_callback_stops_training_cleanly(tmp_path):
     content = ea.PluginTagToContent("hparams")
     start = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/session_start_info"]).session_start_info
     assert start.hparams["state"].string_value == "pruned"
+
+
+def test_gbdt_run_logs_its_curves_and_hparams_as_a_training_run_does(tmp_path):
+    """``ltr gbdt`` writes through :class:`ScalarLogger` (TensorBoard's own event writer, no torch):
+    the reader sees every round of LightGBM's validation curves as summary.json holds them, the
+    HParams experiment, start (LightGBM's parameters with their types) and end, and the final metrics."""
+    import json
+
+    from ltr.cli import main
+    from ltr.data import make_synthetic_splits, save_svmlight
+
+    for name, ds in zip(("train", "valid"), make_synthetic_splits(40, 6, mean_list_length=10, seed=3)):
+        save_svmlight(ds, tmp_path / f"{name}.txt")
+    out = tmp_path / "run"
+    assert main(["gbdt", "--train", str(tmp_path / "train.txt"), "--valid", str(tmp_path / "valid.txt"),
+                 "--num-boost-round", "8", "--quiet", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    ea = event_accumulator.EventAccumulator(str(out / "tensorboard"), size_guidance={"scalars": 0})
+    ea.Reload()
+    curves = summary["lightgbm_own_metrics"]["per_round"]["valid"]
+    assert len(curves) >= 4
+    for name, values in curves.items():
+        logged = ea.Scalars(metric_tag("valid", name))
+        assert [e.step for e in logged] == list(range(1, len(values) + 1))
+        np.testing.assert_allclose([e.value for e in logged], values, rtol=1e-6)  # float32 in the event file
+    for name, value in summary["metrics"]["valid"].items():
+        [final] = ea.Scalars(metric_tag("hparams/valid", name))
+        assert final.step == summary["best_iteration"] and final.value == pytest.approx(value, rel=1e-6)
+    content = ea.PluginTagToContent("hparams")
+    start = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/session_start_info"]).session_start_info
+    assert start.hparams["lightgbm.learning_rate"].number_value == summary["config"]["lightgbm"]["learning_rate"]
+    assert start.hparams["lightgbm.objective"].string_value == "lambdarank"
+    assert start.hparams["gbdt.num_boost_round"].number_value == 8
+    assert start.hparams["lightgbm.force_row_wise"].bool_value is True  # a boolean stays one
+    assert start.hparams["gbdt.eval_at"].string_value == "[1, 3, 5, 10]"  # a list is shown as text
+    experiment = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/experiment"]).experiment
+    assert {m.name.tag for m in experiment.metric_infos} == {metric_tag("hparams/valid", n) for n in summary["metrics"]["valid"]}
+    kinds = {h.name: h.type for h in experiment.hparam_infos}
+    # DATA_TYPE_FLOAT64, _STRING, _BOOL
+    assert (kinds["lightgbm.learning_rate"], kinds["lightgbm.objective"], kinds["lightgbm.force_row_wise"]) == (3, 1, 2)
+    end = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/session_end_info"]).session_end_info
+    assert end.status == 1  # STATUS_SUCCESS

@@ -336,9 +336,9 @@ def _judge_booster(booster, splits: dict[str, Any], opts: dict[str, Any], metric
 def _write_tensorboard(log_dir: Path, own: dict[str, Any], info: dict[str, Any], opts: dict[str, Any],
                        metrics_out: dict[str, dict[str, float]]) -> dict[str, Any]:  # fmt: skip
     """Log LightGBM's per-round curves and the final metrics as HParams; return the logger's tags."""
-    from ltr.runs.tensorboard_log import TensorBoardLogger
+    from ltr.runs.tensorboard_log import ScalarLogger  # no torch: the run logs scalars and HParams only
 
-    logger = TensorBoardLogger(log_dir)
+    logger = ScalarLogger(log_dir)
     try:
         # one step per boosting round: the training curve and the validation curve, stamped
         for split, series in own["per_round"].items():

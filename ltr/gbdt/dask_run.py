@@ -70,7 +70,7 @@ def run_on_dask(args, params: dict[str, Any], opts: dict[str, Any], out: Path, i
     from ltr.gbdt.lightgbm import predict_booster, save_booster
     from ltr.gbdt.lightgbm_dask import dask_client, require_dask, train_lightgbm_dask
     from ltr.runs.folder import print_run_metrics, run_folder, versions
-    from ltr.runs.tensorboard_log import TensorBoardLogger
+    from ltr.runs.tensorboard_log import ScalarLogger  # no torch: the run logs scalars and HParams only
     from ltr.runs.scoring import evaluate_scores
 
     t0 = time.time()
@@ -92,7 +92,7 @@ def run_on_dask(args, params: dict[str, Any], opts: dict[str, Any], out: Path, i
                     ev = evaluate_scores(predict_booster(booster, ds.features), ds, opts["metrics"], opts["preset"], metric_kw)
                     metrics_out[split] = {k: float(v) for k, v in ev.mean.items()}
             save_booster(booster, tmp, n_features=train.n_features, best_iteration=info["best_iteration"])
-            tags = _log_tensorboard(TensorBoardLogger, tmp / "tensorboard", info, opts, metrics_out)
+            tags = _log_tensorboard(ScalarLogger, tmp / "tensorboard", info, opts, metrics_out)
             data = {"train": {"path": str(args.train), "n_queries": info["dask"]["n_queries"], "n_items": info["dask"]["n_items"],
                               "n_features": train.n_features}}  # fmt: skip
             data.update({k: data_facts(p, d) for k, p, d in (("valid", args.valid, valid_ds), ("test", args.test, test_ds)) if d is not None})

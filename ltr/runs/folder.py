@@ -168,15 +168,18 @@ def versions() -> dict[str, str]:
     import importlib.metadata
 
     import numpy
-    import torch
 
     import ltr
 
-    out = {"python": platform.python_version(), "numpy": numpy.__version__, "torch": torch.__version__, "ltr": ltr.__version__}
-    try:  # the installed distribution's version, without importing LightGBM (it pulls scikit-learn and SciPy: seconds)
-        out["lightgbm"] = importlib.metadata.version("lightgbm")
-    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - lightgbm is a runtime dependency
-        out["lightgbm"] = "absent"
+    out = {"python": platform.python_version(), "numpy": numpy.__version__}
+    # the installed distributions' versions, without importing them (torch: about 3 s; LightGBM pulls
+    # scikit-learn and SciPy): a GBDT run never needs torch
+    for name in ("torch", "lightgbm"):
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:  # pragma: no cover - both are runtime dependencies
+            out[name] = "absent"
+    out["ltr"] = ltr.__version__
     out["platform"] = platform.platform()
     return out
 
