@@ -181,3 +181,25 @@ def test_gbdt_run_logs_its_curves_and_hparams_as_a_training_run_does(tmp_path):
     assert (kinds["lightgbm.learning_rate"], kinds["lightgbm.objective"], kinds["lightgbm.force_row_wise"]) == (3, 1, 2)
     end = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/session_end_info"]).session_end_info
     assert end.status == 1  # STATUS_SUCCESS
+
+
+def test_scalar_logger_names_its_folder_when_the_disk_refuses(tmp_path, monkeypatch):
+    """An OSError of the event writer (a full disk) comes out of ScalarLogger with the log folder as its
+    file name, as from TensorBoardLogger, so that the command's one-line error says where."""
+    import errno
+
+    from ltr.runs.tensorboard_log import ScalarLogger
+
+    logger = ScalarLogger(tmp_path / "tb")
+
+    def full(event):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(logger._events, "add_event", full)
+    for write in (lambda: logger.scalar("valid/x", 1.0, 1), lambda: logger.metrics("valid", {"ndcg@10": 0.5}, 1),
+                  lambda: logger.hparams({"lr": 0.1}, {"valid": {"ndcg@10": 0.5}}, 3)):
+        with pytest.raises(OSError) as refused:
+            write()
+        assert refused.value.errno == errno.ENOSPC and refused.value.filename == str(tmp_path / "tb")
+    monkeypatch.undo()
+    logger.close()
