@@ -93,8 +93,8 @@ def _quantized_training_pool(ds, params: dict[str, Any]):
     ``fit`` on raw features holds the float32 copy and the bins together for the whole fit; quantizing
     first frees the copy, and the pages of a memory-mapped store are released before the quantization.
     ``ltr gbdt --engine catboost`` at WEB30K size (2.17M training rows, 136 features, a store): peak RSS
-    3.46 GiB instead of 5.26 (the validation pool is made after this one). The bins follow the fit's parameters (border count, border type, NaN
-    rule: forwarded from ``params``). On small sets the model is the one CatBoost fits on the raw
+    3.46 GiB instead of 5.26 (the validation pool is made after this one). The bins follow the fit's
+    parameters (border count, border type, NaN rule: forwarded from ``params``). On small sets the model is the one CatBoost fits on the raw
     features (tests/test_gbdt_engines.py; the same predictions on 181,205 rows too); on large ones
     CatBoost builds the borders from a random sample of 200,000 rows, drawn by the quantization (with
     ``random_seed``) and by a fit on raw features in different ways, so the models differ (they did

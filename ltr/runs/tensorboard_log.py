@@ -27,6 +27,7 @@ regular expression: type ``ndcg@10\\[`` to match a literal bracket.
 from __future__ import annotations
 
 import os
+import time
 from typing import Any, Iterable, Mapping
 
 import numpy as np
@@ -114,12 +115,16 @@ class ScalarLogger:
     """
 
     def __init__(self, log_dir: str | os.PathLike):
-        from tensorboard.summary.writer.event_file_writer import EventFileWriter
-
         _quiet_writer_threads()
         self.log_dir = str(log_dir)
         self.tags: dict[str, str] = {}
-        self._events = EventFileWriter(self.log_dir)
+        self._events = self._event_writer()
+
+    def _event_writer(self):
+        """The object whose ``add_event(Event)`` appends to this run's event file."""
+        from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+        return EventFileWriter(self.log_dir)
 
     def __getattribute__(self, name: str) -> Any:
         # every method: an OSError of the writer (raised from its thread's error) names the log folder
@@ -138,8 +143,6 @@ class ScalarLogger:
         return call
 
     def _write(self, summary, step: int) -> None:
-        import time
-
         from tensorboard.compat.proto.event_pb2 import Event
 
         self._events.add_event(Event(summary=summary, step=int(step), wall_time=time.time()))
@@ -187,17 +190,17 @@ class TensorBoardLogger(ScalarLogger):
     """
 
     def __init__(self, log_dir: str | os.PathLike, purge_step: int | None = None):
+        self._purge_step = purge_step
+        super().__init__(log_dir)
+
+    def _event_writer(self):
+        """The ``SummaryWriter``'s own file writer (its histograms and figures go to the same file)."""
         from torch.utils.tensorboard import (
             SummaryWriter,  # imported lazily: it is slow to import
         )
 
-        _quiet_writer_threads()
-        self.log_dir = str(log_dir)
-        self.writer = SummaryWriter(log_dir=self.log_dir, purge_step=purge_step)
-        self.tags: dict[str, str] = {}
-
-    def _write(self, summary, step: int) -> None:
-        self.writer._get_file_writer().add_summary(summary, step)
+        self.writer = SummaryWriter(log_dir=self.log_dir, purge_step=self._purge_step)
+        return self.writer._get_file_writer()
 
     def histogram(self, tag: str, values: np.ndarray, step: int) -> None:
         """A histogram of the finite values; those beyond +-1e19 are drawn at that edge.
