@@ -290,8 +290,9 @@ def test_clicks_train_initial_weights_follow_the_seed(data_file, tmp_path, capsy
 
 
 def test_train_rem_with_gbdt_relevance(data_file, tmp_path, capsys):
-    # --em-relevance reaches regression EM: the recorded propensities are those of EM run directly with
-    # that relevance model (seed 0, 200 iterations), from the in-memory log and from the streamed Parquet one.
+    # --em-relevance and --em-iterations reach regression EM: the recorded propensities are those of EM run
+    # directly with that relevance model (seed 0, 20 iterations), from the in-memory log and from the streamed
+    # Parquet one. (20, not the default 200: a GBDT fit per iteration is most of this test's time.)
     from ltr.clicks.estimators.training import estimate_rem_curve
     from ltr.data import load_svmlight
 
@@ -302,11 +303,11 @@ def test_train_rem_with_gbdt_relevance(data_file, tmp_path, capsys):
     assert main(["clicks", "simulate", "--data", str(path), "--out", str(tmp_path / "simp"), "--top-k", "6",
                  "--sessions-per-query", "30", "--seed", "2", "--format", "parquet", "--quiet"]) == 0
     train = load_svmlight(path)
-    expected = {rel: estimate_rem_curve(train, ClickLog.load(sim / "clicks.npz"), relevance=rel, seed=0)
+    expected = {rel: estimate_rem_curve(train, ClickLog.load(sim / "clicks.npz"), relevance=rel, seed=0, iterations=20)
                 for rel in ("logistic", "gbdt")}
     assert np.abs(expected["gbdt"] - expected["logistic"]).max() > 1e-3  # the two models give different curves
     base = ["clicks", "train", "--data", str(path), "--valid", str(path), "--epochs", "1", "--model", "linear",
-            "--estimator", "rem"]
+            "--em-iterations", "20", "--estimator", "rem"]
     for rel, log_path in (("gbdt", sim / "clicks.npz"), ("gbdt", tmp_path / "simp" / "clicks.parquet"),
                           ("logistic", sim / "clicks.npz")):
         out = tmp_path / f"m_{rel}_{log_path.suffix[1:]}"
@@ -319,6 +320,8 @@ def test_train_rem_with_gbdt_relevance(data_file, tmp_path, capsys):
     assert main(base[:-1] + ["ips", "--log", str(sim / "clicks.npz"), "--out", str(tmp_path / "x"),
                              "--em-relevance", "gbdt"]) == 2
     assert "applies to --estimator rem and --propensity estimated only" in capsys.readouterr().err
+    assert main(base[:-1] + ["ips", "--log", str(sim / "clicks.npz"), "--out", str(tmp_path / "x")]) == 2
+    assert "--em-iterations 20 applies to --estimator rem and --propensity estimated only" in capsys.readouterr().err
 
 
 def test_progress_bars_say_what_runs_and_quiet_silences_them(data_file, tmp_path, capsys):

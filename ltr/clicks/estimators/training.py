@@ -152,6 +152,7 @@ def fit_on_clicks(
     curve: Any = None,
     curve_source: str | None = None,
     em_relevance: str = "logistic",
+    em_iterations: int = 200,
     max_weight: float = 100.0,
     propensity_lr: float = 0.05,
     propensity_update: str = "sgd",
@@ -162,6 +163,7 @@ def fit_on_clicks(
 ) -> tuple[Any, dict]:
     """Train on ``log`` (simulated on ``train``) with ``estimator``; ``curve`` (theta by position) replaces
     the logged propensities of ``ips``. ``make_model(ds)`` builds an untrained scorer for data ``ds``.
+    ``em_relevance`` and ``em_iterations`` (rem only): regression EM's relevance model and its iterations at most.
     ``propensity_update`` (dla only): how DLA's propensity model follows the ranker (``"sgd"``,
     ``"full"`` or ``"refit"``) and ``relevance_reference`` (dla only, ``"first"``, ``"geomean"`` or None for
     each update's default) the reference relevance of its propensity loss's weights (:mod:`ltr.clicks.estimators.dla`)."""
@@ -189,7 +191,7 @@ def fit_on_clicks(
                           min_impressions=min_impressions)
     affine = None
     if estimator == "rem":
-        theta = estimate_rem_curve(train, log, relevance=em_relevance, seed=config.seed, progress=config.progress,
+        theta = estimate_rem_curve(train, log, iterations=em_iterations, relevance=em_relevance, seed=config.seed, progress=config.progress,
                                    min_impressions=min_impressions)
         curve, curve_source = _rem_curve(theta, int(log.position.max()), info, em_relevance)
     elif estimator == "affine":
@@ -261,7 +263,7 @@ def fit_on_lists(train, valid, lists, estimator: str, make_model: Callable[[Any]
 
 def fit_on_aggregate(train, valid, agg, estimator: str, make_model: Callable[[Any], Any], *, loss=None, config=None,
                      clip: float = DEFAULT_CLIP, curve: Any = None, curve_source: str | None = None,
-                     em_relevance: str = "logistic", min_impressions: int = 1,
+                     em_relevance: str = "logistic", em_iterations: int = 200, min_impressions: int = 1,
                      affine_given: tuple[Any, Any] | None = None, affine_source: str | None = None) -> tuple[Any, dict]:
     """:func:`fit_on_clicks` from the per-cell sums of a log (:class:`ltr.clicks.logs.stream.LogAggregate`,
     what :func:`ltr.clicks.logs.stream.aggregate_log` streams from a Parquet log) for the estimators of
@@ -287,7 +289,7 @@ def fit_on_aggregate(train, valid, agg, estimator: str, make_model: Callable[[An
     if estimator == "rem":
         from ltr.clicks.propensities.regression_em import regression_em
 
-        res = regression_em(agg.observations(), relevance=em_relevance, features=train.features, iterations=200,
+        res = regression_em(agg.observations(), relevance=em_relevance, features=train.features, iterations=em_iterations,
                             seed=config.seed, min_impressions=min_impressions, progress=config.progress)
         curve, curve_source = _rem_curve(res.theta, int(agg.position.max()), info, em_relevance)
     elif estimator == "affine":

@@ -14,7 +14,7 @@ import numpy as np
 from ltr.base.checks import COUNT, integer, number
 from ltr.clicks.propensities.curves import MIN_IMPRESSIONS
 from ltr.commands import add_force_option, add_json_option, text_stream
-from ltr.commands.clicks.options import add_log_read_options, add_quiet_option, progress
+from ltr.commands.clicks.options import EM_ITERATIONS, add_log_read_options, add_quiet_option, progress
 from ltr.commands.clicks.reading import estimate_propensity, interventions, load_log, stream_log, train_log, unless_unsorted
 from ltr.commands.clicks.report import estimate_rows, format_table, honest_rows, interval_notes, model_notes
 from ltr.data.files import add_data_options, add_format_options, data_options, format_options, load_data_file
@@ -126,11 +126,11 @@ def _run_estimate_em(args, say) -> int:
     obs, meta = _em_observations(args, ds)
     k = min(int(args.positions or obs.position.max()), int(obs.position.max()))
     obs = obs.subset(np.flatnonzero(obs.position <= k))
-    res = regression_em(obs, relevance=args.relevance, features=ds.features, n_positions=k, iterations=200,
+    res = regression_em(obs, relevance=args.relevance, features=ds.features, n_positions=k, iterations=EM_ITERATIONS,
                         min_impressions=args.min_impressions, progress=progress(args))
     obs = obs.subset(np.flatnonzero(res.identified[obs.position - 1]))  # the resamples fit what the estimate fits
     low, high = bootstrap_em(obs, args.resamples, args.confidence, relevance=args.relevance, features=ds.features,
-                             n_positions=k, iterations=200, progress=progress(args))
+                             n_positions=k, iterations=EM_ITERATIONS, progress=progress(args))
     truth = meta.get("examination") if meta.get("model") in ("pbm", "trust") else None
     rows = []
     for r in range(k):

@@ -8,8 +8,8 @@ into its distinct shown lists for dla / pairwise-debias. The GBDT engines are in
 from __future__ import annotations
 
 from ltr.base.checks import COUNT, SEED, number
-from ltr.commands.clicks.options import (GBDT_PATIENCE, GBDT_ROUNDS, add_log_read_options, add_propensity_options,
-                                         add_quiet_option, progress)
+from ltr.commands.clicks.options import (EM_ITERATIONS, GBDT_PATIENCE, GBDT_ROUNDS, add_log_read_options,
+                                         add_propensity_options, add_quiet_option, progress)
 from ltr.commands.clicks.curves import affine_parameters, log_curve, streamed_aggregate
 from ltr.commands.clicks.reading import stream_lists, train_log
 from ltr.commands.clicks.report import metrics_on, print_logger_notes, print_propensities, record_click_model, versions
@@ -61,6 +61,9 @@ def add_parser(sub, fmt) -> None:
     t.add_argument("--em-relevance", default="logistic", choices=("logistic", "gbdt"),
                    help="rem: the relevance model of regression EM's M-step (logistic regression, or LightGBM "
                    "cross-entropy, 50 trees per step)")
+    t.add_argument("--em-iterations", type=COUNT, default=EM_ITERATIONS,
+                   help="rem and --propensity estimated: regression EM's iterations at most (it stops sooner once the "
+                   "log-likelihood gains less than 1e-9 relative)")
     t.add_argument("--loss", default="softmax", help="a loss of `losses` that takes item weights (softmax, listnet, ranknet, lambdarank, mse, ...)")
     t.add_argument("--model", default="mlp", choices=("linear", "mlp"), help="the scorer: linear or a multi-layer perceptron")
     t.add_argument("--hidden", default="64,32", help="mlp hidden widths, comma separated")
@@ -130,6 +133,8 @@ def run_train(args) -> int:
         raise LtrError(f"--propensity {args.propensity} and --propensity-file: give one of them")
     if args.em_relevance != "logistic" and args.estimator != "rem" and args.propensity != "estimated":
         raise LtrError(f"--em-relevance {args.em_relevance} applies to --estimator rem and --propensity estimated only")
+    if args.em_iterations != EM_ITERATIONS and args.estimator != "rem" and args.propensity != "estimated":
+        raise LtrError(f"--em-iterations {args.em_iterations} applies to --estimator rem and --propensity estimated only")
     try:
         loss = losses.get_loss(args.loss)
     except (ValueError, TypeError) as exc:
@@ -207,8 +212,8 @@ def _fit_from_log(args, train, valid, loss, cfg):
                                  if args.estimator == "affine" else (None, None))
         model, info = fit_on_aggregate(train, valid, agg, args.estimator, make, loss=loss, config=cfg, clip=args.clip,
                                        curve=curve, curve_source=source, em_relevance=args.em_relevance,
-                                       min_impressions=args.min_impressions, affine_given=affine,
-                                       affine_source=affine_source)
+                                       em_iterations=args.em_iterations, min_impressions=args.min_impressions,
+                                       affine_given=affine, affine_source=affine_source)
         record_click_model(info, agg.meta)
         return model, info, agg.n_sessions
     log = train_log(args, train)
@@ -217,6 +222,7 @@ def _fit_from_log(args, train, valid, loss, cfg):
     affine, affine_source = affine_parameters(args, train, log, positions) if args.estimator == "affine" else (None, None)
     model, info = fit_on_clicks(train, valid, log, args.estimator, make, loss=loss, config=cfg, clip=args.clip,
                                 curve=curve, curve_source=source, max_weight=args.max_weight, em_relevance=args.em_relevance,
+                                em_iterations=args.em_iterations,
                                 propensity_update=args.dla_propensity_update,
                                 relevance_reference=args.dla_relevance_reference, min_impressions=args.min_impressions,
                                 affine_given=affine, affine_source=affine_source)
