@@ -340,30 +340,47 @@ def test_a_port_that_answers_but_is_not_dask_is_named_as_such(world, tmp_path, c
     assert not (tmp_path / "o").exists()
 
 
-_UNDER_LIMIT = ("import resource, signal, sys\nsignal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
-                "limit = int(sys.argv[1])\nresource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))\n"
-                "from ltr.cli import main\nsys.exit(main(sys.argv[2:]))\n")
+# One interpreter for both cases (importing torch is most of a case's time): each case runs ltr.cli.main under
+# its own soft RLIMIT_FSIZE, its stderr lines after a marker line.
+_UNDER_LIMITS = ("import json, resource, signal, sys\nsignal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+                 "from ltr.cli import main\n"
+                 "for limit, argv in json.loads(sys.argv[1]):\n"
+                 "    print('=== case', file=sys.stderr, flush=True)\n"
+                 "    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))\n"
+                 "    print('exit', main(argv), file=sys.stderr, flush=True)\n")
 
 
-@pytest.mark.parametrize("limit, extra, where", [
+_LIMIT_CASES = [
     (3000, [], "tensorboard"),  # the event file passes 3 kB in TensorBoard's writer thread
     (200_000, ["--hidden", "256,256", "--checkpoint-dir", "{tmp}/ck"], "ck/last.pt"),  # a 0.8 MB checkpoint
-])
-def test_a_file_size_limit_is_one_line_naming_the_file(world, tmp_path, limit, extra, where):
+]
+
+
+def test_a_file_size_limit_is_one_line_naming_the_file(world, tmp_path):
     """RLIMIT_FSIZE with SIGXFSZ ignored: write() fails with EFBIG. Not torch's RuntimeError from its
     zip writer, not a thread traceback before the error line."""
     import shutil
 
     for name in ("train", "valid"):
         shutil.copy(world[name], tmp_path / f"{name}.txt")
-    argv = ["train", "--train", str(tmp_path / "train.txt"), "--valid", str(tmp_path / "valid.txt"), "--quiet",
-            "--epochs", "2", "--ensemble", "1", "--out", str(tmp_path / "run"), *[a.format(tmp=tmp_path) for a in extra]]
-    proc = subprocess.run([sys.executable, "-c", _UNDER_LIMIT, str(limit), *argv], cwd=tmp_path,
+    cases = []
+    for i, (limit, extra, _) in enumerate(_LIMIT_CASES):
+        folder = tmp_path / f"case{i}"
+        folder.mkdir()
+        cases.append((limit, ["train", "--train", str(tmp_path / "train.txt"), "--valid", str(tmp_path / "valid.txt"),
+                              "--quiet", "--epochs", "2", "--ensemble", "1", "--out", str(folder / "run"),
+                              *[a.format(tmp=folder) for a in extra]]))
+    proc = subprocess.run([sys.executable, "-c", _UNDER_LIMITS, json.dumps(cases)], cwd=tmp_path,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=300)
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
-    assert lines[0].startswith("ltr train: error: ") and where in lines[0] and "file too large" in lines[0], lines[0]
-    assert not (tmp_path / "run").exists() and not list(tmp_path.glob(".run.partial*"))
+    assert proc.returncode == 0, proc.stderr
+    outputs = proc.stderr.split("=== case\n")[1:]
+    assert len(outputs) == len(_LIMIT_CASES), proc.stderr
+    for i, ((_, _, where), out) in enumerate(zip(_LIMIT_CASES, outputs)):
+        lines = [line for line in out.splitlines() if line.strip()]
+        assert lines[-1] == "exit 2" and len(lines) == 2, out
+        assert lines[0].startswith("ltr train: error: ") and where in lines[0] and "file too large" in lines[0], lines[0]
+        folder = tmp_path / f"case{i}"
+        assert not (folder / "run").exists() and not list(folder.glob(".run.partial*"))
 
 
 # --------------------------------------------------------------------------------------------------
