@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import gc
 import os
 import shutil
 import tempfile
@@ -43,6 +44,17 @@ def gbdt_data_files(tmp_path_factory):
         convert_to_store(d / f"{name}.txt", d / f"{name}.store")
         to_parquet(ds, d / f"{name}.parquet", row_group_rows=300)
     return d
+
+
+@pytest.fixture(autouse=True)
+def _frozen_heap():
+    """The objects alive before a test (the imported libraries': some 300,000) sit out the cyclic garbage
+    collector's passes while it runs, so a full collection (every XGBoost fit ends with one, to free its
+    matrices) walks only what the test made: 0.2-0.3 s less each. Unfrozen after the test, so nothing stays
+    uncollected."""
+    gc.freeze()
+    yield
+    gc.unfreeze()
 
 
 def pytest_collection_modifyitems(config, items):

@@ -233,6 +233,8 @@ def test_one_cell_with_the_tuned_candidate_end_to_end(study, tmp_path, monkeypat
     monkeypatch.setattr(study, "TUNE_SPACE", small)
     cands = {k: v for k, v in study.candidates(["--epochs", "2", "--ensemble", "1"], 2).items()
              if k in ("lightgbm", "neural", "neural_tuned")}
+    # 30 trees, all kept: early stopping (patience 50) grows 97 here to keep 47; with 30 rounds it would keep 1
+    cands["lightgbm"] = ("gbdt", [*cands["lightgbm"][1], "--num-boost-round", "30", "--early-stopping-rounds", "0"])
     test = load_svmlight(files[2], cache=False)
     store = study.Store(tmp_path / "out" / "results.json")
     study.run_cell(store, cands, "tiny", 0, files, 3, 0, tmp_path / "out", test)

@@ -9,7 +9,7 @@ a logistic regression on the hashed features of small_train scores small_test, f
 field 3. (Avazu's 100-row sample is too small to split three ways.) These sets hold 20 to 60 clicks per
 evaluation half, so which way one calibration moves NE is noise; the tests assert what must hold
 whatever the noise (order invariance, counts, exact streamed sums) and, on Open Bandit, the average
-effect over five seeds.
+effect over three seeds.
 """
 
 from __future__ import annotations
@@ -84,11 +84,12 @@ def test_open_bandit_position_and_item(shared_data, tmp_path):
 @pytest.mark.slow
 def test_open_bandit_calibration_lowers_held_out_ne_on_average(shared_data, tmp_path):
     """The per-item rates of ~40 clicks are over-confident (NE > 1 on the random logs); the field-aware
-    map fitted on one half lowers NE on the other on average over five split seeds (single seeds vary:
-    about 19 clicks per half)."""
+    map fitted on one half lowers NE on the other on average over three split seeds (single seeds vary:
+    about 19 clicks per half). Three seeds suffice: each of seeds 0-9 alone lowers NE by 0.11 to 0.20,
+    far beyond the 0.02 asked of the mean; each seed costs a command run with its pictures."""
     path, *_ = _obd_table(shared_data, tmp_path)
     before, after = [], []
-    for seed in range(5):
+    for seed in range(3):
         rep = _calibrate(tmp_path, path, "position", "--seed", str(seed), name=f"s{seed}")["field_report"]
         before.append(rep["before"]["normalized_entropy"])
         after.append(rep["after"]["normalized_entropy"])
@@ -126,19 +127,21 @@ def test_criteo_sample_logistic_scorer(shared_data, tmp_path):
 
 def test_criteo_libffm_logistic_scorer(shared_data, tmp_path):
     import pandas as pd
+    import scipy.sparse as sp
     from sklearn.linear_model import LogisticRegression
 
     def read(name, dim=4096):
-        y, X, f3 = [], [], []
+        # sparse rows: the same fit as on the dense 200 x 4096 matrix (scores equal to 1e-14), a sixth of the CPU
+        y, cols, f3 = [], [], []
         for line in shared_data("ctr-criteo-libffm-xlearn", name).read_text().splitlines():
             parts = line.split()
             feats = {int(t.split(":")[0]): int(t.split(":")[1]) for t in parts[1:]}
-            row = np.zeros(dim)
-            row[[(f * 1_000_003 + v) % dim for f, v in feats.items()]] = 1.0
+            cols.append(sorted({(f * 1_000_003 + v) % dim for f, v in feats.items()}))  # a hash collision is one 1
             y.append(int(parts[0]))
-            X.append(row)
             f3.append(feats.get(3, -1))
-        return np.array(X), np.array(y), np.array(f3)
+        rows = np.repeat(np.arange(len(cols)), [len(c) for c in cols])
+        X = sp.csr_matrix((np.ones(len(rows)), (rows, np.concatenate(cols))), shape=(len(cols), dim))
+        return X, np.array(y), np.array(f3)
 
     Xtr, ytr, _ = read("small_train.txt")
     Xte, yte, f3 = read("small_test.txt")

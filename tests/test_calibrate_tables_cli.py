@@ -31,6 +31,30 @@ def _run(args, capsys):
     return rc, capsys.readouterr()
 
 
+@pytest.fixture(scope="module")
+def folder_run(frame, tmp_path_factory):
+    """``ltr calibrate --method beta`` on the first 20,000 rows as a folder of two Parquet files, fields
+    device and position: one run (about 2 s, most of it its pictures) for the folder / CSV comparison
+    and the per-field pictures both."""
+    import contextlib
+    import io
+
+    from ltr.cli import main
+
+    root = tmp_path_factory.mktemp("folder_run")
+    frame = frame.iloc[:20000]  # a third of the module's rows: the same reading, a third of the report's bootstrap
+    folder = root / "parts"
+    folder.mkdir()
+    frame.iloc[:9000].to_parquet(folder / "part-0.parquet")
+    frame.iloc[9000:].to_parquet(folder / "part-1.parquet")
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        rc = main(["calibrate", "--table", str(folder), "--field-columns", "device,position", "--method", "beta",
+                   "--out", str(root / "a")])
+    assert rc == 0, err.getvalue()
+    return frame, root / "a"
+
+
 def test_parquet_field_aware_report_recomputed(frame, tmp_path, capsys):
     path = tmp_path / "imps.parquet"
     frame.to_parquet(path)
@@ -56,20 +80,15 @@ def test_parquet_field_aware_report_recomputed(frame, tmp_path, capsys):
     assert "F-RCE device" in cap.out and "worst field values" in cap.out
 
 
-def test_parquet_folder_and_csv_read_the_same_rows(frame, tmp_path, capsys):
-    frame = frame.iloc[:20000]  # a third of the module's rows: the same reading, a third of the report's bootstrap
-    folder = tmp_path / "parts"
-    folder.mkdir()
-    frame.iloc[:9000].to_parquet(folder / "part-0.parquet")
-    frame.iloc[9000:].to_parquet(folder / "part-1.parquet")
+@pytest.mark.xdist_group("calibrate_folder_run")  # shares folder_run with the pictures' test
+def test_parquet_folder_and_csv_read_the_same_rows(folder_run, tmp_path, capsys):
+    frame, folder_out = folder_run
     csv = tmp_path / "imps.csv"
     frame.to_csv(csv, index=False)
-    reports = []
-    for src, name in ((folder, "a"), (csv, "b")):
-        rc, cap = _run(["--table", str(src), "--field-columns", "device,position", "--method", "beta",
-                        "--out", str(tmp_path / name)], capsys)
-        assert rc == 0, cap.err
-        reports.append(json.loads((tmp_path / name / "report.json").read_text()))
+    rc, cap = _run(["--table", str(csv), "--field-columns", "device,position", "--method", "beta",
+                    "--out", str(tmp_path / "b")], capsys)
+    assert rc == 0, cap.err
+    reports = [json.loads((d / "report.json").read_text()) for d in (folder_out, tmp_path / "b")]
     a, b = (r["field_report"]["after"] for r in reports)
     assert a["normalized_entropy"] == b["normalized_entropy"]
     for f in ("device", "position"):  # values are ints in Parquet, text in CSV: compare the numbers
@@ -111,7 +130,8 @@ def test_parquet_missing_column_and_folder(frame, tmp_path, capsys):
     assert rc == 2 and f"{folder}: cannot read the columns score, clicked" in cap.err
 
 
-def test_reliability_band_covers_the_curve_and_per_field_pngs(frame, tmp_path, capsys):
+@pytest.mark.xdist_group("calibrate_folder_run")
+def test_reliability_band_covers_the_curve_and_per_field_pngs(folder_run):
     from ltr.calibrate.field_report import reliability_band
 
     rng = np.random.default_rng(0)
@@ -125,11 +145,6 @@ def test_reliability_band_covers_the_curve_and_per_field_pngs(frame, tmp_path, c
     assert rate[0] == pytest.approx(y[p <= q].mean())
     again = reliability_band(y, p, n_bins=5, n_boot=100, seed=1)
     assert np.array_equal(again[2], lo)
-    path = tmp_path / "imps.parquet"
-    frame.iloc[:20000].to_parquet(path)
-    out = tmp_path / "o"
-    rc, cap = _run(["--table", str(path), "--field-columns", "device,position", "--method", "platt", "--out", str(out)],
-                   capsys)
-    assert rc == 0, cap.err
+    out = folder_run[1]  # the command draws one picture per field column
     for name in ("reliability_device.png", "reliability_position.png"):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -11,6 +11,20 @@ def study():
     return load_experiment("gbdt_clicks_study")
 
 
+#: training queries of the end-to-end runs' synthetic data (70% of the queries drawn)
+N_TRAIN = 210
+
+
+@pytest.fixture
+def small_data(monkeypatch):
+    """The script's synthetic data on 300 queries instead of 1,000: its model on the true labels (the
+    toolkit's defaults, ~200 rounds to early stopping) dominates a run and costs in proportion."""
+    import ltr.data
+
+    real = ltr.data.make_synthetic_splits
+    monkeypatch.setattr(ltr.data, "make_synthetic_splits", lambda n_queries, *a, **kw: real(300, *a, **kw))
+
+
 def test_gap_closed_by_hand(study):
     import argparse
 
@@ -29,16 +43,16 @@ def test_gap_closed_by_hand(study):
     assert "ips − naive, paired by seed: +0.0250" in text
 
 
-def test_one_small_seed_end_to_end(study, tmp_path):
+def test_one_small_seed_end_to_end(study, small_data, tmp_path):
     assert study.main(["--out", str(tmp_path), "--seeds", "1", "--sessions", "3000", "--rounds", "5",
                        "--pairwise-rounds", "3"]) == 0
     row = json.loads((tmp_path / "results.json").read_text())["rows"][0]
-    assert row["sessions"] == 700 * round(3000 / 700) and all(0.0 < row[k] <= 1.0 for k in ("full", *study.ESTIMATORS))
+    assert row["sessions"] == N_TRAIN * round(3000 / N_TRAIN) and all(0.0 < row[k] <= 1.0 for k in ("full", *study.ESTIMATORS))
     assert all(1 <= row[f"{e}_rounds"] <= 5 for e in study.ESTIMATORS[:3]) and row["pairwise-debias_rounds"] == 3
     assert "position-bias gap closed" in (tmp_path / "results.md").read_text()
 
 
-def test_a_stochastic_logger_end_to_end(study, tmp_path):
+def test_a_stochastic_logger_end_to_end(study, small_data, tmp_path):
     assert study.main(["--out", str(tmp_path), "--seeds", "1", "--sessions", "3000", "--rounds", "5",
                        "--logger-temperature", "1", "--estimators", "policy-aware"]) == 0
     row = json.loads((tmp_path / "results.json").read_text())["rows"][0]
@@ -62,7 +76,7 @@ def test_a_subset_of_estimators_keeps_naive(study, tmp_path):
     assert "| synthetic | 0 | 0.5000 | 0.7000 | 0.5000 | 0.6000 | 50% |" in text and "ips" not in text
 
 
-def test_the_xgboost_side_end_to_end(study, tmp_path):
+def test_the_xgboost_side_end_to_end(study, small_data, tmp_path):
     pytest.importorskip("xgboost")
     assert study.main(["--out", str(tmp_path), "--seeds", "1", "--sessions", "3000", "--rounds", "5",
                        "--engine", "xgboost"]) == 0
