@@ -17,6 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ltr.clicks.logs.click_log import ClickLog
+from ltr.clicks.propensities.curves import EM_ITERATIONS
 from ltr.clicks.estimators.unbiased import (
     DEFAULT_CLIP,
     ESTIMATORS,
@@ -38,8 +39,8 @@ EXPOSURE_LISTS = ("policy-aware", "doubly-robust")
 LISTED = ("dla", "pairwise-debias")
 
 
-def estimate_rem_curve(train, log: ClickLog, *, iterations: int = 200, relevance: str = "logistic", seed: int = 0,
-                       progress: bool = False, min_impressions: int = 1) -> np.ndarray:
+def estimate_rem_curve(train, log: ClickLog, *, iterations: int = EM_ITERATIONS, relevance: str = "logistic",
+                       seed: int = 0, progress: bool = False, min_impressions: int = 1) -> np.ndarray:
     """Relative propensities by position from regression EM on ``log`` (features of ``train``), NaN at a position
     shown fewer than ``min_impressions`` times; ``progress``: a bar over EM's iterations."""
     from ltr.clicks.propensities.regression_em import observations_from_log, regression_em
@@ -152,7 +153,7 @@ def fit_on_clicks(
     curve: Any = None,
     curve_source: str | None = None,
     em_relevance: str = "logistic",
-    em_iterations: int = 200,
+    em_iterations: int = EM_ITERATIONS,
     max_weight: float = 100.0,
     propensity_lr: float = 0.05,
     propensity_update: str = "sgd",
@@ -191,8 +192,8 @@ def fit_on_clicks(
                           min_impressions=min_impressions)
     affine = None
     if estimator == "rem":
-        theta = estimate_rem_curve(train, log, iterations=em_iterations, relevance=em_relevance, seed=config.seed, progress=config.progress,
-                                   min_impressions=min_impressions)
+        theta = estimate_rem_curve(train, log, iterations=em_iterations, relevance=em_relevance, seed=config.seed,
+                                   progress=config.progress, min_impressions=min_impressions)
         curve, curve_source = _rem_curve(theta, int(log.position.max()), info, em_relevance)
     elif estimator == "affine":
         affine = _affine(info, affine_given, affine_source, lambda: trust_parameters(log))
@@ -263,7 +264,7 @@ def fit_on_lists(train, valid, lists, estimator: str, make_model: Callable[[Any]
 
 def fit_on_aggregate(train, valid, agg, estimator: str, make_model: Callable[[Any], Any], *, loss=None, config=None,
                      clip: float = DEFAULT_CLIP, curve: Any = None, curve_source: str | None = None,
-                     em_relevance: str = "logistic", em_iterations: int = 200, min_impressions: int = 1,
+                     em_relevance: str = "logistic", em_iterations: int = EM_ITERATIONS, min_impressions: int = 1,
                      affine_given: tuple[Any, Any] | None = None, affine_source: str | None = None) -> tuple[Any, dict]:
     """:func:`fit_on_clicks` from the per-cell sums of a log (:class:`ltr.clicks.logs.stream.LogAggregate`,
     what :func:`ltr.clicks.logs.stream.aggregate_log` streams from a Parquet log) for the estimators of
@@ -289,8 +290,9 @@ def fit_on_aggregate(train, valid, agg, estimator: str, make_model: Callable[[An
     if estimator == "rem":
         from ltr.clicks.propensities.regression_em import regression_em
 
-        res = regression_em(agg.observations(), relevance=em_relevance, features=train.features, iterations=em_iterations,
-                            seed=config.seed, min_impressions=min_impressions, progress=config.progress)
+        res = regression_em(agg.observations(), relevance=em_relevance, features=train.features,
+                            iterations=em_iterations, seed=config.seed, min_impressions=min_impressions,
+                            progress=config.progress)
         curve, curve_source = _rem_curve(res.theta, int(agg.position.max()), info, em_relevance)
     elif estimator == "affine":
         from types import SimpleNamespace

@@ -26,10 +26,14 @@ import numpy as np
 
 from ltr.base.errors import LtrError
 
-__all__ = ["MIN_IMPRESSIONS", "identified_positions", "complete_curve", "read_curve_file", "unidentified_note"]
+__all__ = ["MIN_IMPRESSIONS", "EM_ITERATIONS", "identified_positions", "complete_curve", "read_curve_file",
+           "unidentified_note"]
 
 #: impressions a position needs before an estimator reports a propensity for it
 MIN_IMPRESSIONS = 30
+#: regression EM's iterations at most where the toolkit runs it (it stops sooner when the log-likelihood
+#: stops gaining): the click commands and the estimators' REM
+EM_ITERATIONS = 200
 
 
 def identified_positions(impressions: Any, min_impressions: int = MIN_IMPRESSIONS) -> np.ndarray:

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ltr.commands.clicks.options import EM_ITERATIONS, progress
+from ltr.clicks.propensities.curves import EM_ITERATIONS
+from ltr.commands.clicks.options import progress
 from ltr.commands.clicks.reading import estimate_propensity, interventions, stream_log, train_log
 from ltr.base.errors import LtrError
 
@@ -71,8 +72,8 @@ def _em_curve(args, train, log) -> CurveSource:
     else:
         obs = stream_log(args, train, modes=(0,)).observations()
     relevance = getattr(args, "em_relevance", "logistic")
-    res = regression_em(obs, relevance=relevance, features=train.features, iterations=getattr(args, "em_iterations", EM_ITERATIONS),
-                        seed=getattr(args, "seed", 0),
+    res = regression_em(obs, relevance=relevance, features=train.features,
+                        iterations=getattr(args, "em_iterations", EM_ITERATIONS), seed=getattr(args, "seed", 0),
                         min_impressions=args.min_impressions, progress=progress(args))
     return CurveSource(res.theta, res.identified,
                        f"estimated by regression EM ({relevance}) on the log's production sessions")

@@ -12,9 +12,9 @@ import functools
 import numpy as np
 
 from ltr.base.checks import COUNT, integer, number
-from ltr.clicks.propensities.curves import MIN_IMPRESSIONS
+from ltr.clicks.propensities.curves import EM_ITERATIONS, MIN_IMPRESSIONS
 from ltr.commands import add_force_option, add_json_option, text_stream
-from ltr.commands.clicks.options import EM_ITERATIONS, add_log_read_options, add_quiet_option, progress
+from ltr.commands.clicks.options import add_log_read_options, add_quiet_option, progress
 from ltr.commands.clicks.reading import estimate_propensity, interventions, load_log, stream_log, train_log, unless_unsorted
 from ltr.commands.clicks.report import estimate_rows, format_table, honest_rows, interval_notes, model_notes
 from ltr.data.files import add_data_options, add_format_options, data_options, format_options, load_data_file

@@ -9,8 +9,6 @@ from ltr.clicks.propensities.curves import MIN_IMPRESSIONS
 GBDT_ROUNDS = 1000
 #: rounds without a better --valid NDCG@10 before a GBDT engine stops (as ``ltr gbdt``)
 GBDT_PATIENCE = 50
-#: regression EM's iterations at most in the commands (it stops sooner when the log-likelihood stops gaining)
-EM_ITERATIONS = 200
 
 
 def progress(args) -> bool:

@@ -8,8 +8,9 @@ into its distinct shown lists for dla / pairwise-debias. The GBDT engines are in
 from __future__ import annotations
 
 from ltr.base.checks import COUNT, SEED, number
-from ltr.commands.clicks.options import (EM_ITERATIONS, GBDT_PATIENCE, GBDT_ROUNDS, add_log_read_options,
-                                         add_propensity_options, add_quiet_option, progress)
+from ltr.clicks.propensities.curves import EM_ITERATIONS
+from ltr.commands.clicks.options import (GBDT_PATIENCE, GBDT_ROUNDS, add_log_read_options, add_propensity_options,
+                                         add_quiet_option, progress)
 from ltr.commands.clicks.curves import affine_parameters, log_curve, streamed_aggregate
 from ltr.commands.clicks.reading import stream_lists, train_log
 from ltr.commands.clicks.report import metrics_on, print_logger_notes, print_propensities, record_click_model, versions
