@@ -95,9 +95,15 @@ def pytest_configure(config):
     # values are ranx's definitions either way; benchmarks/bench_metrics.py runs ranx compiled and
     # compares its means with ours. NUMBA_DISABLE_JIT=0 in the environment runs the tests compiled.
     os.environ.setdefault("NUMBA_DISABLE_JIT", "1")
-    # Under pytest-xdist each worker gets one torch thread: two workers on two cores already fill
-    # the machine, and oversubscribed OpenMP threads make small ops orders of magnitude slower.
+    # Under pytest-xdist each worker gets one torch thread and one BLAS thread: two workers on two cores
+    # already fill the machine, and oversubscribed threads make small ops orders of magnitude slower
+    # (OpenBLAS's pthreads spin-wait whatever OMP_WAIT_POLICY says: on a 2-core machine with one core
+    # taken by another job the suite's CPU rose by a quarter). The commands the tests start inherit it.
     if os.environ.get("PYTEST_XDIST_WORKER"):
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=1, user_api="blas")  # where numpy's OpenBLAS was loaded before this hook
         # ranx's numba functions run parallel loops when compiled: one thread per worker, as for torch below
         os.environ.setdefault("NUMBA_NUM_THREADS", "1")
         try:

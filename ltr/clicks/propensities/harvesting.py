@@ -268,6 +268,17 @@ def estimate_harvest(counts: HarvestedCounts, *, method: str = "allpairs", resam
         raise LtrError(f"harvest: unknown method {method!r}: use one of {', '.join(METHODS)}")
     if not 0 < confidence < 1 or resamples < 0:
         raise LtrError(f"harvest: confidence must be in (0, 1) and resamples >= 0, got {confidence}, {resamples}")
+    # The fits are small ([K, K] statistics, 2K unknowns): one BLAS thread does each in well under a
+    # millisecond, where a multi-threaded BLAS spin-waits on a busy machine (10x the CPU on 2 cores).
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _bootstrap_harvest(counts, method, resamples, confidence, seed)
+
+
+def _bootstrap_harvest(counts: HarvestedCounts, method: str, resamples: int, confidence: float,
+                       seed: int) -> HarvestEstimate:
+    """:func:`estimate_harvest` once its arguments are checked."""
     theta = _estimate_once(counts, method)
     queries, inv = np.unique(counts.query, return_inverse=True)
     rng = np.random.default_rng(seed)
