@@ -136,7 +136,7 @@ def warm_ltr(folder: Path):
             server.wait(60)
 
 
-@pytest.fixture(scope="session")  # one server per pytest-xdist worker, kept while the worker runs other modules
+@pytest.fixture(scope="session")  # one server per pytest-xdist worker that runs the group, kept to the end
 def shell_environment(tmp_path_factory):
     with warm_ltr(tmp_path_factory.mktemp("warm_ltr")) as env:
         yield env
@@ -228,6 +228,7 @@ def not_ignored(folder: Path) -> list[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("docs_examples")  # one worker, one warm server (its imports: 6 s of CPU each)
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
 def test_page_examples_run(page, tmp_path, shell_environment):
     assert run_page(page, tmp_path, shell_environment) > 0
@@ -250,6 +251,7 @@ def test_not_ignored_sees_what_git_would_add(tmp_path):
     assert not_ignored(tmp_path) == ["test.run"]
 
 
+@pytest.mark.xdist_group("docs_examples")
 def test_the_warm_ltr_behaves_as_the_installed_one(shell_environment, tmp_path):
     """The fork server gives the same output, exit statuses, folder and pipes as the console script."""
     if shell_environment["PATH"] == _environment()["PATH"]:  # no warm client folder first on PATH

@@ -33,7 +33,8 @@ import sys
 IGNORED_ENV = ("PWD", "OLDPWD", "SHLVL", "_")
 PRELOAD = ("torch", "torch._dynamo", "torch.utils.tensorboard", "lightgbm", "pandas", "pyarrow.parquet",
            "matplotlib.figure", "ltr.cli", "ltr.train.trainer", "ltr.models.folder", "ltr.gbdt.lightgbm",
-           "onnx", "onnxruntime", "torch.onnx", "ltr.commands.clicks", "ltr.clicks", "metrics")
+           "onnx", "onnxruntime", "torch.onnx", "torch.export", "ltr.commands.clicks", "ltr.clicks", "metrics",
+           "sklearn.datasets", "optuna", "optuna.storages._rdb.storage", "tabulate")
 
 
 def _comparable(env: dict) -> dict:
@@ -55,6 +56,7 @@ def _child(conn: socket.socket, request: dict, fds: list[int]) -> int:
     import atexit
     import threading
     import traceback
+    import weakref
 
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
@@ -67,6 +69,9 @@ def _child(conn: socket.socket, request: dict, fds: list[int]) -> int:
     sys.stderr = sys.__stderr__ = open(2, "w", buffering=1, encoding="utf-8", errors="backslashreplace",
                                        closefd=False)
     sys.argv = [request["ltr"], *request["argv"]]
+    # The finalizers of what the server imported (torch's operator libraries: ~20 ms of a command's exit)
+    # would undo in-process registrations only; a command's output cannot depend on them.
+    inherited = list(weakref.finalize._registry)
     from ltr.cli import main
 
     try:
@@ -81,6 +86,8 @@ def _child(conn: socket.socket, request: dict, fds: list[int]) -> int:
     elif not isinstance(code, int):  # sys.exit("message")
         print(code, file=sys.stderr)
         code = 1
+    for finalizer in inherited:
+        finalizer.atexit = False
     threading._shutdown()  # the interpreter's own exit steps: join threads, then atexit
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
