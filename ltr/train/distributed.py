@@ -208,7 +208,8 @@ def launch(fn: Callable[..., Any], nproc: int, *args: Any, backend: str | None =
     if int(nproc) < 1:
         raise LtrError(f"nproc must be >= 1, got {nproc}")
     if start_method is None:
-        start_method = worker_start_method(["torch", __name__, fn.__module__])
+        # torch._dynamo too: every worker's first optimizer imports it (torch.optim's own guard), 1.3 CPU s each
+        start_method = worker_start_method(["torch", "torch._dynamo", __name__, fn.__module__])
     config = LaunchConfig(
         min_nodes=1, max_nodes=1, nproc_per_node=int(nproc), run_id=uuid.uuid4().hex, rdzv_backend="c10d",
         rdzv_endpoint="localhost:0", max_restarts=0, monitor_interval=0.1, start_method=start_method,
