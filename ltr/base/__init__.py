@@ -5,6 +5,7 @@
 - :mod:`ltr.base.io_utils`  atomic writes, strict JSON, the overwrite rule
 - :mod:`ltr.base.threads`   the thread budget (``LTR_THREADS``) for torch, BLAS and OpenMP
 - :mod:`ltr.base.processes` the start method of worker processes (a forkserver that imported torch once)
+- :mod:`ltr.base.figures`   figure margins in inches (layouts known in advance, without tight_layout's pass)
 - :mod:`ltr.base._lazy`     lazy re-exports of a package's names (PEP 562)
 - :mod:`ltr.base._moved`    stubs that forward moved names with a DeprecationWarning
 

@@ -132,6 +132,7 @@ def field_reliability_figure(y, series: dict, values, field: str, *, top: int = 
     (name -> probabilities) its :func:`reliability_band` curve with the band shaded."""
     from matplotlib.figure import Figure
 
+    from ltr.base.figures import set_margins
     from ltr.calibrate.field_calibrators import FieldCodes
 
     y = np.asarray(y, dtype=np.float64)
@@ -156,7 +157,8 @@ def field_reliability_figure(y, series: dict, values, field: str, *, top: int = 
         ax.set_xlabel("mean predicted probability")
         ax.set_ylabel("observed click rate")
         ax.legend(fontsize=8)
-    fig.tight_layout()
+    # fixed text and short tick labels: margins known in advance (ltr.base.figures), no tight_layout pass
+    set_margins(fig, left=0.7, right=0.15, bottom=0.5, top=0.35, wgap=0.75, ncols=len(chosen))
     return fig
 
 

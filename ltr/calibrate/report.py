@@ -156,6 +156,8 @@ def reliability_figure_from_bins(curves: Mapping[str, Any], n_bins: int = 15, ti
     from matplotlib.figure import Figure
     from matplotlib.ticker import FuncFormatter
 
+    from ltr.base.figures import set_margins
+
     plain = FuncFormatter(lambda v, _: f"{v:g}")  # log-axis labels without mathtext (its parser costs seconds)
     fig = Figure(figsize=(10, 6))
     grid = fig.add_gridspec(2, 2, height_ratios=(3, 1))
@@ -183,7 +185,9 @@ def reliability_figure_from_bins(curves: Mapping[str, Any], n_bins: int = 15, ti
         axc.set_ylabel("rows per bin")
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
+    # fixed text and short tick labels: margins known in advance (ltr.base.figures), no tight_layout pass
+    set_margins(fig, left=0.9, right=0.2, bottom=0.55, top=0.75 if title else 0.45, wgap=0.95, hgap=0.35,
+                ncols=2, nrows=2)
     return fig
 
 
