@@ -130,6 +130,37 @@ def test_parquet_missing_column_and_folder(frame, tmp_path, capsys):
     assert rc == 2 and f"{folder}: cannot read the columns score, clicked" in cap.err
 
 
+def _band_one_draw_per_call(y, p, n_bins, n_boot, level, seed):
+    """reliability_band written out as one seeded draw of its own per vector (the definition)."""
+    order = np.argsort(p, kind="stable")
+    bins = np.empty(len(p), dtype=np.int64)
+    bins[order] = np.minimum((np.arange(len(p)) * n_bins) // len(p), n_bins - 1)
+    keep = np.bincount(bins, minlength=n_bins) > 0
+    rng, reps = np.random.default_rng(seed), []
+    for _ in range(n_boot):
+        c = rng.poisson(1.0, len(p)).astype(np.float64)
+        num, den = (np.bincount(bins, weights=w, minlength=n_bins)[keep] for w in (c * y, c))
+        reps.append(np.where(den > 0, num / np.maximum(den, 1e-300), np.nan))
+    a = (1.0 - level) / 2.0
+    return np.nanquantile(reps, a, axis=0), np.nanquantile(reps, 1.0 - a, axis=0)
+
+
+def test_bands_of_several_vectors_share_the_draws_and_equal_each_band_alone():
+    from ltr.calibrate.field_report import reliability_band, reliability_bands
+
+    rng = np.random.default_rng(3)
+    p = rng.uniform(0.01, 0.3, 800)
+    y = (rng.random(800) < p).astype(float)
+    ps = [p, np.sqrt(p), np.where(p > 0.1, 0.2, p)]  # the last one with ties: bins split by position
+    bands = reliability_bands(y, ps, n_bins=7, n_boot=60, level=0.8, seed=5)
+    for q, band in zip(ps, bands):
+        alone = reliability_band(y, q, n_bins=7, n_boot=60, level=0.8, seed=5)
+        for got, expected in zip(band, alone):
+            assert np.array_equal(got, expected)
+        low, high = _band_one_draw_per_call(y, q, 7, 60, 0.8, 5)
+        assert np.array_equal(band[2], low) and np.array_equal(band[3], high)
+
+
 @pytest.mark.xdist_group("calibrate_folder_run")
 def test_reliability_band_covers_the_curve_and_per_field_pngs(folder_run):
     from ltr.calibrate.field_report import reliability_band

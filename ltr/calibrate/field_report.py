@@ -105,8 +105,34 @@ def reliability_band(y, p, n_bins: int = 10, n_boot: int = 200, level: float = 0
     ``high``: the ``(1 -/+ level) / 2`` percentiles of the bin's click rate over ``n_boot`` seeded
     Poisson-bootstrap replicates (each row weighted by a Poisson(1) count), the bins held fixed.
     """
+    return reliability_bands(y, [p], n_bins, n_boot, level, seed)[0]
+
+
+def reliability_bands(y, ps, n_bins: int = 10, n_boot: int = 200, level: float = 0.9, seed: int = 0) -> list:
+    """:func:`reliability_band` of each probability vector of ``ps`` for the same rows ``y``.
+
+    The replicates' Poisson weights depend only on ``seed`` and the number of rows, so one draw serves
+    every vector: each result equals ``reliability_band(y, p, ...)`` exactly, for half the draws with
+    two vectors (a model before and after calibration).
+    """
     y = np.asarray(y, dtype=np.float64)
-    p = np.asarray(p, dtype=np.float64)
+    m = y.shape[0]
+    plans = [_equal_mass_bins(y, np.asarray(p, dtype=np.float64), n_bins) for p in ps]
+    reps = [np.empty((n_boot, int(keep.sum()))) for _, keep, _, _ in plans]
+    rng = np.random.default_rng(seed)
+    for b in range(n_boot):
+        c = rng.poisson(1.0, m).astype(np.float64)
+        for (bins, keep, _, _), rep in zip(plans, reps):
+            num = np.bincount(bins, weights=c * y, minlength=n_bins)[keep]
+            den = np.bincount(bins, weights=c, minlength=n_bins)[keep]
+            rep[b] = np.where(den > 0, num / np.maximum(den, 1e-300), np.nan)
+    a = (1.0 - level) / 2.0
+    return [(mean_p, rate, np.nanquantile(rep, a, axis=0), np.nanquantile(rep, 1.0 - a, axis=0))
+            for (_, _, mean_p, rate), rep in zip(plans, reps)]
+
+
+def _equal_mass_bins(y: np.ndarray, p: np.ndarray, n_bins: int):
+    """``(bin of each row, non-empty bins, mean p and click rate of those)`` for :func:`reliability_bands`."""
     order = np.argsort(p, kind="stable")
     m = p.shape[0]
     bins = np.empty(m, dtype=np.int64)
@@ -115,15 +141,7 @@ def reliability_band(y, p, n_bins: int = 10, n_boot: int = 200, level: float = 0
     keep = count > 0
     mean_p = np.bincount(bins, weights=p, minlength=n_bins)[keep] / count[keep]
     rate = np.bincount(bins, weights=y, minlength=n_bins)[keep] / count[keep]
-    rng = np.random.default_rng(seed)
-    reps = np.empty((n_boot, int(keep.sum())))
-    for b in range(n_boot):
-        c = rng.poisson(1.0, m).astype(np.float64)
-        num = np.bincount(bins, weights=c * y, minlength=n_bins)[keep]
-        den = np.bincount(bins, weights=c, minlength=n_bins)[keep]
-        reps[b] = np.where(den > 0, num / np.maximum(den, 1e-300), np.nan)
-    a = (1.0 - level) / 2.0
-    return mean_p, rate, np.nanquantile(reps, a, axis=0), np.nanquantile(reps, 1.0 - a, axis=0)
+    return bins, keep, mean_p, rate
 
 
 def field_reliability_figure(y, series: dict, values, field: str, *, top: int = 4, n_bins: int = 10,
@@ -144,8 +162,9 @@ def field_reliability_figure(y, series: dict, values, field: str, *, top: int = 
     for ax, key in zip(axes, chosen):
         rows = v == key
         top_v = 0.0
-        for name, probs in series.items():
-            mp, rate, lo, hi = reliability_band(y[rows], np.asarray(probs)[rows], n_bins, n_boot, seed=seed)
+        bands = reliability_bands(y[rows], [np.asarray(probs)[rows] for probs in series.values()], n_bins, n_boot,
+                                  seed=seed)
+        for name, (mp, rate, lo, hi) in zip(series, bands):
             line, = ax.plot(mp, rate, marker="o", ms=3, label=name)
             ax.fill_between(mp, lo, hi, alpha=0.2, color=line.get_color())
             top_v = max(top_v, float(mp.max()), float(np.nanmax(hi)))
