@@ -111,6 +111,28 @@ def pytest_configure(config):
         except ImportError:  # pragma: no cover
             return
         torch.set_num_threads(1)
+        _rendezvous_names_from_the_frame()
         from onnx_registry import memoise_torchlib_ops  # tests/onnx_registry.py: 1.2-1.5 s less per ONNX export
 
         memoise_torchlib_ops()
+
+
+def _rendezvous_names_from_the_frame() -> None:
+    """torch's dynamic rendezvous (``ltr train --nproc``'s launcher) names each of its events after the
+    calling method with ``inspect.stack()``, twice per event, which reads the source lines of every frame:
+    under pytest's deep stacks 1-2 CPU s per launch, 6 s of the suite. The same name, from the frame
+    itself (``inspect.stack()[depth]`` is ``sys._getframe(depth)``); only the tests' processes are changed."""
+    import sys
+
+    try:
+        from torch.distributed.elastic.rendezvous import dynamic_rendezvous
+    except ImportError:  # pragma: no cover - a torch without it: nothing to change
+        return
+
+    def get_method_name(depth: int = 2) -> str:
+        try:
+            return sys._getframe(depth).f_code.co_name
+        except ValueError:
+            return "no_method_name"
+
+    dynamic_rendezvous.get_method_name = get_method_name
