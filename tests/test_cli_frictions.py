@@ -47,6 +47,17 @@ def test_top_level_help_lists_each_command_by_the_summary_its_module_registers()
     assert _command_in(["-h", "bogus"]) == ()
 
 
+def test_a_named_command_is_the_only_parser_built(capsys):
+    named = build_parser(("eval",))
+    sub = next(a for a in named._actions if isinstance(a, argparse._SubParsersAction))
+    assert list(sub.choices) == ["eval"]
+    # its own help and errors are the full parser's
+    full = dict(_parsers(build_parser()))["ltr eval"]
+    assert dict(_parsers(named))["ltr eval"].format_help() == full.format_help()
+    assert main(["eval", "--qrels", "q.txt", "--run", "r.txt", "--bogus"]) == 2
+    assert "ltr eval: error: unrecognized arguments: --bogus" in capsys.readouterr().err
+
+
 def test_the_loss_count_agrees_in_readme_help_and_registry():
     """README's count of losses, `ltr train --help`'s list and losses.loss_names() are one set."""
     import re
