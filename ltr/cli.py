@@ -108,10 +108,9 @@ def build_parser(commands: tuple | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMANDS:
-        if commands and name not in commands:
-            continue  # a command was named: the others' parsers would only be listed by `ltr --help`
         if commands is not None and name not in commands:
-            sub.add_parser(name, help=SUMMARIES[name])
+            if not commands:  # `ltr --help`: the list; with a command named, the others are never read
+                sub.add_parser(name, help=SUMMARIES[name])
             continue
         try:
             module = importlib.import_module(f"ltr.commands.{name}")
