@@ -58,6 +58,26 @@ def test_a_named_command_is_the_only_parser_built(capsys):
     assert "ltr eval: error: unrecognized arguments: --bogus" in capsys.readouterr().err
 
 
+def test_one_blas_thread_inside_the_block_and_the_limit_restored_after():
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from ltr.base.threads import one_blas_thread
+
+    def blas_threads():
+        return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+
+    np.ones((4, 4)) @ np.ones((4, 4))  # numpy's BLAS is loaded
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = blas_threads()
+        assert before and (set(before) == {2} or os.cpu_count() == 1)
+        with one_blas_thread():
+            assert blas_threads() == [1] * len(before)
+        assert blas_threads() == before
+        with pytest.raises(ZeroDivisionError), one_blas_thread():  # restored when the block raises too
+            1 / 0
+        assert blas_threads() == before
+
+
 def test_the_loss_count_agrees_in_readme_help_and_registry():
     """README's count of losses, `ltr train --help`'s list and losses.loss_names() are one set."""
     import re

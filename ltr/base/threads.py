@@ -20,7 +20,7 @@ from collections.abc import MutableMapping  # not typing's: importing typing cos
 
 from ltr.base.errors import LtrError
 
-__all__ = ["THREADS_ENV", "configure_threads", "configured_threads"]
+__all__ = ["THREADS_ENV", "configure_threads", "configured_threads", "one_blas_thread"]
 
 THREADS_ENV = "LTR_THREADS"
 _COUNT_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -60,3 +60,22 @@ def configure_threads(environ: MutableMapping[str, str] | None = None) -> int | 
             env[name] = str(n)
     return n
 
+
+class one_blas_thread:
+    """``with one_blas_thread():`` the BLAS libraries run one thread inside the block, their limit before
+    it restored after.
+
+    For many small solves (a few hundred unknowns at most): one thread does each in about a millisecond,
+    where a multi-threaded BLAS wakes its pool per call, and OpenBLAS's threads spin-wait whatever
+    ``OMP_WAIT_POLICY`` says, taking the cores other work needs on a busy machine (40 ms a Newton solve,
+    10x the CPU of the harvest estimator, measured on 2 cores). threadpoolctl is imported on entry.
+    """
+
+    def __enter__(self) -> "one_blas_thread":
+        from threadpoolctl import threadpool_limits
+
+        self._limits = threadpool_limits(limits=1, user_api="blas")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._limits.restore_original_limits()

@@ -205,11 +205,9 @@ def weighted_logistic(A, pos, n=None, *, lower=None, penalty=None, start=None, o
 
 
 def _newton(A, pos, n, lower, penalty, theta, max_iter: int, gtol: float, offset=None) -> np.ndarray:
-    # The Newton systems are small (a few hundred unknowns): one BLAS thread solves them in about a
-    # millisecond, where a multi-threaded BLAS on a busy machine took 40 ms a solve (measured on 2 cores).
-    from threadpoolctl import threadpool_limits
+    from ltr.base.threads import one_blas_thread
 
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():  # the Newton systems are small: a few hundred unknowns
         return _newton_steps(A, pos, n, lower, penalty, theta, max_iter, gtol, offset)
 
 

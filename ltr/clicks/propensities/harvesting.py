@@ -268,11 +268,9 @@ def estimate_harvest(counts: HarvestedCounts, *, method: str = "allpairs", resam
         raise LtrError(f"harvest: unknown method {method!r}: use one of {', '.join(METHODS)}")
     if not 0 < confidence < 1 or resamples < 0:
         raise LtrError(f"harvest: confidence must be in (0, 1) and resamples >= 0, got {confidence}, {resamples}")
-    # The fits are small ([K, K] statistics, 2K unknowns): one BLAS thread does each in well under a
-    # millisecond, where a multi-threaded BLAS spin-waits on a busy machine (10x the CPU on 2 cores).
-    from threadpoolctl import threadpool_limits
+    from ltr.base.threads import one_blas_thread
 
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():  # the fits are small: [K, K] statistics, 2K unknowns
         return _bootstrap_harvest(counts, method, resamples, confidence, seed)
 
 
