@@ -7,7 +7,7 @@ Each command runs in a fresh interpreter (``python -m ltr ...``, what the ``ltr`
 ``python -c pass`` (the floor: the interpreter alone), ``ltr --help``, ``ltr eval`` of a two-query
 run, ``ltr predict`` of a 20-query SVMlight file with a linear torch model (one epoch of
 ``ltr train``) and with a LightGBM model (``ltr gbdt``, 5 rounds), both made beforehand and not
-timed. Printed: the median and fastest wall time over ``--repeats`` runs, the import time that
+timed, and that one epoch of ``ltr train`` itself. Printed: the median and fastest wall time over ``--repeats`` runs, the import time that
 ``python -X importtime`` reports (sum over the top-level imports, one more run) and which of
 torch, LightGBM, scipy, pandas and pyarrow the command loaded. The load average is printed too: on
 a shared machine the wall times include waiting for a core.
@@ -76,9 +76,12 @@ def prepare(folder: Path, py: str) -> dict[str, list[str]]:
         "ltr --help": ltr + ["--help"],
         "ltr eval (2-query run)": ltr + ["eval", "--qrels", str(folder / "qrels.txt"), "--run", str(folder / "run.txt")],
         "ltr predict (linear torch model)": ltr + ["predict", "--model", str(folder / "torch_model"), "--data", data,
-                                                   "--out", str(folder / "torch.run")],
+                                                   "--out", str(folder / "torch.run"), "--force"],
         "ltr predict (LightGBM model)": ltr + ["predict", "--model", str(folder / "gbdt_model"), "--data", data,
-                                               "--out", str(folder / "gbdt.run")],
+                                               "--out", str(folder / "gbdt.run"), "--force"],
+        "ltr train (linear, 1 epoch)": ltr + ["train", "--train", str(folder / "data" / "train.txt"), "--valid",
+                                              str(folder / "data" / "valid.txt"), "--model", "linear", "--epochs", "1",
+                                              "--out", str(folder / "torch_again"), "--force", "--quiet"],
     }
 
 

@@ -7,7 +7,9 @@ so are the operating system's refusals (:class:`OSError`: a full disk, a read-on
 vanished), in the words of :func:`ltr.base.checks.describe_os_error`. Both exit with status 2.
 
 Before anything imports torch or LightGBM, :func:`ltr.base.threads.configure_threads` sets passive OpenMP
-waiting (and ``LTR_THREADS``'s thread count), which keeps the commands fast on a busy machine.
+waiting (and ``LTR_THREADS``'s thread count), which keeps the commands fast on a busy machine, and
+:func:`ltr.base.collector.configure_collector` spaces the garbage collector's full passes, which would
+otherwise walk the libraries' objects again and again while they load.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import importlib
 import sys
 
 from ltr import __version__
+from ltr.base.collector import configure_collector
 from ltr.base.errors import LtrError
 from ltr.base.threads import THREADS_ENV, configure_threads
 
@@ -132,6 +135,7 @@ def _command_in(argv: list[str]) -> tuple:
 
 
 def main(argv: list[str] | None = None) -> int:
+    configure_collector()
     try:
         configure_threads()  # before any command imports torch or LightGBM
     except LtrError as exc:

@@ -99,6 +99,11 @@ def pytest_configure(config):
     # already fill the machine, and oversubscribed threads make small ops orders of magnitude slower
     # (OpenBLAS's pthreads spin-wait whatever OMP_WAIT_POLICY says: on a 2-core machine with one core
     # taken by another job the suite's CPU rose by a quarter). The commands the tests start inherit it.
+    # the collector's full passes spaced as the `ltr` command spaces them (ltr.base.collector), here before
+    # collecting the tests imports torch and the rest
+    from ltr.base.collector import configure_collector
+
+    configure_collector()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
         from threadpoolctl import threadpool_limits

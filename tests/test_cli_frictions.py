@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 
@@ -177,6 +178,20 @@ def test_thread_knob_is_checked_and_passive_waiting_is_the_default(monkeypatch, 
     with pytest.raises(SystemExit):
         main(["eval", "--help"])
     assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE" and os.environ["OMP_NUM_THREADS"] == "1"
+
+
+def test_the_command_spaces_the_collectors_full_passes_and_keeps_collection_off(capsys):
+    """``ltr`` raises the full pass's threshold from CPython's 10 to 100 (ltr.base.collector), keeps the
+    young and middle thresholds, and leaves automatic collection off when it was off."""
+    before = gc.get_threshold()
+    try:
+        for set_before, expected in [((700, 10, 10), (700, 10, 100)), ((0, 10, 10), (0, 10, 10))]:
+            gc.set_threshold(*set_before)
+            with pytest.raises(SystemExit):
+                main(["eval", "--help"])
+            assert gc.get_threshold() == expected
+    finally:
+        gc.set_threshold(*before)
 
 
 def test_ablation_data_sets_take_zero_based_and_query_file(tmp_path):

@@ -93,7 +93,7 @@ def test_top_level_help_imports_no_command_module_and_no_numpy():
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
                           env=_env())
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split("\n")[-2] == "['ltr', 'ltr.base', 'ltr.base.errors', 'ltr.base.threads', 'ltr.cli']"
+    assert done.stdout.split("\n")[-2] == "['ltr', 'ltr.base', 'ltr.base.collector', 'ltr.base.errors', 'ltr.base.threads', 'ltr.cli']"
 
 
 @pytest.mark.xdist_group("startup")  # one worker runs the probe (a fresh interpreter that ends importing torch)

@@ -22,6 +22,7 @@ the libraries above are already imported, as they are for the in-process command
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import os
@@ -101,9 +102,11 @@ def _child(conn: socket.socket, request: dict, fds: list[int]) -> int:
 def serve(address: str) -> None:
     """Import the heavy libraries, then fork one child per request on the Unix socket ``address``."""
     base = _comparable(dict(os.environ))
+    from ltr.base.collector import configure_collector
     from ltr.base.threads import configure_threads
 
     configure_threads()
+    configure_collector()  # as ltr.cli.main does: before the imports
     for name in PRELOAD:
         try:
             importlib.import_module(name)
@@ -112,6 +115,10 @@ def serve(address: str) -> None:
     from onnx_registry import memoise_torchlib_ops  # tests/onnx_registry.py: every `ltr export` child inherits the list
 
     memoise_torchlib_ops(fill=True)
+    # What was imported lives as long as the server: frozen, it is out of every child's collector passes
+    # (a full pass walks ~500,000 objects otherwise), and those passes do not write to the shared pages.
+    gc.collect()
+    gc.freeze()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(address)
     listener.listen(16)
