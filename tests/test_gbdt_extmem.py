@@ -4,7 +4,9 @@ model equals the one of the in-RAM ``QuantileDMatrix`` built from the same block
 
 from __future__ import annotations
 
+import gc
 import json
+import weakref
 
 import numpy as np
 import pytest
@@ -13,6 +15,7 @@ pytest.importorskip("pyarrow")
 xgb = pytest.importorskip("xgboost")
 
 import ltr.gbdt.streaming as streaming  # noqa: E402
+import ltr.gbdt.xgboost as ltr_xgboost  # noqa: E402
 from ltr.data import open_store  # noqa: E402
 from ltr.data.streamed import open_streamed  # noqa: E402
 from ltr.base.errors import LtrError  # noqa: E402
@@ -105,6 +108,36 @@ def test_the_cache_is_removed_when_xgboost_fails(files, watch_cache, tmp_path):
     with pytest.raises(LtrError, match="XGBoost refused"):
         train_gbdt("xgboost", s_train, None, {**PARAMS, "tree_method": "exact"}, external_memory=tmp_path, **KW)
     assert len(watch_cache.seen) == 1 and any(name.split("/")[1].startswith("train-") for name in watch_cache.seen[0])
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("tree_method", ["hist", "exact"])
+def test_the_matrices_are_freed_with_the_collector_off(files, monkeypatch, tmp_path, tree_method):
+    """Nothing refers to a matrix once training returns or fails: with the garbage collector off, every
+    matrix built (the paged training set, the streamed validation set) is already freed when
+    ``train_gbdt`` returns ("hist") or raises ("exact" refuses pages), and the cache folder is gone. A
+    reference cycle that held one (a callback class made per call did) would keep it alive here."""
+    built, real = [], ltr_xgboost._matrices
+
+    def matrices(*args, **kwargs):
+        pair = real(*args, **kwargs)
+        built.extend(weakref.ref(m) for m in pair if m is not None)
+        return pair
+
+    monkeypatch.setattr(ltr_xgboost, "_matrices", matrices)
+    s_train = open_streamed(files / "train.store", "train")
+    s_valid = open_streamed(files / "valid.store", "valid", s_train.n_features)
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        try:
+            train_gbdt("xgboost", s_train, s_valid, {**PARAMS, "tree_method": tree_method}, external_memory=tmp_path, **KW)
+        except LtrError:
+            assert tree_method == "exact"
+        assert len(built) == 2 and [ref() for ref in built] == [None, None]
+    finally:
+        if was_on:
+            gc.enable()
     assert list(tmp_path.iterdir()) == []
 
 

@@ -30,6 +30,7 @@ index and more); each boosting round reads the pages from the cache (or the kern
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -188,9 +189,8 @@ def _fit(merged, train_ds, valid_ds, gain, cache: Path | None, monitor, bar, num
     """``(booster, XGBoost's evals log, info["external_memory"])``: the matrices built (their pages
     under ``cache`` when given) and ``xgb.train`` run; an error of XGBoost's becomes an LtrError.
     The matrices are freed before returning or raising, so that the cache's files can be removed
-    while no matrix holds them open (XGBoost would then warn when it frees them)."""
-    import gc
-
+    while no matrix holds them open (XGBoost would then warn when it frees them): nothing else refers
+    to them once training returns (see :func:`round_callback`), so deleting the names frees them."""
     import xgboost as xgb
 
     evals_log: dict[str, Any] = {}
@@ -205,7 +205,6 @@ def _fit(merged, train_ds, valid_ds, gain, cache: Path | None, monitor, bar, num
     except xgb.core.XGBoostError as exc:  # raised below, once this traceback (and its hold on the matrices) is gone
         error = " ".join(str(exc).split())[:500]
     del dtrain, dvalid, evals
-    gc.collect()  # the callback's class (a reference cycle) still refers to the validation matrix
     if error is not None:
         raise LtrError(f"XGBoost refused the data or parameters: {error}")
     return booster, evals_log, external
@@ -221,24 +220,38 @@ def cut_to_best_round(booster, monitor) -> tuple[Any, int, int]:
 
 def round_callback(evals, monitor, bar, on_round=None):
     """An XGBoost callback: progress, ``on_round(booster)`` after each round, and the toolkit's early
-    stopping (a :class:`~ltr.gbdt.common.ValidationMonitor`) on the first evaluation matrix."""
+    stopping (a :class:`~ltr.gbdt.common.ValidationMonitor`) on the first evaluation matrix.
+
+    The callback is an instance of one class made once per process: a class made per call is a
+    reference cycle (a class refers to itself), which would hold ``evals``'s matrices past training
+    until a full pass of the garbage collector (0.1-0.3 s with torch loaded)."""
+    return _round_callback_class()(evals, monitor, bar, on_round)
+
+
+@functools.cache
+def _round_callback_class():
     import xgboost as xgb
 
     from ltr.gbdt.common import rounds_note
 
-    class _Monitor(xgb.callback.TrainingCallback):
+    class RoundCallback(xgb.callback.TrainingCallback):
+        def __init__(self, evals, monitor, bar, on_round) -> None:
+            super().__init__()
+            self.evals, self.monitor, self.bar, self.on_round = evals, monitor, bar, on_round
+
         def after_iteration(self, model, epoch, evals_log) -> bool:
-            if on_round is not None:
-                on_round(model)
-            stop = monitor is not None and monitor.update(model.predict(evals[0][0], output_margin=True))
-            if bar is not None:
+            if self.on_round is not None:
+                self.on_round(model)
+            monitor = self.monitor
+            stop = monitor is not None and monitor.update(model.predict(self.evals[0][0], output_margin=True))
+            if self.bar is not None:
                 if monitor is not None:
-                    bar.set_postfix_str(rounds_note(monitor.metric, monitor.curve[-1], monitor.best_value,
-                                                    monitor.best_round), refresh=False)
-                bar.update(1)
+                    self.bar.set_postfix_str(rounds_note(monitor.metric, monitor.curve[-1], monitor.best_value,
+                                                         monitor.best_round), refresh=False)
+                self.bar.update(1)
             return stop
 
-    return _Monitor()
+    return RoundCallback
 
 
 def predict_xgboost(booster, features: np.ndarray) -> np.ndarray:

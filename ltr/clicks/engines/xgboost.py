@@ -134,8 +134,6 @@ def _fit_streamed_matrix(xgb, train_set, sessions, cache: Path | None, fit) -> t
     """:func:`_fit_session_matrix` on the sessions' ``QuantileDMatrix`` (an ``ExtMemQuantileDMatrix`` with its pages
     under ``cache`` when given); ``(booster, info, the cache's file count and bytes or None)``. The matrix is freed
     before returning, so that the cache's files can be removed while nothing holds them open."""
-    import gc
-
     from ltr.gbdt.streaming import xgboost_matrix
     from ltr.gbdt.xgboost import cache_facts
 
@@ -144,8 +142,7 @@ def _fit_streamed_matrix(xgb, train_set, sessions, cache: Path | None, fit) -> t
                             cache_prefix=prefix)
     facts = cache_facts(cache)
     booster, info = _fit_session_matrix(xgb, matrix, int(sessions.position.max()), int(sessions.n_sessions), fit)
-    del matrix
-    gc.collect()  # training leaves reference cycles (the callbacks and their evaluation list): collect them now, not later
+    del matrix  # the last reference: training leaves no cycle that holds it (ltr.gbdt.xgboost.round_callback)
     return booster, info, facts
 
 
