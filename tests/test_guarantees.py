@@ -216,9 +216,11 @@ def test_calibration_keeps_auc(tmp_path, method):
 
 _RSS = r"""
 import json, os, sys, traceback
+from ltr.base.collector import configure_collector
 from ltr.base.threads import configure_threads
 
 configure_threads()  # as ltr.cli.main does before its heavy imports
+configure_collector()
 # Every library an `ltr train` imports (the same list on either data path), imported once here; each
 # command then runs in a child forked from this process, so both peaks start from the same base.
 import pyarrow.parquet, torch, torch._dynamo, torch.utils.tensorboard  # noqa: E401
