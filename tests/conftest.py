@@ -48,9 +48,9 @@ def gbdt_data_files(tmp_path_factory):
 
 def pytest_collection_finish(session):
     # The objects alive once the tests are collected (the imported libraries': some 300,000) sit out the
-    # cyclic garbage collector's passes from here on, so a full collection (every XGBoost fit ends with
-    # one, to free its matrices) walks only what the tests make: 0.2-0.3 s less each. Frozen once, not
-    # per test: a test's own garbage (a closed Dask client, say) must stay collectable by the next one.
+    # cyclic garbage collector's passes from here on, so a full pass walks only what was made later (the
+    # libraries a test imports first, what the tests make): 0.2-0.3 s less each. Frozen once, not per
+    # test: a test's own garbage (a closed Dask client, say) must stay collectable by the next one.
     gc.collect()
     gc.freeze()
 
@@ -95,15 +95,15 @@ def pytest_configure(config):
     # values are ranx's definitions either way; benchmarks/bench_metrics.py runs ranx compiled and
     # compares its means with ours. NUMBA_DISABLE_JIT=0 in the environment runs the tests compiled.
     os.environ.setdefault("NUMBA_DISABLE_JIT", "1")
+    # The collector's full passes spaced as the `ltr` command spaces them (ltr.base.collector), here before
+    # collecting the tests imports torch and the rest.
+    from ltr.base.collector import configure_collector
+
+    configure_collector()
     # Under pytest-xdist each worker gets one torch thread and one BLAS thread: two workers on two cores
     # already fill the machine, and oversubscribed threads make small ops orders of magnitude slower
     # (OpenBLAS's pthreads spin-wait whatever OMP_WAIT_POLICY says: on a 2-core machine with one core
     # taken by another job the suite's CPU rose by a quarter). The commands the tests start inherit it.
-    # the collector's full passes spaced as the `ltr` command spaces them (ltr.base.collector), here before
-    # collecting the tests imports torch and the rest
-    from ltr.base.collector import configure_collector
-
-    configure_collector()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
         from threadpoolctl import threadpool_limits
