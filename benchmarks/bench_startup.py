@@ -7,9 +7,9 @@ Each command runs in a fresh interpreter (``python -m ltr ...``, what the ``ltr`
 ``python -c pass`` (the floor: the interpreter alone), ``ltr --help``, ``ltr eval`` of a two-query
 run, ``ltr predict`` of a 20-query SVMlight file with a linear torch model (one epoch of
 ``ltr train``) and with a LightGBM model (``ltr gbdt``, 5 rounds), both made beforehand and not
-timed, and that one epoch of ``ltr train`` itself. Printed: the median and fastest wall time over ``--repeats`` runs, the import time that
-``python -X importtime`` reports (sum over the top-level imports, one more run) and which of
-torch, LightGBM, scipy, pandas and pyarrow the command loaded. The load average is printed too: on
+timed, and that one epoch of ``ltr train`` itself. Printed: the median and fastest wall time over
+``--repeats`` runs, the import time that ``python -X importtime`` reports (sum over the top-level
+imports, one more run) and which of torch, LightGBM, scipy, pandas and pyarrow the command loaded. The load average is printed too: on
 a shared machine the wall times include waiting for a core.
 """
 
